@@ -1,0 +1,196 @@
+# FlashAttention from scratch, in C and CUDA C.
+#
+#   make phase0 run      build and run one chapter (also: test, plot, profile, sanitize)
+#   make run             every chapter that exists
+#   make test            build everything and run all tests; last line "N passed, M failed"
+#   make help            every target
+#
+# Non-recursive: each phase folder has a rules.mk that this file includes. A phase's
+# rules.mk sets <phase>_LIB (sources of its library), <phase>_MAIN (driver), <phase>_TEST
+# (unit-test program), <phase>_CU (CUDA sources), <phase>_USES (phases it links, e.g.
+# "phase0"), <phase>_CUDA_LDLIBS (extra CUDA libraries, e.g. -lcublas) and
+# defines the phase's actions <phase>-run, -test, -plot, -profile, -sanitize.
+
+.DEFAULT_GOAL := all
+SHELL   := /bin/bash
+
+CC      ?= gcc
+PYTHON  ?= python3
+NVCC    ?= nvcc
+GNUPLOT ?= gnuplot
+CFLAGS  ?= -O2
+CFLAGS  += -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -MMD -MP
+LDLIBS  += -lm
+
+# ---- the chapters -------------------------------------------------------------------
+PHASE_DIRS := phase0_model phase1_naive phase2_online_softmax phase3_fa1 phase4_fa2 \
+              phase5_backward phase6_decoding
+PHASES     := $(foreach d,$(PHASE_DIRS),$(firstword $(subst _, ,$(d))))
+dir_of      = $(filter $(1)_%,$(PHASE_DIRS))
+WRITTEN    := $(foreach p,$(PHASES),$(if $(wildcard $(call dir_of,$(p))/rules.mk),$(p)))
+ACTIONS    := run test plot profile sanitize
+
+# `make phase1 run`: the phase and the action are two goals. A phase goal given with an
+# action only selects; the action goal does the work for the selected phases.
+SELECTED   := $(filter $(PHASES),$(MAKECMDGOALS))
+ACTION     := $(filter $(ACTIONS),$(MAKECMDGOALS))
+TARGET_PHASES := $(or $(SELECTED),$(WRITTEN))
+
+# ---- exercises: EX=1 builds the fill-in copies from exercises/ instead -----------------
+EXDIR  ?= exercises
+BUILD  ?= build$(if $(EX),/ex)
+RESULTS ?= results
+# The source actually compiled for a reference file: its exercise copy under EX=1.
+src     = $(if $(EX),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1))
+
+CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS))
+
+# ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
+HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))
+CUDA_ARCH ?= sm_80 sm_86 sm_89 sm_90
+CUDA_PTX  ?= $(lastword $(CUDA_ARCH))
+GENCODE   := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a:sm_%=%),code=$(a)) \
+             -gencode arch=compute_$(CUDA_PTX:sm_%=%),code=compute_$(CUDA_PTX:sm_%=%)
+NVCCFLAGS ?= -O3 -std=c++17 --use_fast_math -lineinfo
+NVCCFLAGS += $(GENCODE) -Xcompiler -Wall,-Wextra
+ifneq ($(HAVE_NVCC),)
+  CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(HAVE_NVCC)))
+  CPPFLAGS  += -DHAVE_CUDA=1 -I$(CUDA_HOME)/include
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+else
+  CPPFLAGS  += -DHAVE_CUDA=0
+endif
+
+# Quiet build lines ("  CC  file"); V=1 shows the whole commands.
+Q := $(if $(V),,@)
+say = $(if $(V),,@printf '  %-5s %s\n' $(1) $(2))
+
+# ---- common/ ------------------------------------------------------------------------
+# common/*_nocuda.c stand in for common/*.cu (same functions, "no GPU" answers) when
+# nvcc is missing, so every driver links either way.
+COMMON_SRC    := $(filter-out %_nocuda.c,$(wildcard common/*.c))
+COMMON_CU     := $(wildcard common/*.cu)
+COMMON_NOCUDA := $(wildcard common/*_nocuda.c)
+
+obj_of    = $(BUILD)/obj/$(basename $(1)).o
+objs_of   = $(foreach s,$(1),$(call obj_of,$(s)))
+
+# One compile rule per source, so that an exercise copy can stand in for the reference.
+define c_rule
+$(call obj_of,$(1)): $(call src,$(1))
+	@mkdir -p $$(@D)
+	$$(call say,CC,$$<)
+	$$(Q)$$(CC) $$(CPPFLAGS) -I$(dir $(1)) $$(CFLAGS) -c $$< -o $$@
+endef
+define cu_rule
+$(call obj_of,$(1)): $(call src,$(1)) $(wildcard common/*.cuh)
+	@mkdir -p $$(@D)
+	$$(call say,NVCC,$$<)
+	$$(Q)$$(NVCC) $$(CPPFLAGS) -I$(dir $(1)) $$(NVCCFLAGS) -c $$< -o $$@
+endef
+
+# ---- phases -------------------------------------------------------------------------
+include $(foreach p,$(WRITTEN),$(call dir_of,$(p))/rules.mk)
+
+# For each written phase: lib<phase>.a from its library sources (+ CUDA ones when nvcc
+# exists), the driver build/<phase>, and the unit tests build/test_<phase>.
+define phase_build
+$(1)_OBJS := $$(call objs_of,$$($(1)_LIB)) $$(if $$(HAVE_NVCC),$$(call objs_of,$$($(1)_CU)))
+$(1)_LINK := $(BUILD)/lib$(1).a $$(foreach u,$$($(1)_USES),$(BUILD)/lib$$(u).a) $(BUILD)/libcommon.a
+$(BUILD)/lib$(1).a: $$($(1)_OBJS)
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(Q)$$(AR) rcs $$@ $$^
+$(BUILD)/$(1): $$(call obj_of,$$($(1)_MAIN)) $$($(1)_LINK)
+	$$(call say,LINK,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(LDLIBS)
+$(BUILD)/test_$(1): $$(call obj_of,$$($(1)_TEST)) $$($(1)_LINK)
+	$$(call say,LINK,$$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(LDLIBS)
+$(1)-build: $(BUILD)/$(1) $$(if $$($(1)_TEST),$(BUILD)/test_$(1))
+$$(foreach s,$$($(1)_LIB) $$($(1)_MAIN) $$($(1)_TEST),$$(eval $$(call c_rule,$$(s))))
+$$(if $$(HAVE_NVCC),$$(foreach s,$$($(1)_CU),$$(eval $$(call cu_rule,$$(s)))))
+endef
+$(foreach p,$(WRITTEN),$(eval $(call phase_build,$(p))))
+
+COMMON_OBJS := $(call objs_of,$(COMMON_SRC)) \
+               $(if $(HAVE_NVCC),$(call objs_of,$(COMMON_CU)),$(call objs_of,$(COMMON_NOCUDA)))
+$(foreach s,$(COMMON_SRC) $(COMMON_NOCUDA),$(eval $(call c_rule,$(s))))
+$(if $(HAVE_NVCC),$(foreach s,$(COMMON_CU),$(eval $(call cu_rule,$(s)))))
+$(BUILD)/libcommon.a: $(COMMON_OBJS)
+	@mkdir -p $(@D)
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+# The tools written in C (the exercise generator).
+$(BUILD)/mkexercise: tools/mkexercise.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+# ---- top-level goals ----------------------------------------------------------------
+.PHONY: all run test deps clean help handout exercises $(PHASES) $(ACTIONS) \
+        $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
+
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise
+	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
+
+# `make phase1` alone builds it; with an action goal it only selects.
+$(PHASES):
+	@$(if $(ACTION),:,$(if $(filter $@,$(WRITTEN)),$(MAKE) --no-print-directory $@-build,echo "$@ ($(call dir_of,$@)/) is not written yet: coming in a later chapter"))
+
+NO_DEPS ?=
+DEPS_STEP := $(if $(NO_DEPS),,deps)
+
+run: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-run)
+test: $(DEPS_STEP) all
+	@bash tools/run_tests.sh $(if $(SELECTED),$(SELECTED),$(WRITTEN))
+plot: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-plot)
+profile: $(foreach p,$(TARGET_PHASES),$(p)-profile)
+sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
+
+# A phase not written yet answers every action with one line.
+define phase_missing
+$(1)-build $(addprefix $(1)-,$(ACTIONS)):
+	@echo "$(1) ($(call dir_of,$(1))/) is not written yet: coming in a later chapter"
+endef
+$(foreach p,$(filter-out $(WRITTEN),$(PHASES)),$(eval $(call phase_missing,$(p))))
+
+deps:
+	@bash tools/deps.sh "$(PYTHON)" "$(GNUPLOT)"
+
+exercises: $(BUILD)/mkexercise
+	@bash tools/exercises.sh generate
+
+handout: $(BUILD)/mkexercise
+	@bash tools/exercises.sh handout
+
+clean:
+	rm -rf build results
+
+help:
+	@echo "FlashAttention from scratch - make targets"
+	@echo ""
+	@echo "  make phaseN run       build phase N, run it on its default problem, check it,"
+	@echo "                        print the table, write results/phaseN/*.csv and plots"
+	@echo "  make phaseN test      that phase's tests only"
+	@echo "  make phaseN plot      draw results/phaseN/*.png from its CSV (gnuplot)"
+	@echo "  make phaseN profile   Nsight Compute DRAM bytes into the CSV (GPU phases)"
+	@echo "  make phaseN sanitize  compute-sanitizer memcheck + racecheck (GPU phases)"
+	@echo "  make phaseN           build phase N only"
+	@echo "  make phaseN run EX=1  the same with the exercise (fill-in) sources"
+	@echo "  make                  build everything (CPU parts only when nvcc is missing)"
+	@echo "  make run              run every written phase"
+	@echo "  make test             build everything and run every test (last line: N passed, M failed)"
+	@echo "  make deps             install gnuplot and NumPy if missing (also run by run/test)"
+	@echo "  make exercises        regenerate exercises/ from the EXERCISE markers"
+	@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out"
+	@echo "  make clean            remove build/ and results/"
+	@echo ""
+	@echo "  variables: CUDA_ARCH=\"sm_90\" (fast one-GPU build), EX=1, NO_DEPS=1, PYTHON=python3,"
+	@echo "             NO_CUDA=1 (build as if nvcc were missing)"
+	@echo ""
+	@echo "  phases written: $(WRITTEN)"
+	@echo "  phases coming:  $(filter-out $(WRITTEN),$(PHASES))"
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,35 @@
+/* csv.h - results as CSV, each file opened by a metadata header of '#' lines (gnuplot
+ * and NumPy skip them) saying where the numbers came from:
+ *   # phase: phase1
+ *   # gpu: NVIDIA H100 80GB HBM3 | sm_count: 132 | sm_clock_mhz: 1980 | mem_clock_mhz: 2619
+ *   # cuda_runtime: 13000 | driver: 13000 | l2_bytes: 52428800
+ *   # git: 1a2b3c4 | date: 2026-11-23T01:02:03Z | host: name | cpu: ...
+ *   # command: build/phase1 --sweep
+ * then one header row of column names and one row per measurement. */
+#ifndef COMMON_CSV_H
+#define COMMON_CSV_H
+#include <stdio.h>
+
+/* What is known about the machine. GPU fields are empty/zero on a CPU-only run; the
+ * GPU helpers (common/gpu.h) fill them in when a device is present. */
+typedef struct {
+    char gpu_name[128];
+    int  sm_count;
+    int  sm_clock_mhz, mem_clock_mhz;
+    int  cuda_runtime, cuda_driver;
+    long long l2_bytes, global_mem_bytes;
+    double copy_gbps;   /* measured device copy bandwidth, 0 if not measured */
+} machine_info_t;
+
+void machine_info_cpu(machine_info_t *mi);  /* a CPU-only machine: gpu "none" */
+
+/* Open path for writing (creating parent folders), write the metadata header and the
+ * column row. argc/argv are recorded as the command. Returns NULL (and says why on
+ * stderr) if the file cannot be written. */
+FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
+               int argc, char **argv, const char *columns);
+/* Create a directory and its parents (like mkdir -p). 0 on success. */
+int mkdir_p(const char *path);
+/* The current git commit (short, "-dirty" when the tree has changes) or "unknown". */
+void git_commit(char *buf, size_t len);
+#endif

@@ -1,0 +1,93 @@
+#include "problem.h"
+#include "fp16.h"
+#include "rng.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal)
+{
+    attn_problem_t p = { B, H, H_kv > 0 ? H_kv : H, N_q, N_kv > 0 ? N_kv : N_q, d, causal,
+                         d > 0 ? (float)(1.0 / sqrt((double)d)) : 1.0f };
+    return p;
+}
+
+size_t attn_q_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->N_q * p->d; }
+size_t attn_kv_elems(const attn_problem_t *p) { return (size_t)p->B * p->H_kv * p->N_kv * p->d; }
+size_t attn_l_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->N_q; }
+
+int attn_visible_count(const attn_problem_t *p, int i)
+{
+    if (!p->causal) return p->N_kv;
+    long last = (long)i + (p->N_kv - p->N_q);          /* last visible column */
+    if (last < 0) return 0;
+    return last + 1 < p->N_kv ? (int)(last + 1) : p->N_kv;
+}
+
+double attn_flops_fwd(const attn_problem_t *p)
+{
+    double f = 4.0 * p->B * p->H * (double)p->N_q * p->N_kv * p->d;
+    return (p->causal && p->N_q == p->N_kv) ? f / 2 : f;
+}
+
+double attn_flops_bwd(const attn_problem_t *p) { return 2.5 * attn_flops_fwd(p); }
+
+void attn_problem_str(const attn_problem_t *p, char *buf, size_t len)
+{
+    snprintf(buf, len, "B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s", p->B, p->H, p->H_kv,
+             p->N_q, p->N_kv, p->d, p->causal ? " causal" : "");
+}
+
+static void fill_fp16_normal(rng_t *r, uint16_t *h, float *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h[i] = f32_to_f16((float)rng_normal(r));
+        f[i] = f16_to_f32(h[i]);       /* the value the GPU sees, exactly */
+    }
+}
+
+int attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad)
+{
+    memset(in, 0, sizeof *in);
+    in->p = *p;
+    size_t nq = attn_q_elems(p), nkv = attn_kv_elems(p);
+    in->q_h = malloc(nq * 2);  in->q = malloc(nq * 4);
+    in->k_h = malloc(nkv * 2); in->k = malloc(nkv * 4);
+    in->v_h = malloc(nkv * 2); in->v = malloc(nkv * 4);
+    if (with_grad) { in->do_h = malloc(nq * 2); in->dO = malloc(nq * 4); }
+    if (!in->q_h || !in->q || !in->k_h || !in->k || !in->v_h || !in->v ||
+        (with_grad && (!in->do_h || !in->dO))) {
+        attn_inputs_free(in);
+        return -1;
+    }
+    rng_t r;
+    rng_seed(&r, seed);
+    fill_fp16_normal(&r, in->q_h, in->q, nq);
+    fill_fp16_normal(&r, in->k_h, in->k, nkv);
+    fill_fp16_normal(&r, in->v_h, in->v, nkv);
+    if (with_grad) fill_fp16_normal(&r, in->do_h, in->dO, nq);
+    return 0;
+}
+
+void attn_inputs_free(attn_inputs_t *in)
+{
+    free(in->q_h); free(in->k_h); free(in->v_h); free(in->do_h);
+    free(in->q);   free(in->k);   free(in->v);   free(in->dO);
+    memset(in, 0, sizeof *in);
+}
+
+int attn_check_rows(const attn_problem_t *p, int max_rows, int *bhi)
+{
+    double total = (double)p->B * p->H * p->N_q;
+    int count = total < max_rows ? (int)total : max_rows;
+    for (int k = 0; k < count; k++) {
+        /* evenly spread over [0, total - 1], first and last included */
+        double idx = count == 1 ? 0 : floor((double)k * (total - 1) / (count - 1) + 0.5);
+        long long flat = (long long)idx;
+        bhi[3 * k]     = (int)(flat / ((long long)p->H * p->N_q));
+        bhi[3 * k + 1] = (int)(flat / p->N_q % p->H);
+        bhi[3 * k + 2] = (int)(flat % p->N_q);
+    }
+    return count;
+}

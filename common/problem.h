@@ -1,0 +1,92 @@
+/* problem.h - the attention problem every phase solves, and its inputs.
+ *
+ *   O = softmax(scale * Q K^T + mask) V        L = rowwise log-sum-exp of the masked scores
+ *
+ * Memory layout (row-major, every tensor contiguous):
+ *   Q, O  : [B][H   ][N_q ][d]        L : [B][H][N_q]
+ *   K, V  : [B][H_kv][N_kv][d]
+ * Grouped-query attention (GQA; MQA when H_kv = 1): H_kv divides H and query head h
+ * reads KV head h / (H / H_kv). No copies: kernels index into the shared K/V head.
+ *
+ * Causal masking is aligned to the bottom-right corner of the N_q x N_kv score matrix
+ * (the convention of FlashAttention-2 and PyTorch's is_causal with a KV cache):
+ *   query row i may attend key column j  iff  j <= i + (N_kv - N_q).
+ * With N_q = N_kv this is the usual lower triangle. With N_q > N_kv the first
+ * N_q - N_kv rows see no key at all: such a FULLY MASKED ROW returns O = 0 and
+ * L = +inf (so that the backward pass's P = exp(S - L) is 0 there), in every phase.
+ */
+#ifndef COMMON_PROBLEM_H
+#define COMMON_PROBLEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int B;        /* batch                                  */
+    int H;        /* query heads                            */
+    int H_kv;     /* key/value heads, divides H             */
+    int N_q;      /* query sequence length                  */
+    int N_kv;     /* key/value sequence length              */
+    int d;        /* head dimension                         */
+    bool causal;  /* bottom-right aligned causal mask       */
+    float scale;  /* softmax scale, 1/sqrt(d) by default    */
+} attn_problem_t;
+
+/* A problem with the defaults filled in (scale = 1/sqrt(d), H_kv = H, N_kv = N_q). */
+attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal);
+
+/* Element counts of each tensor. */
+size_t attn_q_elems(const attn_problem_t *p);   /* also O  */
+size_t attn_kv_elems(const attn_problem_t *p);  /* K or V  */
+size_t attn_l_elems(const attn_problem_t *p);   /* L       */
+
+/* Which KV head query head h reads (GQA). */
+static inline int attn_kv_head(const attn_problem_t *p, int h) { return h / (p->H / p->H_kv); }
+
+/* Offsets of the first element of head (b, h) in Q/O, K/V and L. */
+static inline size_t attn_q_offset(const attn_problem_t *p, int b, int h)
+{ return ((size_t)b * p->H + h) * (size_t)p->N_q * p->d; }
+static inline size_t attn_kv_offset(const attn_problem_t *p, int b, int h)
+{ return ((size_t)b * p->H_kv + attn_kv_head(p, h)) * (size_t)p->N_kv * p->d; }
+static inline size_t attn_l_offset(const attn_problem_t *p, int b, int h)
+{ return ((size_t)b * p->H + h) * (size_t)p->N_q; }
+
+/* The causal rule above: may row i see column j? */
+static inline bool attn_visible(const attn_problem_t *p, int i, int j)
+{ return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q); }
+
+/* Number of keys row i can see (0 for a fully masked row). */
+int attn_visible_count(const attn_problem_t *p, int i);
+
+/* Forward FLOPs: 4 * B * H * N_q * N_kv * d (two matmuls, 2 flops per multiply-add),
+ * halved when causal with N_q = N_kv (the FlashAttention papers' convention). */
+double attn_flops_fwd(const attn_problem_t *p);
+/* Backward FLOPs: 2.5x forward (five matmuls instead of two). */
+double attn_flops_bwd(const attn_problem_t *p);
+
+/* One-line description, e.g. "B=1 H=8 Hkv=8 Nq=128 Nkv=128 d=64 causal". */
+void attn_problem_str(const attn_problem_t *p, char *buf, size_t len);
+
+/* The inputs a phase works on. Q/K/V (and dO) are drawn N(0,1) from the seed and
+ * rounded to fp16 once: the *_h arrays are what a GPU kernel reads, the float arrays
+ * hold exactly the same fp16-rounded values for the CPU models and the oracle, so an
+ * error measures the kernel, never the cast. */
+typedef struct {
+    attn_problem_t p;
+    uint16_t *q_h, *k_h, *v_h, *do_h;  /* fp16 bits          */
+    float    *q,   *k,   *v,   *dO;    /* the same values    */
+} attn_inputs_t;
+
+/* with_grad: also draw dO (backward phases). Returns 0, or -1 if out of memory. */
+int  attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad);
+void attn_inputs_free(attn_inputs_t *in);
+
+/* Rows checked against the oracle. Checking every row of a big problem against an fp64
+ * reference would take the CPU minutes, so above max_rows rows a spread sample is
+ * checked: max_rows (b, h, i) triples evenly over the flat row index, the first and the
+ * last row included. Below it, every row. Writes triples into bhi[3*k..3*k+2] (bhi holds
+ * 3*max_rows ints) and returns the count. */
+int attn_check_rows(const attn_problem_t *p, int max_rows, int *bhi);
+
+#endif

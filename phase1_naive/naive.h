@@ -1,0 +1,43 @@
+/* naive.h - phase 1: standard attention, S and P materialised in HBM.
+ *
+ *   1. S = scale * Q K^T  -> HBM (fp16)
+ *   2. P = softmax(S)     -> HBM (fp16)   (3-pass safe softmax: max, sum, normalise)
+ *   3. O = P V            -> HBM (fp16)
+ *
+ * Its fp16 pipeline is also the yardstick of DESIGN.md's 2x rule: every later kernel's
+ * max abs error must stay within 2x the error this pipeline makes (+1e-4).
+ */
+#ifndef PHASE1_NAIVE_H
+#define PHASE1_NAIVE_H
+#include "check.h"
+#include "hbm.h"
+#include "problem.h"
+
+/* CPU model of the pipeline, with S, P and O stored as fp16 in "HBM" through the meter:
+ * counted bytes equal std_attn_traffic(p, 2).total (phase0_model/cost.h). O is returned
+ * as float holding fp16 values; L (may be NULL) is the log-sum-exp of each row. */
+void naive_cpu(const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter);
+
+/* One row of that pipeline (the same roundings), for sampled checks of big problems. */
+void naive_cpu_row(const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                   int b, int h, int i, float *o_row);
+
+/* The result of checking a kernel's output against the oracle with the 2x rule. */
+typedef struct {
+    err_stats_t O;               /* O vs the fp64 oracle on the checked rows           */
+    err_stats_t L;               /* L vs the oracle's L (n = 0 when L was not given)   */
+    double pipeline_max_abs;     /* the fp16 pipeline's max abs error on the same rows */
+    tol_t tol;                   /* tol_fp16(pipeline_max_abs)                          */
+    int rows_checked;
+    bool pass;                   /* O passes tol, and L within 1e-3 abs when given     */
+} attn_verdict_t;
+
+/* Check O (float holding the kernel's output values) and L (may be NULL) of a
+ * fp16-in / fp32-accumulate kernel against the oracle on the rows attn_check_rows(max_rows)
+ * picks; the tolerance is DESIGN.md's 2x rule against this phase's fp16 pipeline. */
+attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
+                                  int max_rows);
+
+/* Just the yardstick: the fp16 pipeline's max abs error vs the oracle on those rows. */
+double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows);
+#endif

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# tools/run_tests.sh PHASE... - `make test`: common/ and tools/ tests, then each named
+# phase's tests.sh, then one summary line "N passed, M failed, K skipped".
+set -u
+cd "$(dirname "$0")/.." || exit 1
+source tools/testlib.sh
+
+section() { printf '\n== %s\n' "$1"; }
+section common;  source common/tests.sh
+for phase in "$@"; do
+    dir=$(ls -d "${phase}"_*/ 2>/dev/null | head -n 1)
+    [ -f "${dir}tests.sh" ] || continue
+    section "$phase"; source "${dir}tests.sh"
+done
+section tools;   source tools/tests.sh
+t_summary

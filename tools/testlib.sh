@@ -1,0 +1,77 @@
+# tools/testlib.sh - the few functions every tests.sh uses. Sourced by run_tests.sh.
+#
+#   t_run   NAME CMD...   passes when CMD exits 0
+#   t_fail  NAME CMD...   passes when CMD exits non-zero but not 2 (a check that must FAIL)
+#   t_exit2 NAME CMD...   passes when CMD exits 2 with exactly one line on stderr, nothing on stdout
+#   t_units CMD...        runs a unit-test program that prints "PASS name", "FAIL name: why"
+#                         and "SKIP name: why" lines; each line counts as one test
+#   t_gpu   NAME CMD...   t_run on a machine with a usable CUDA device, else SKIP with the reason
+#   t_skip  NAME WHY      records a skipped test
+# Each test's output goes to $LOGDIR/<name>.log; a failure prints its last lines.
+
+BUILD=${BUILD:-build}
+LOGDIR=${LOGDIR:-$BUILD/testlogs}
+mkdir -p "$LOGDIR"
+PASSED=0; FAILED=0; SKIPPED=0; FAILED_NAMES=()
+
+_log() { echo "$LOGDIR/$(echo "$1" | tr -c 'A-Za-z0-9_.-' '_').log"; }
+_pass() { PASSED=$((PASSED + 1)); printf '  PASS  %s\n' "$1"; }
+_failed() {
+    FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1")
+    printf '  FAIL  %s%s\n' "$1" "${2:+ ($2)}"
+    [ -f "$3" ] && tail -n 15 "$3" | sed 's/^/        | /'
+}
+t_skip() { SKIPPED=$((SKIPPED + 1)); printf '  SKIP  %s: %s\n' "$1" "$2"; }
+
+t_run() {
+    local name=$1; shift; local log; log=$(_log "$name")
+    if "$@" >"$log" 2>&1; then _pass "$name"; else _failed "$name" "exit $?" "$log"; fi
+}
+
+t_fail() {
+    local name=$1; shift; local log; log=$(_log "$name"); local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 2 ] && [ $rc -lt 124 ]; then _pass "$name"
+    else _failed "$name" "expected a failing check, got exit $rc" "$log"; fi
+}
+
+t_exit2() {
+    local name=$1; shift; local log; log=$(_log "$name"); local rc=0
+    "$@" >"$log.out" 2>"$log" || rc=$?
+    local lines; lines=$(wc -l <"$log")
+    if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && [ ! -s "$log.out" ]; then _pass "$name"
+    else _failed "$name" "want exit 2 and one stderr line; got exit $rc, $lines lines" "$log"; fi
+}
+
+t_units() {
+    local log; log=$(_log "units_$(basename "$1")"); local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    local before=$FAILED
+    while IFS= read -r line; do
+        case "$line" in
+            "PASS "*) _pass "${line#PASS }" ;;
+            "FAIL "*) _failed "${line#FAIL }" "" "" ;;
+            "SKIP "*) SKIPPED=$((SKIPPED + 1)); printf '  SKIP  %s\n' "${line#SKIP }" ;;
+        esac
+    done <"$log"
+    if [ $rc -ne 0 ] && [ $FAILED -eq $before ]; then _failed "$(basename "$1")" "exit $rc" "$log"; fi
+}
+
+# Why GPU tests cannot run here, or nothing when they can.
+gpu_skip_reason() {
+    if [ ! -x "$BUILD/gpu_info" ]; then echo "built without nvcc (no CUDA toolkit)"; return; fi
+    local why; why=$("$BUILD/gpu_info" --probe 2>&1) || { echo "${why:-no usable CUDA device}"; return; }
+}
+
+t_gpu() {
+    local name=$1; shift
+    local why; why=$(gpu_skip_reason)
+    if [ -n "$why" ]; then t_skip "$name" "$why"; else t_run "$name" "$@"; fi
+}
+
+t_summary() {
+    echo
+    [ $FAILED -gt 0 ] && printf 'failed: %s\n' "${FAILED_NAMES[*]}"
+    echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+    [ $FAILED -eq 0 ]
+}

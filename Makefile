@@ -19,8 +19,10 @@ PYTHON  ?= python3
 NVCC    ?= nvcc
 GNUPLOT ?= gnuplot
 CFLAGS  ?= -O2
-CFLAGS  += -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -MMD -MP
-LDLIBS  += -lm
+LDLIBS  ?=
+# The flags the project needs come on top of whatever CFLAGS the user sets.
+ALL_CFLAGS := -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -MMD -MP $(CFLAGS)
+ALL_LDLIBS := $(LDLIBS) -lm
 
 # ---- the chapters -------------------------------------------------------------------
 PHASE_DIRS := phase0_model phase1_naive phase2_online_softmax phase3_fa1 phase4_fa2 \
@@ -51,8 +53,8 @@ CUDA_ARCH ?= sm_80 sm_86 sm_89 sm_90
 CUDA_PTX  ?= $(lastword $(CUDA_ARCH))
 GENCODE   := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a:sm_%=%),code=$(a)) \
              -gencode arch=compute_$(CUDA_PTX:sm_%=%),code=compute_$(CUDA_PTX:sm_%=%)
-NVCCFLAGS ?= -O3 -std=c++17 --use_fast_math -lineinfo
-NVCCFLAGS += $(GENCODE) -Xcompiler -Wall,-Wextra
+NVCCFLAGS ?= -O3 -lineinfo
+ALL_NVCCFLAGS = -std=c++17 $(NVCCFLAGS) $(GENCODE) -Xcompiler -Wall,-Wextra
 ifneq ($(HAVE_NVCC),)
   CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(HAVE_NVCC)))
   CPPFLAGS  += -DHAVE_CUDA=1 -I$(CUDA_HOME)/include
@@ -68,7 +70,7 @@ say = $(if $(V),,@printf '  %-5s %s\n' $(1) $(2))
 # ---- common/ ------------------------------------------------------------------------
 # common/*_nocuda.c stand in for common/*.cu (same functions, "no GPU" answers) when
 # nvcc is missing, so every driver links either way.
-COMMON_SRC    := $(filter-out %_nocuda.c,$(wildcard common/*.c))
+COMMON_SRC    := $(filter-out %_nocuda.c common/test_%.c,$(wildcard common/*.c))
 COMMON_CU     := $(wildcard common/*.cu)
 COMMON_NOCUDA := $(wildcard common/*_nocuda.c)
 
@@ -80,13 +82,13 @@ define c_rule
 $(call obj_of,$(1)): $(call src,$(1))
 	@mkdir -p $$(@D)
 	$$(call say,CC,$$<)
-	$$(Q)$$(CC) $$(CPPFLAGS) -I$(dir $(1)) $$(CFLAGS) -c $$< -o $$@
+	$$(Q)$$(CC) $$(CPPFLAGS) -I$(dir $(1)) $$(ALL_CFLAGS) -c $$< -o $$@
 endef
 define cu_rule
 $(call obj_of,$(1)): $(call src,$(1)) $(wildcard common/*.cuh)
 	@mkdir -p $$(@D)
 	$$(call say,NVCC,$$<)
-	$$(Q)$$(NVCC) $$(CPPFLAGS) -I$(dir $(1)) $$(NVCCFLAGS) -c $$< -o $$@
+	$$(Q)$$(NVCC) $$(CPPFLAGS) -I$(dir $(1)) $$(ALL_NVCCFLAGS) -c $$< -o $$@
 endef
 
 # ---- phases -------------------------------------------------------------------------
@@ -103,10 +105,10 @@ $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	$$(Q)$$(AR) rcs $$@ $$^
 $(BUILD)/$(1): $$(call obj_of,$$($(1)_MAIN)) $$($(1)_LINK)
 	$$(call say,LINK,$$@)
-	$$(Q)$$(CC) $$(CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(LDLIBS)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
 $(BUILD)/test_$(1): $$(call obj_of,$$($(1)_TEST)) $$($(1)_LINK)
 	$$(call say,LINK,$$@)
-	$$(Q)$$(CC) $$(CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(LDLIBS)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
 $(1)-build: $(BUILD)/$(1) $$(if $$($(1)_TEST),$(BUILD)/test_$(1))
 $$(foreach s,$$($(1)_LIB) $$($(1)_MAIN) $$($(1)_TEST),$$(eval $$(call c_rule,$$(s))))
 $$(if $$(HAVE_NVCC),$$(foreach s,$$($(1)_CU),$$(eval $$(call cu_rule,$$(s)))))
@@ -122,17 +124,22 @@ $(BUILD)/libcommon.a: $(COMMON_OBJS)
 	@rm -f $@
 	$(Q)$(AR) rcs $@ $^
 
+$(eval $(call c_rule,common/test_common.c))
+$(BUILD)/test_common: $(call obj_of,common/test_common.c) $(BUILD)/libcommon.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
+
 # The tools written in C (the exercise generator).
 $(BUILD)/mkexercise: tools/mkexercise.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
-	$(Q)$(CC) $(CFLAGS) $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
 
 # ---- top-level goals ----------------------------------------------------------------
 .PHONY: all run test deps clean help handout exercises $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/test_common
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

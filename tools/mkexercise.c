@@ -1,6 +1,9 @@
 /* mkexercise.c - cut the solutions out of a marked source file.
  *
- *   mkexercise [--only NAME] [--list] FILE      writes the fill-in version to stdout
+ *   mkexercise [--only NAME] [--list] [--solutions] FILE
+ *
+ * writes the fill-in version of FILE to stdout (--list: the exercise names; --solutions:
+ * the reference lines that the fill-in version cuts, for the test that greps a handout).
  *
  * A marked region in a .c/.cu/.h file looks like this:
  *
@@ -54,14 +57,15 @@ static int stub_code(const char *line, char *out, size_t len)
 int main(int argc, char **argv)
 {
     const char *only = NULL, *path = NULL;
-    int list = 0;
+    int list = 0, solutions = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--list") == 0) list = 1;
+        else if (strcmp(argv[i], "--solutions") == 0) solutions = list = 1;
         else if (argv[i][0] != '-' && !path) path = argv[i];
-        else { fprintf(stderr, "usage: mkexercise [--only NAME] [--list] FILE\n"); return 2; }
+        else { fprintf(stderr, "usage: mkexercise [--only NAME] [--list] [--solutions] FILE\n"); return 2; }
     }
-    if (!path) { fprintf(stderr, "usage: mkexercise [--only NAME] [--list] FILE\n"); return 2; }
+    if (!path) { fprintf(stderr, "usage: mkexercise [--only NAME] [--list] [--solutions] FILE\n"); return 2; }
     FILE *f = fopen(path, "r");
     if (!f) { fprintf(stderr, "mkexercise: cannot read %s\n", path); return 2; }
 
@@ -74,7 +78,7 @@ int main(int argc, char **argv)
             in_region = 1; begin_line = lineno;
             cutting = !only || strcmp(only, name) == 0;
             in_head = strstr(line, "*/") == NULL;          /* the comment goes on */
-            if (list) { printf("%s\n", name); continue; }
+            if (list) { if (!solutions) printf("%s\n", name); continue; }
             if (!cutting) { fputs(line, stdout); continue; }
             /* the opening comment becomes the TODO the student reads */
             const char *s = skip_space(line);
@@ -91,7 +95,10 @@ int main(int argc, char **argv)
             if (!list && !cutting) fputs(line, stdout);
             continue;
         }
-        if (list) continue;
+        if (list) {
+            if (solutions && in_region && cutting && !stub_code(line, stub, sizeof stub)) fputs(line, stdout);
+            continue;
+        }
         if (in_region && cutting) {
             if (stub_code(line, stub, sizeof stub)) fputs(stub, stdout);
             continue;                                         /* a reference line: cut */

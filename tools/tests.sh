@@ -1,0 +1,73 @@
+# tools/tests.sh - project-wide tests (sourced by tools/run_tests.sh after the phases):
+# exercises, handout, a sanitized and warning-free host build, the make targets.
+PYTHON=${PYTHON:-python3}
+T=$(mktemp -d "${TMPDIR:-/tmp}/fa-tests.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+# --- exercises: up to date; each cut compiles and FAILS its phase's check ----------
+t_run "exercises/ up to date with the markers" bash tools/exercises.sh check
+
+phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }      # phase1_naive/x.cu -> phase1
+
+# Build one phase from a cut tree (CPU only) and expect its driver to FAIL.
+exercise_fails_cpu() {   # NAME DIR
+    local dir=$2 file phase
+    file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
+    phase=$(phase_of "$file")
+    make --no-print-directory -j2 NO_CUDA=1 EX=1 EXDIR="$dir" BUILD="$dir/build" \
+         "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
+    "$dir/build/$phase" --quiet
+}
+# For a cut in a .cu file: compile it (one arch, fast), then on a GPU expect the FAIL.
+exercise_fails_gpu() {   # NAME DIR
+    local dir=$2 file phase
+    file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
+    phase=$(phase_of "$file")
+    make --no-print-directory -j2 EX=1 EXDIR="$dir" BUILD="$dir/build" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}" \
+         "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
+    "$dir/build/$phase" --quiet
+}
+while read -r name file; do
+    [ -n "$name" ] || continue
+    case "$file" in
+    *.cu|*.cuh)
+        if ! command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
+            t_skip "exercise $name: fill-in compiles and fails the check" "nvcc not found"
+        elif [ -n "$(gpu_skip_reason)" ]; then
+            # without a GPU the check cannot run: show at least that it compiles
+            t_run "exercise $name: fill-in compiles" bash -c "
+                dir=\$(mktemp -d '$T/ex.XXXX'); bash tools/exercises.sh cut '$name' \"\$dir\" >/dev/null &&
+                ${NVCC:-nvcc} -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -c \"\$dir/$file\" -o \"\$dir/x.o\""
+            t_skip "exercise $name: fill-in fails the check" "$(gpu_skip_reason)"
+        else
+            t_fail "exercise $name: fill-in fails the check" exercise_fails_gpu "$name" "$(mktemp -d "$T/ex.XXXX")"
+        fi ;;
+    *)  t_fail "exercise $name: fill-in compiles and fails the check" exercise_fails_cpu "$name" "$(mktemp -d "$T/ex.XXXX")" ;;
+    esac
+done < <(bash tools/exercises.sh list)
+
+t_run "make handout writes the student tarball" make --no-print-directory handout
+t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/handout.tar.gz"
+
+# --- host code: no warnings (-Werror), and clean under AddressSanitizer + UBSan -----
+SAN="$T/asan"
+t_run "host code builds with -Wall -Wextra -Werror" make --no-print-directory -j2 NO_CUDA=1 BUILD="$SAN" \
+      CFLAGS="-O1 -g -Werror -fsanitize=address,undefined -fno-omit-frame-pointer" \
+      LDLIBS="-lm -fsanitize=address,undefined" all
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+for prog in "$SAN"/test_phase* "$SAN"/test_common; do
+    [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog")" "$prog"
+done
+for prog in "$SAN"/phase?; do
+    [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog") --quiet" "$prog" --quiet --csv "$T/asan.csv"
+done
+
+# --- the make targets a reader types --------------------------------------------------
+t_run "make help lists every target" bash -c \
+    'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
+for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
+    dir=$(ls -d ${p}_* 2>/dev/null | head -n 1)
+    if [ ! -f "$dir/rules.mk" ]; then
+        t_run "make $p run says the chapter is coming" bash -c "make --no-print-directory NO_DEPS=1 $p run | grep -q 'not written yet'"
+    fi
+done

@@ -1,0 +1,51 @@
+/* gpu.h - the GPU helpers every CUDA phase uses, callable from C.
+ *
+ * Implemented in common/gpu.cu when nvcc exists; common/gpu_nocuda.c stands in
+ * otherwise, answering "no GPU" so the drivers still run their CPU rows.
+ * In .cu files, CUDA_CHECK(call) wraps every runtime call and CUDA_CHECK_LAUNCH() follows
+ * every kernel launch: on error they print file:line and the CUDA message and exit(1).
+ */
+#ifndef COMMON_GPU_H
+#define COMMON_GPU_H
+#include <stddef.h>
+#include "csv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Is there a usable CUDA device? 1 yes; 0 no, with the reason in why (e.g. "built
+ * without nvcc", "no CUDA device: cudaGetDeviceCount says ..."). Cheap after the first call. */
+int gpu_available(char *why, size_t len);
+
+/* Fill mi with the device's name, SMs, clocks, L2, memory, runtime/driver versions
+ * (and copy_gbps if gpu_copy_bandwidth_gbps() was called). 0 on success. */
+int gpu_machine_info(machine_info_t *mi);
+
+/* Device-to-device copy bandwidth in GB/s (bytes read + bytes written per second),
+ * measured once on a buffer much larger than L2 and cached. 0 without a GPU. */
+double gpu_copy_bandwidth_gbps(void);
+
+/* Free and total device memory in bytes. */
+int gpu_mem_info(size_t *free_bytes, size_t *total_bytes);
+
+/* Event timing: runs fn(ctx) `warmup` times, then `iters` times each timed with CUDA
+ * events, flushing L2 between repeats (writing an L2-sized buffer); returns the median
+ * in milliseconds. */
+typedef void (*gpu_timed_fn)(void *ctx);
+double gpu_time_ms(gpu_timed_fn fn, void *ctx, int warmup, int iters);
+
+/* Device memory helpers for C drivers (exit with a message on failure). */
+void *gpu_malloc(size_t bytes);
+void  gpu_free(void *p);
+void  gpu_upload(void *dst, const void *src, size_t bytes);
+void  gpu_download(void *dst, const void *src, size_t bytes);
+/* Fill with fp16 NaN (0x7e00) / fp32 NaN so unwritten outputs fail the check. */
+void  gpu_poison_f16(void *p, size_t n);
+void  gpu_poison_f32(void *p, size_t n);
+void  gpu_sync(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

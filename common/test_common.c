@@ -1,0 +1,212 @@
+/* test_common.c - unit tests of common/: fp16 rounding on edge values, the RNG, the
+ * error metrics, the causal rule, the row sampler, the HBM meter, .npy files, median.
+ * Prints "PASS name" / "FAIL name: why" per test; exit 1 on any failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "fp16.h"
+#include "hbm.h"
+#include "npy.h"
+#include "problem.h"
+#include "rng.h"
+#include "table.h"
+#include "timer.h"
+
+static int failures;
+static void expect(int ok, const char *name, const char *why)
+{
+    if (ok) printf("PASS %s\n", name);
+    else { printf("FAIL %s: %s\n", name, why); failures++; }
+}
+
+static int bits_are(float f, uint16_t want) { return f32_to_f16(f) == want; }
+
+static void test_fp16(void)
+{
+    char why[160];
+    /* exact values and the largest finite half */
+    expect(bits_are(1.0f, 0x3c00) && bits_are(-2.0f, 0xc000) && bits_are(65504.0f, 0x7bff),
+           "fp16: exact values (1, -2, 65504)", "wrong bits");
+    /* 65519.99 rounds down to 65504; 65520 is the tie with 65536 -> even -> inf */
+    expect(bits_are(65519.0f, 0x7bff) && bits_are(65520.0f, 0x7c00) && bits_are(1e6f, 0x7c00),
+           "fp16: overflow rounds to inf only from 65520 up", "wrong bits near 65504");
+    /* round to nearest, ties to even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10 */
+    expect(bits_are(1.0f + 0x1p-11f, 0x3c00) && bits_are(1.0f + 3 * 0x1p-11f, 0x3c02) &&
+           bits_are(1.0f + 0x1p-11f + 0x1p-20f, 0x3c01),
+           "fp16: ties to even, above the tie rounds up", "wrong rounding at 1 + 2^-11");
+    /* subnormals: smallest 2^-24; 2^-25 is the tie with 0 -> 0; 3 * 2^-25 -> 2 * 2^-24 */
+    expect(bits_are(0x1p-24f, 0x0001) && bits_are(0x1p-25f, 0x0000) &&
+           bits_are(3 * 0x1p-25f, 0x0002) && bits_are(0x1p-14f, 0x0400) &&
+           bits_are(0x1p-14f - 0x1p-24f, 0x03ff) && bits_are(0x1p-26f, 0x0000),
+           "fp16: subnormals and their rounding", "wrong subnormal bits");
+    /* round trip of every finite half value */
+    int bad = -1;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00) continue;              /* inf / NaN below */
+        if (f32_to_f16(f16_to_f32((uint16_t)h)) != h) { bad = (int)h; break; }
+    }
+    snprintf(why, sizeof why, "0x%04x does not survive half -> float -> half", bad);
+    expect(bad < 0, "fp16: all 63488 finite values round-trip", why);
+    expect(f16_to_f32(0x0001) == 0x1p-24f && f16_to_f32(0x7bff) == 65504.0f &&
+           f16_to_f32(0x8000) == 0.0f && signbit(f16_to_f32(0x8000)),
+           "fp16: decoding subnormal, max, -0", "wrong decoded value");
+    expect(bits_are(INFINITY, 0x7c00) && bits_are(-INFINITY, 0xfc00) &&
+           isinf(f16_to_f32(0x7c00)) && isnan(f16_to_f32(f32_to_f16(NAN))) &&
+           (f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (f32_to_f16(NAN) & 0x3ff) != 0,
+           "fp16: inf and NaN", "inf/NaN not preserved");
+}
+
+static void test_rng(void)
+{
+    rng_t a, b;
+    rng_seed(&a, 42); rng_seed(&b, 42);
+    int same = 1;
+    for (int i = 0; i < 1000; i++) same &= rng_u64(&a) == rng_u64(&b);
+    rng_seed(&b, 43);
+    expect(same && rng_u64(&a) != rng_u64(&b), "rng: same seed same stream, other seed differs",
+           "streams do not behave");
+    rng_seed(&a, 7);
+    double sum = 0, sum2 = 0;
+    int n = 200000;
+    for (int i = 0; i < n; i++) { double x = rng_normal(&a); sum += x; sum2 += x * x; }
+    double mean = sum / n, var = sum2 / n - mean * mean;
+    char why[128];
+    snprintf(why, sizeof why, "mean %.4f var %.4f", mean, var);
+    expect(fabs(mean) < 0.01 && fabs(var - 1) < 0.02, "rng: normal has mean 0, variance 1", why);
+}
+
+static void test_check(void)
+{
+    double ref[4] = {1, 2, 3, 4};
+    float out[4] = {1, 2, 3, 4.5f};
+    err_stats_t e = err_compare(out, ref, 4, tol_cpu());
+    double want = 0.5 / sqrt(30.0);
+    expect(fabs(e.max_abs - 0.5) < 1e-12 && fabs(e.rel_l2 - want) < 1e-12 && e.worst == 3 &&
+           e.first_bad == 3 && !err_pass(&e, tol_cpu()),
+           "check: max abs, rel L2, first bad index", "wrong metrics");
+    out[3] = 4; out[1] = NAN;
+    e = err_compare(out, ref, 4, tol_fp16(0.1));
+    expect(e.nan_count == 1 && e.first_bad == 1 && !err_pass(&e, tol_fp16(0.1)),
+           "check: a NaN (poisoned, unwritten) element fails", "NaN passed");
+    double ref_inf[2] = {INFINITY, 1};
+    float out_inf[2] = {INFINITY, 1};
+    e = err_compare(out_inf, ref_inf, 2, tol_cpu());
+    expect(err_pass(&e, tol_cpu()), "check: equal infinities (masked row L) agree", "inf != inf");
+    out[1] = 2.0f + 1e-3f;
+    e = err_compare(out, ref, 4, tol_fp16(0.0004));      /* abs bound 2*0.0004 + 1e-4 = 9e-4 */
+    expect(!err_pass(&e, tol_fp16(0.0004)) && err_pass(&e, tol_fp16(0.001)),
+           "check: the 2x rule bounds max abs error", "2x rule not applied");
+    float p[3];
+    poison_f32(p, 3);
+    expect(isnan(p[0]) && isnan(p[2]), "check: poison fills with NaN", "not NaN");
+}
+
+static void test_problem(void)
+{
+    attn_problem_t p = attn_problem(1, 1, 1, 3, 5, 64, true);   /* N_q < N_kv: offset 2 */
+    expect(attn_visible(&p, 0, 2) && !attn_visible(&p, 0, 3) && attn_visible_count(&p, 0) == 3 &&
+           attn_visible_count(&p, 2) == 5, "problem: causal is bottom-right aligned (Nq < Nkv)",
+           "wrong visibility");
+    p = attn_problem(1, 1, 1, 5, 3, 64, true);                   /* N_q > N_kv: rows 0,1 masked */
+    expect(attn_visible_count(&p, 0) == 0 && attn_visible_count(&p, 1) == 0 &&
+           attn_visible_count(&p, 2) == 1 && attn_visible_count(&p, 4) == 3,
+           "problem: causal with Nq > Nkv masks the first rows fully", "wrong counts");
+    p = attn_problem(2, 8, 2, 16, 16, 32, false);
+    expect(attn_kv_head(&p, 3) == 0 && attn_kv_head(&p, 4) == 1 && attn_kv_head(&p, 7) == 1 &&
+           attn_kv_offset(&p, 1, 5) == (size_t)(1 * 2 + 1) * 16 * 32,
+           "problem: GQA maps query head h to KV head h / (H/Hkv)", "wrong mapping");
+    expect(attn_flops_fwd(&p) == 4.0 * 2 * 8 * 16 * 16 * 32 && p.scale == 1.0f / sqrtf(32.0f),
+           "problem: FLOPs and default scale", "wrong");
+    p.causal = true;
+    expect(attn_flops_fwd(&p) == 2.0 * 2 * 8 * 16 * 16 * 32, "problem: causal FLOPs are halved", "not halved");
+
+    int bhi[3 * 64];
+    attn_problem_t big = attn_problem(4, 16, 16, 4096, 4096, 128, false);
+    int n = attn_check_rows(&big, 64, bhi);
+    expect(n == 64 && bhi[0] == 0 && bhi[1] == 0 && bhi[2] == 0 && bhi[189] == 3 &&
+           bhi[190] == 15 && bhi[191] == 4095, "problem: row sample spans first to last row",
+           "wrong sample");
+    attn_problem_t small = attn_problem(1, 2, 2, 3, 3, 16, false);
+    n = attn_check_rows(&small, 64, bhi);
+    expect(n == 6 && bhi[3 * 5 + 1] == 1 && bhi[3 * 5 + 2] == 2, "problem: small problems check every row",
+           "not every row");
+
+    attn_inputs_t in, in2;
+    attn_problem_t q = attn_problem(1, 2, 1, 8, 8, 16, false);
+    attn_inputs_make(&in, &q, 5, true);
+    attn_inputs_make(&in2, &q, 5, true);
+    int exact = 1, same = 1;
+    for (size_t i = 0; i < attn_q_elems(&q); i++) {
+        exact &= in.q[i] == f16_to_f32(in.q_h[i]) && in.dO[i] == f16_to_f32(in.do_h[i]);
+        same &= in.q_h[i] == in2.q_h[i];
+    }
+    expect(exact && same, "problem: inputs are fp16-rounded and reproducible from the seed",
+           "float copy differs from fp16 or seed not reproducible");
+    attn_inputs_free(&in); attn_inputs_free(&in2);
+}
+
+static void test_hbm(void)
+{
+    hbm_meter_t m;
+    hbm_reset(&m);
+    uint16_t h[8];
+    float t[8] = {1, 2, 3, 4, 5, 6, 7, 8}, back[8];
+    hbm_store_f16(&m, h, t, 8);
+    hbm_load_f16(&m, back, h, 8);
+    hbm_read(&m, 100);
+    expect(m.bytes_written == 16 && m.bytes_read == 116 && hbm_total(&m) == 132 && back[7] == 8,
+           "hbm: meter counts fp16 loads and stores in bytes", "wrong counts");
+    sram_t s;
+    sram_init(&s, 1024);
+    float *a = sram_take_f32(&s, 128, "a"), *b = sram_take_f32(&s, 64, "b");
+    sram_give_f32(&s, b, 64);
+    float *c = sram_take_f32(&s, 128, "c");
+    expect(s.used == 1024 && s.peak == 1024, "hbm: SRAM budget tracks use and peak", "wrong use");
+    sram_give_f32(&s, a, 128); sram_give_f32(&s, c, 128);
+}
+
+static void test_npy(void)
+{
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    size_t shape[2] = {2, 3};
+    const char *path = "build/test_common.npy";
+    int rc = npy_write_f32(path, x, shape, 2);
+    FILE *f = fopen(path, "rb");
+    unsigned char head[10];
+    char dict[256] = "";
+    float y[6] = {0};
+    int ok = rc == 0 && f && fread(head, 1, 10, f) == 10 && memcmp(head, "\x93NUMPY\x01\x00", 8) == 0;
+    size_t hlen = ok ? (size_t)(head[8] | head[9] << 8) : 0;
+    ok = ok && (10 + hlen) % 64 == 0 && hlen < sizeof dict && fread(dict, 1, hlen, f) == hlen &&
+         strstr(dict, "'descr': '<f4'") && strstr(dict, "'shape': (2, 3)") && dict[hlen - 1] == '\n' &&
+         fread(y, 4, 6, f) == 6 && y[5] == 6;
+    if (f) fclose(f);
+    remove(path);
+    expect(ok, "npy: header is aligned to 64 and the data follows", "bad .npy file");
+}
+
+static void test_misc(void)
+{
+    double v[5] = {5, 1, 4, 2, 3}, w[4] = {4, 1, 3, 2};
+    expect(median(v, 5) == 3 && median(w, 4) == 2.5 && v[0] == 5, "timer: median (odd, even), input untouched",
+           "wrong median");
+    char b[32];
+    expect(strcmp(fmt_bytes(2.0 * 1024 * 1024, b), "2.00 MiB") == 0 &&
+           strcmp(fmt_bytes(512.0 * 1024 * 1024, b), "512 MiB") == 0 &&
+           strcmp(fmt_bytes(32.0 * 1024 * 1024 * 1024, b), "32.0 GiB") == 0,
+           "table: bytes in binary units", fmt_bytes(2.0 * 1024 * 1024, b));
+}
+
+int main(void)
+{
+    test_fp16();
+    test_rng();
+    test_check();
+    test_problem();
+    test_hbm();
+    test_npy();
+    test_misc();
+    return failures ? 1 : 0;
+}

@@ -56,6 +56,11 @@ tol_t tol_grad(double pipeline_max_abs);        /* rel 1e-2, abs 2x pipeline + 1
 const char *err_verdict(const err_stats_t *e, tol_t tol);
 void err_first_bad_str(const err_stats_t *e, int row_len, const char *tensor, char *buf, size_t len);
 
+/* Under `make phaseN run EX=1` (built with -DEX_BUILD) a failing check calls this to
+ * name the exercises whose code it exercises: "  -> exercises behind this check: ...".
+ * In the reference build it prints nothing. */
+void check_hint_exercises(bool pass, const char *names);
+
 /* Fill with NaN so that an element a kernel forgets to write fails the check. */
 void poison_f32(float *x, size_t n);
 #endif

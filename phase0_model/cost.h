@@ -42,6 +42,12 @@ typedef struct {
 
 /* Datasheet rows (A100 SXM4 80GB, H100 SXM5 80GB), with the sources cited in cost.c. */
 int roofline_datasheet(const roofline_gpu_t **rows);
+/* Known parts, for the local GPU's compute peak (its bandwidth is measured): the row
+ * whose name pattern occurs in the CUDA device name (e.g. "NVIDIA H100 80GB HBM3"),
+ * with its datasheet bandwidth for comparison; NULL for a part not in the table. */
+const roofline_gpu_t *roofline_known_part(const char *device_name);
+/* The ridge point: the intensity (FLOP/byte) above which a kernel is compute-bound. */
+double roofline_ridge(const roofline_gpu_t *g);
 /* Attainable FLOP/s at intensity I: min(peak, I * bandwidth). */
 double roofline_attainable(const roofline_gpu_t *g, double intensity);
 #endif

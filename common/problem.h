@@ -22,6 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The small index helpers below are callable from CUDA kernels too. */
+#ifdef __CUDACC__
+#define ATTN_HD __host__ __device__
+#else
+#define ATTN_HD
+#endif
+
 typedef struct {
     int B;        /* batch                                  */
     int H;        /* query heads                            */
@@ -42,18 +49,18 @@ size_t attn_kv_elems(const attn_problem_t *p);  /* K or V  */
 size_t attn_l_elems(const attn_problem_t *p);   /* L       */
 
 /* Which KV head query head h reads (GQA). */
-static inline int attn_kv_head(const attn_problem_t *p, int h) { return h / (p->H / p->H_kv); }
+static inline ATTN_HD int attn_kv_head(const attn_problem_t *p, int h) { return h / (p->H / p->H_kv); }
 
 /* Offsets of the first element of head (b, h) in Q/O, K/V and L. */
-static inline size_t attn_q_offset(const attn_problem_t *p, int b, int h)
+static inline ATTN_HD size_t attn_q_offset(const attn_problem_t *p, int b, int h)
 { return ((size_t)b * p->H + h) * (size_t)p->N_q * p->d; }
-static inline size_t attn_kv_offset(const attn_problem_t *p, int b, int h)
+static inline ATTN_HD size_t attn_kv_offset(const attn_problem_t *p, int b, int h)
 { return ((size_t)b * p->H_kv + attn_kv_head(p, h)) * (size_t)p->N_kv * p->d; }
-static inline size_t attn_l_offset(const attn_problem_t *p, int b, int h)
+static inline ATTN_HD size_t attn_l_offset(const attn_problem_t *p, int b, int h)
 { return ((size_t)b * p->H + h) * (size_t)p->N_q; }
 
 /* The causal rule above: may row i see column j? */
-static inline bool attn_visible(const attn_problem_t *p, int i, int j)
+static inline ATTN_HD bool attn_visible(const attn_problem_t *p, int i, int j)
 { return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q); }
 
 /* Number of keys row i can see (0 for a fully masked row). */

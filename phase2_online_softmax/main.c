@@ -1,0 +1,366 @@
+/* main.c - phase 2 driver: softmax 3-pass -> 2-pass -> 1-pass.
+ *
+ *   build/phase2 [--B b --H h --N n --Nkv n --d d --causal --seed s]   attention problem
+ *                [--kernel safe|online|all] [--iters k] [--sweep] [--csv file] [--cpu] [--quiet]
+ *
+ * In order: the streaming example [3, 1, 2]; the three CPU softmaxes on one row (counted
+ * accesses per element, error vs the fp64 oracle); the overflow demonstration; 1-pass
+ * attention and its split-and-merge form vs phase 1's naive_cpu and the phase-0 oracle;
+ * then, with a GPU, the two row-softmax kernels on a 4096 x 65536 fp32 matrix vs the CPU
+ * 3-pass (GB/s against the measured copy bandwidth), and with --sweep over row lengths.
+ * CSVs: <csv> (the table), <dir>/phase2_overflow.csv, <dir>/phase2_sweep.csv (--sweep).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "cli.h"
+#include "csv.h"
+#include "gpu.h"
+#include "naive.h"
+#include "online_softmax.h"
+#include "oracle.h"
+#include "table.h"
+#include "timer.h"
+
+static const char *const KERNELS[] = {"safe", "online", NULL};
+enum { SM_N = 4096, OVF_N = 1024, GPU_ROWS = 4096, GPU_N = 65536, SAMPLE_ROWS = 32 };
+
+typedef struct {
+    table_t t;
+    FILE *csv;
+    int checks, fails;
+    char failed[256];
+    bool quiet;
+} report_t;
+
+/* One table row and one CSV row. verdict NULL: informative row (not a check). */
+static void add_row(report_t *r, const char *variant, const char *where, int rows, int n,
+                    double acc, double bytes, double ms, double gbps, double eff_gbps,
+                    double copy_gbps, double rel_l2, const char *verdict)
+{
+    char c[9][TABLE_CELL], b[32];
+    const char *cells[] = {variant, where, fmt_cell(c[0], "%d x %d", rows, n),
+                           acc > 0 ? fmt_cell(c[1], "%.2f", acc) : "-",
+                           bytes > 0 ? fmt_cell(c[2], "%s", fmt_bytes(bytes, b)) : "-",
+                           ms > 0 ? fmt_cell(c[3], "%.3f", ms) : "-",
+                           gbps > 0 ? fmt_cell(c[4], "%.0f", gbps) : "-",
+                           fmt_cell(c[5], "%.2e", rel_l2), verdict ? verdict : "info"};
+    table_add(&r->t, cells);
+    if (r->csv)
+        fprintf(r->csv, "%s,%s,%d,%d,%.4f,%.0f,%.6f,%.2f,%.2f,%.2f,%.3e,%s\n", variant, where,
+                rows, n, acc, bytes, ms, gbps, eff_gbps, copy_gbps, rel_l2, verdict ? verdict : "info");
+    if (!verdict) return;
+    r->checks++;
+    if (strcmp(verdict, "PASS") != 0) {
+        r->fails++;
+        size_t len = strlen(r->failed);
+        snprintf(r->failed + len, sizeof r->failed - len, "%s%s", len ? ", " : "", variant);
+    }
+}
+
+/* rel L2 of a float row against the fp64 oracle's weights. */
+static err_stats_t vs_oracle(const float *y, const double *w, int n)
+{ return err_compare(y, w, (size_t)n, tol_cpu()); }
+
+/* The issue's worked example: scores [3, 1, 2], values = the unit vectors, so the
+ * unnormalised o IS the vector of unnormalised weights. Checked against the oracle and
+ * against the published [0.665, 0.090, 0.245] (3 decimals). */
+static bool streaming_example(bool quiet)
+{
+    const float x[3] = {3, 1, 2}, V[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    const double published[3] = {0.665, 0.090, 0.245};
+    online_state_t s;
+    online_state_init(&s, 3);
+    if (!quiet) printf("Streaming softmax of scores [3, 1, 2], values v1..v3 = unit vectors:\n");
+    for (int i = 0; i < 3; i++) {
+        online_state_push(&s, x[i], V[i], 3);
+        if (!quiet)
+            printf("  after x%d = %g: m = %g  l = %.4f  o = [%.4f, %.4f, %.4f]\n", i + 1, x[i],
+                   s.m, s.l, s.o[0], s.o[1], s.o[2]);
+    }
+    float w[3], L;
+    online_state_finish(&s, 3, w, &L);
+    double xd[3] = {3, 1, 2}, ref[3];
+    double Lref = oracle_softmax_row(xd, 3, ref);
+    bool ok = fabs(L - Lref) < 1e-6;
+    for (int j = 0; j < 3; j++) ok &= fabs(w[j] - ref[j]) < 1e-6 && fabs(w[j] - published[j]) < 5e-4;
+    if (!quiet)
+        printf("  weights = o / l = [%.3f, %.3f, %.3f]  (oracle [%.3f, %.3f, %.3f], L = %.4f): %s\n\n",
+               w[0], w[1], w[2], ref[0], ref[1], ref[2], L, ok ? "PASS" : "FAIL");
+    return ok;
+}
+
+/* The three softmaxes on one row of n scores: counted accesses and error. */
+static void cpu_softmaxes(report_t *r, uint64_t seed)
+{
+    typedef void (*sm_fn)(const float *, float *, int, hbm_meter_t *);
+    const struct { const char *name; sm_fn fn; double want; } V[] = {
+        {"softmax naive", softmax_naive_cpu, 3}, {"softmax safe (3-pass)", softmax_safe_cpu, 4},
+        {"softmax online (2-pass)", softmax_online_cpu, 3}};
+    float *x = malloc(SM_N * sizeof *x), *y = malloc(SM_N * sizeof *y);
+    double *xd = malloc(SM_N * sizeof *xd), *w = malloc(SM_N * sizeof *w);
+    if (!x || !y || !xd || !w) { fprintf(stderr, "phase2: out of host memory\n"); exit(1); }
+    for (int j = 0; j < SM_N; j++) xd[j] = x[j] = softmax_input(seed, (uint64_t)j);
+    oracle_softmax_row(xd, SM_N, w);
+    for (int v = 0; v < 3; v++) {
+        hbm_meter_t m; hbm_reset(&m);
+        poison_f32(y, SM_N);
+        double t0 = now_seconds();
+        V[v].fn(x, y, SM_N, &m);
+        double ms = 1e3 * (now_seconds() - t0);
+        double acc = (double)hbm_total(&m) / (4.0 * SM_N);
+        err_stats_t e = vs_oracle(y, w, SM_N);
+        bool ok = err_pass(&e, tol_cpu()) && acc == V[v].want;
+        add_row(r, V[v].name, "cpu", 1, SM_N, acc, (double)hbm_total(&m), ms, 0, 0, 0, e.rel_l2,
+                ok ? "PASS" : "FAIL");
+    }
+    free(x); free(y); free(xd); free(w);
+}
+
+/* Scores c + u, u in [-1, 1): as c passes ln(FLT_MAX) = 88.7 the naive sum overflows. */
+static void overflow_demo(report_t *r, uint64_t seed, const char *dir, const machine_info_t *mi,
+                          int argc, char **argv)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/phase2_overflow.csv", dir);
+    FILE *f = csv_open(path, "phase2", mi, argc, argv,
+                       "offset,naive_finite_frac,safe_finite_frac,online_finite_frac,naive_rel_l2,safe_rel_l2,online_rel_l2");
+    float x[OVF_N], y[3][OVF_N];
+    double xd[OVF_N], w[OVF_N];
+    bool safe_ok = true, naive_breaks = false;
+    for (int c = 0; c <= 120; c += 5) {
+        for (int j = 0; j < OVF_N; j++) xd[j] = x[j] = (float)c + softmax_input(seed, (uint64_t)j) / 8.0f;
+        oracle_softmax_row(xd, OVF_N, w);
+        hbm_meter_t m;
+        softmax_naive_cpu(x, y[0], OVF_N, &m);
+        softmax_safe_cpu(x, y[1], OVF_N, &m);
+        softmax_online_cpu(x, y[2], OVF_N, &m);
+        double fin[3], rel[3];
+        for (int v = 0; v < 3; v++) {
+            int k = 0;
+            for (int j = 0; j < OVF_N; j++) k += isfinite(y[v][j]);
+            fin[v] = (double)k / OVF_N;
+            err_stats_t e = vs_oracle(y[v], w, OVF_N);
+            rel[v] = e.nan_count ? -1 : e.rel_l2;          /* -1: not a number to plot */
+            if (v > 0) safe_ok &= err_pass(&e, tol_cpu());
+        }
+        if (c == 100) naive_breaks = fin[0] < 1.0 || rel[0] < 0 || rel[0] > 0.5;
+        if (f) fprintf(f, "%d,%.4f,%.4f,%.4f,%.3e,%.3e,%.3e\n", c, fin[0], fin[1], fin[2], rel[0], rel[1], rel[2]);
+    }
+    if (f) fclose(f);
+    add_row(r, "overflow at x~100: naive NaN, safe/online ok", "cpu", 25, OVF_N, 0, 0, 0, 0,
+            0, 0, 0, safe_ok && naive_breaks ? "PASS" : "FAIL");
+}
+
+/* 1-pass attention (and split + merge) vs phase 1's naive_cpu and the oracle. */
+static void attention(report_t *r, const attn_problem_t *p, uint64_t seed)
+{
+    attn_inputs_t in;
+    size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
+    float *O = malloc(nq * sizeof *O), *L = malloc(nl * sizeof *L);
+    float *On = malloc(nq * sizeof *On), *Ln = malloc(nl * sizeof *Ln);
+    double *Oref = malloc(nq * sizeof *Oref), *Lref = malloc(nl * sizeof *Lref);
+    double *Ond = malloc(nq * sizeof *Ond);
+    if (!O || !L || !On || !Ln || !Oref || !Lref || !Ond || attn_inputs_make(&in, p, seed, false) != 0) {
+        fprintf(stderr, "phase2: out of host memory for the attention problem\n"); exit(1);
+    }
+    oracle_fwd(p, in.q, in.k, in.v, Oref, Lref);
+    char desc[128];
+    attn_problem_str(p, desc, sizeof desc);
+    int rows = p->B * p->H * p->N_q;
+
+    hbm_meter_t m; hbm_reset(&m);
+    double t0 = now_seconds();
+    naive_cpu(&in, On, Ln, &m);
+    double ms = 1e3 * (now_seconds() - t0);
+    err_stats_t en = err_compare(On, Oref, nq, tol_cpu());
+    add_row(r, "attention phase 1 (S, P in fp16)", "cpu", rows, p->N_kv, 0, (double)hbm_total(&m),
+            ms, 0, 0, 0, en.rel_l2, NULL);
+    for (size_t i = 0; i < nq; i++) Ond[i] = On[i];
+
+    for (int v = 0; v < 3; v++) {
+        const char *name = v == 0 ? "attention 1-pass (m, l, o)" :
+                           v == 1 ? "attention split Bc=64, merged" : "attention split Bc=64, merged in reverse";
+        poison_f32(O, nq); poison_f32(L, nl);
+        hbm_reset(&m);
+        t0 = now_seconds();
+        if (v == 0) online_attn_cpu(&in, O, L, &m);
+        else online_attn_split_cpu(&in, 64, v == 2, O, L, &m);
+        ms = 1e3 * (now_seconds() - t0);
+        err_stats_t eo = err_compare(O, Oref, nq, tol_cpu());
+        err_stats_t el = err_compare(L, Lref, nl, tol_cpu());
+        bool ok = err_pass(&eo, tol_cpu()) && err_pass(&el, tol_cpu()) &&
+                  (double)hbm_total(&m) == online_attn_traffic(p);
+        if (v == 0) {   /* against phase 1: its 2x rule, and its own output */
+            attn_verdict_t av = attn_validate_fp16(&in, O, L, 256);
+            err_stats_t ep = err_compare(O, Ond, nq, av.tol);
+            ok = ok && av.pass && err_pass(&ep, av.tol);
+            if (!r->quiet)
+                printf("1-pass attention, %s: vs oracle rel L2 %.2e (O), %.2e (L); vs phase 1 "
+                       "rel L2 %.2e, max abs %.2e (bound %.2e); HBM bytes %llu = formula %.0f\n",
+                       desc, eo.rel_l2, el.rel_l2, ep.rel_l2, ep.max_abs, av.tol.max_abs,
+                       (unsigned long long)hbm_total(&m), online_attn_traffic(p));
+        }
+        if (!err_pass(&eo, tol_cpu()) && !r->quiet) {
+            char buf[160];
+            err_first_bad_str(&eo, p->d, "O", buf, sizeof buf);
+            printf("  %s: first bad %s\n", name, buf);
+        }
+        add_row(r, name, "cpu", rows, p->N_kv, 0, (double)hbm_total(&m), ms, 0, 0, 0, eo.rel_l2,
+                ok ? "PASS" : "FAIL");
+    }
+    attn_inputs_free(&in);
+    free(O); free(L); free(On); free(Ln); free(Oref); free(Lref); free(Ond);
+}
+
+#if HAVE_CUDA
+typedef void (*gpu_sm_fn)(const float *, float *, int, int);
+typedef struct { gpu_sm_fn fn; const float *x; float *y; int rows, n; } sm_ctx_t;
+static void sm_call(void *c) { sm_ctx_t *k = c; k->fn(k->x, k->y, k->rows, k->n); }
+
+typedef struct { double ms, gbps, eff, rel; bool ok; } gpu_point_t;
+
+/* One kernel on rows x n: poisoned output, check SAMPLE_ROWS rows against the CPU 3-pass,
+ * then time (median of iters, L2 flushed). GB/s counts the bytes the algorithm moves
+ * (acc accesses per element); eff counts one read + one write per element. */
+static gpu_point_t gpu_point(gpu_sm_fn fn, double acc, const float *dx, float *dy, int rows,
+                             int n, uint64_t seed, int iters)
+{
+    gpu_point_t g = {0, 0, 0, 0, false};
+    size_t total = (size_t)rows * n;
+    gpu_poison_f32(dy, total);
+    fn(dx, dy, rows, n);
+    gpu_sync();
+    float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
+          *yg = malloc((size_t)n * sizeof *yg);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    if (!x || !y || !yg || !ref) { fprintf(stderr, "phase2: out of host memory\n"); exit(1); }
+    err_stats_t e; err_init(&e);
+    int ns = rows < SAMPLE_ROWS ? rows : SAMPLE_ROWS;
+    for (int s = 0; s < ns; s++) {
+        int row = ns == 1 ? 0 : (int)((long long)s * (rows - 1) / (ns - 1));
+        for (int j = 0; j < n; j++) x[j] = softmax_input(seed, (uint64_t)row * n + j);
+        hbm_meter_t m;
+        softmax_safe_cpu(x, y, n, &m);
+        for (int j = 0; j < n; j++) ref[j] = y[j];
+        gpu_download(yg, dy + (size_t)row * n, (size_t)n * sizeof *yg);
+        err_accumulate(&e, yg, ref, (size_t)n, (size_t)row * n, tol_cpu());
+    }
+    err_finish(&e);
+    free(x); free(y); free(yg); free(ref);
+    g.rel = e.rel_l2;
+    g.ok = err_pass(&e, tol_cpu());
+    if (!g.ok) return g;                       /* a kernel that fails is not timed */
+    sm_ctx_t c = {fn, dx, dy, rows, n};
+    g.ms = gpu_time_ms(sm_call, &c, 3, iters);
+    g.gbps = acc * 4.0 * (double)total / (g.ms * 1e6);
+    g.eff = 8.0 * (double)total / (g.ms * 1e6);
+    return g;
+}
+
+static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const machine_info_t *mi,
+                     int argc, char **argv)
+{
+    double copy = mi->copy_gbps;
+    const int lens[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+    int npts = o->sweep ? 8 : 1;
+    FILE *f = NULL;
+    if (o->sweep) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/phase2_sweep.csv", dir);
+        f = csv_open(path, "phase2", mi, argc, argv,
+                     "n,rows,safe_ms,online_ms,safe_gbps,online_gbps,safe_eff_gbps,online_eff_gbps,copy_gbps,speedup");
+    }
+    size_t maxn = o->sweep ? 131072 : GPU_N, fr, tot;
+    if (gpu_mem_info(&fr, &tot) == 0 && 2.2 * GPU_ROWS * maxn * 4 > (double)fr) {
+        printf("GPU rows skipped: %.1f GiB of device memory needed, %.1f GiB free\n",
+               2.2 * GPU_ROWS * maxn * 4 / (1u << 30), (double)fr / (1u << 30));
+        if (f) fclose(f);
+        return;
+    }
+    float *dx = gpu_malloc(GPU_ROWS * maxn * 4), *dy = gpu_malloc(GPU_ROWS * maxn * 4);
+    for (int k = 0; k < npts; k++) {
+        int n = o->sweep ? lens[k] : GPU_N;
+        softmax_fill_gpu(dx, GPU_ROWS, n, o->seed);
+        gpu_point_t s = {0, 0, 0, 0, false}, on = s;
+        bool want_s = cli_kernel_selected(o, "safe"), want_o = cli_kernel_selected(o, "online");
+        if (want_s) s = gpu_point(softmax_safe_gpu, 4, dx, dy, GPU_ROWS, n, o->seed, o->iters);
+        if (want_o) on = gpu_point(softmax_online_gpu, 3, dx, dy, GPU_ROWS, n, o->seed, o->iters);
+        double sp = s.ms > 0 && on.ms > 0 ? s.ms / on.ms : 0;
+        if (o->sweep && !o->quiet)
+            printf("  sweep n=%6d: safe %.3f ms %5.0f GB/s | online %.3f ms %5.0f GB/s | speedup %.2fx\n",
+                   n, s.ms, s.gbps, on.ms, on.gbps, sp);
+        if (f) fprintf(f, "%d,%d,%.5f,%.5f,%.1f,%.1f,%.1f,%.1f,%.1f,%.4f\n", n, GPU_ROWS, s.ms, on.ms,
+                       s.gbps, on.gbps, s.eff, on.eff, copy, sp);
+        if (n != GPU_N) continue;                  /* the table shows the headline size */
+        if (want_s)
+            add_row(r, "softmax safe (3-pass)", "gpu", GPU_ROWS, n, 4, 16.0 * GPU_ROWS * n, s.ms,
+                    s.gbps, s.eff, copy, s.rel, s.ok ? "PASS" : "FAIL");
+        if (want_o)
+            add_row(r, "softmax online (2-pass)", "gpu", GPU_ROWS, n, 3, 12.0 * GPU_ROWS * n, on.ms,
+                    on.gbps, on.eff, copy, on.rel, on.ok ? "PASS" : "FAIL");
+        if (sp > 0 && !o->quiet)
+            printf("GPU %d x %d fp32: online is %.2fx faster than safe (target >= 1.15x: %s); "
+                   "online at %.0f GB/s = %.0f%% of the measured copy bandwidth %.0f GB/s "
+                   "(target >= 70%%: %s)\n", GPU_ROWS, n, sp, sp >= 1.15 ? "met" : "NOT met",
+                   on.gbps, 100 * on.gbps / copy, copy, on.gbps >= 0.7 * copy ? "met" : "NOT met");
+    }
+    if (f) fclose(f);
+    gpu_free(dx); gpu_free(dy);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    cli_spec_t spec = {
+        .phase = "phase2",
+        .summary = "online softmax: naive, 3-pass safe, 2-pass online, 1-pass attention; GPU row softmax",
+        .kernels = KERNELS,
+        .defaults = attn_problem(1, 2, 2, 256, 256, 64, false),
+    };
+    cli_opts_t o;
+    cli_parse(argc, argv, &spec, &o);
+
+    char why[256] = "";
+    bool gpu = !o.cpu_only && gpu_available(why, sizeof why);
+    if (o.cpu_only) snprintf(why, sizeof why, "--cpu given");
+    machine_info_t mi;
+    machine_info_cpu(&mi);
+    if (gpu) { gpu_copy_bandwidth_gbps(); gpu_machine_info(&mi); }
+
+    const char *csv_path = o.csv_path ? o.csv_path : "results/phase2/phase2.csv";
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", csv_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
+
+    report_t r;
+    memset(&r, 0, sizeof r);
+    r.quiet = o.quiet;
+    const char *heads[] = {"variant", "where", ">rows x n", ">acc/elem", ">HBM bytes", ">ms",
+                           ">GB/s", ">rel L2 err", "verdict"};
+    table_init(&r.t, 9, heads);
+    r.csv = csv_open(csv_path, "phase2", &mi, argc, argv,
+                     "variant,where,rows,n,accesses_per_elem,bytes_model,time_ms,gbps_model,gbps_effective,copy_gbps,rel_l2,verdict");
+
+    bool ex = streaming_example(o.quiet);
+    add_row(&r, "streaming example [3, 1, 2]", "cpu", 1, 3, 0, 0, 0, 0, 0, 0, 0, ex ? "PASS" : "FAIL");
+    cpu_softmaxes(&r, o.seed);
+    overflow_demo(&r, o.seed, dir, &mi, argc, argv);
+    attention(&r, &o.p, o.seed);
+#if HAVE_CUDA
+    if (gpu) gpu_rows(&r, &o, dir, &mi, argc, argv);
+#endif
+    if (!gpu) printf("GPU rows skipped: %s\n", why);
+
+    printf("\n");
+    table_print(&r.t, stdout);
+    if (r.csv) fclose(r.csv);
+    if (r.fails)
+        printf("phase2: FAIL (%d of %d checks: %s)\n", r.fails, r.checks, r.failed);
+    else
+        printf("phase2: PASS (%d checks; CSV in %s/)\n", r.checks, dir);
+    return r.fails ? 1 : 0;
+}

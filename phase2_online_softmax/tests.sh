@@ -1,0 +1,15 @@
+# phase2_online_softmax/tests.sh - phase 2's tests (sourced by tools/run_tests.sh).
+t_units "$BUILD/test_phase2"
+P2OUT="$LOGDIR/phase2_out"
+t_run   "phase2 driver: default run passes (CPU rows; GPU rows where a GPU is)" \
+        "$BUILD/phase2" --quiet --csv "$P2OUT/default/phase2.csv"
+t_run   "phase2 driver: causal GQA with fully masked rows (N_q > N_kv)" \
+        "$BUILD/phase2" --quiet --cpu --B 2 --H 4 --Hkv 2 --N 80 --Nkv 50 --d 32 --causal --csv "$P2OUT/causal/phase2.csv"
+t_run   "phase2 driver: d=128, N=1" "$BUILD/phase2" --quiet --cpu --N 1 --d 128 --csv "$P2OUT/n1/phase2.csv"
+t_run   "phase2 driver writes the table, overflow CSVs with metadata headers" bash -c \
+        "grep -q '^# gpu:' '$P2OUT/default/phase2.csv' && grep -q '^variant,' '$P2OUT/default/phase2.csv' && grep -q '^offset,' '$P2OUT/default/phase2_overflow.csv'"
+t_exit2 "phase2 rejects an unknown flag" "$BUILD/phase2" --bogus
+t_exit2 "phase2 rejects d=48" "$BUILD/phase2" --d 48
+t_exit2 "phase2 rejects an unknown kernel" "$BUILD/phase2" --kernel fast
+t_gpu   "phase2 GPU sweep writes phase2_sweep.csv" bash -c \
+        "'$BUILD/phase2' --quiet --sweep --iters 3 --csv '$P2OUT/sweep/phase2.csv' && grep -q '^n,rows' '$P2OUT/sweep/phase2_sweep.csv'"

@@ -45,7 +45,7 @@ RESULTS ?= results
 # The source actually compiled for a reference file: its exercise copy under EX=1.
 src     = $(if $(EX),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1))
 
-CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS))
+CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS)) $(if $(EX),-DEX_BUILD=1)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))
@@ -135,11 +135,17 @@ $(BUILD)/mkexercise: tools/mkexercise.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
 
+# gpu_info: the device, or why there is none (`--probe` is what the GPU tests ask).
+$(BUILD)/gpu_info: $(call obj_of,tools/gpu_info.c) $(BUILD)/libcommon.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
+$(eval $(call c_rule,tools/gpu_info.c))
+
 # ---- top-level goals ----------------------------------------------------------------
 .PHONY: all run test deps clean help handout exercises $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/test_common
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

@@ -40,4 +40,35 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
 
 /* Just the yardstick: the fp16 pipeline's max abs error vs the oracle on those rows. */
 double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows);
+
+/* ---- the GPU pipeline (naive.cu; built only when nvcc exists: guard with HAVE_CUDA) ---- */
+
+/* The two variants behind --kernel (naive.cu's head comment says what each one is). */
+typedef enum { NAIVE_SIMPLE = 0, NAIVE_CUBLAS = 1 } naive_kernel_t;
+
+/* Device buffers of one run; fp16 bits in the layout of common/problem.h, and
+ * S, P: [B][H][N_q][N_kv]. */
+typedef struct {
+    attn_problem_t p;
+    naive_kernel_t kernel;
+    const void *Q, *K, *V;
+    void *S, *P, *O;
+} naive_gpu_t;
+
+/* Bytes of S plus P in fp16 (what the memory wall is about), and every device buffer
+ * of a run (S, P, Q, K, V, O). */
+double naive_sp_bytes(const attn_problem_t *p);
+double naive_device_bytes(const attn_problem_t *p);
+
+#if HAVE_CUDA
+/* The three steps, asynchronous on the default stream: S = scale Q K^T, P = softmax(S)
+ * (causal mask applied here), O = P V. */
+void naive_gpu_forward(const naive_gpu_t *g);
+/* naive_gpu_forward with the gpu_timed_fn signature (ctx is a naive_gpu_t *). */
+void naive_gpu_forward_fn(void *ctx);
+/* Bracket one run for `ncu --profile-from-start off` (tools/profile.sh). */
+void naive_gpu_profile(int on);
+/* Release the cuBLAS handle (before exit, so sanitizers see no leak). */
+void naive_gpu_teardown(void);
+#endif
 #endif

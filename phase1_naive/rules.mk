@@ -1,0 +1,39 @@
+# phase1_naive - standard attention on the GPU, S and P in HBM. Included by the top Makefile.
+phase1_LIB  := phase1_naive/naive_cpu.c phase1_naive/validate.c
+phase1_MAIN := phase1_naive/main.c
+phase1_TEST := phase1_naive/test_phase1.c
+phase1_CU   := phase1_naive/naive.cu
+phase1_USES := phase0
+phase1_CUDA_LDLIBS := -lcublas
+
+phase1-run: phase1-build
+	@mkdir -p $(RESULTS)/phase1
+	$(BUILD)/phase1 --csv $(RESULTS)/phase1/phase1.csv
+	@$(MAKE) --no-print-directory phase1-plot
+
+phase1-test: $(DEPS_STEP) all
+	@bash tools/run_tests.sh phase1
+
+# The sweep (GPU): time, TFLOP/s and bytes vs N, and the memory wall.
+phase1-sweep: phase1-build
+	$(BUILD)/phase1 --sweep --iters 5 --csv $(RESULTS)/phase1/phase1_sweep.csv
+	@$(MAKE) --no-print-directory phase1-plot
+
+phase1-plot:
+	@bash tools/plot.sh phase1_naive/plot.gp $(RESULTS)/phase1
+
+# Nsight Compute: DRAM bytes of one run of each kernel, into the CSV's hbm_measured.
+phase1-profile: phase1-build
+	@test -f $(RESULTS)/phase1/phase1.csv || $(BUILD)/phase1 --quiet --csv $(RESULTS)/phase1/phase1.csv
+	@bash tools/profile.sh $(BUILD)/phase1 $(RESULTS)/phase1/phase1.csv
+
+# compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv): any error fails.
+PHASE1_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 93 --d 32 --causal --iters 1 --quiet
+phase1-sanitize: phase1-build
+	@command -v compute-sanitizer >/dev/null || { echo "phase1 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
+	for tool in memcheck racecheck; do \
+	    extra=; [ $$tool = memcheck ] && extra="--leak-check full"; \
+	    echo "compute-sanitizer --tool $$tool $$extra $(BUILD)/phase1 $(PHASE1_SAN_ARGS)"; \
+	    compute-sanitizer --tool $$tool $$extra --error-exitcode 99 \
+	        $(BUILD)/phase1 $(PHASE1_SAN_ARGS) --csv $(RESULTS)/phase1/sanitize.csv || exit 1; \
+	done

@@ -1,0 +1,30 @@
+# phase1_naive/tests.sh - phase 1's tests (sourced by tools/run_tests.sh).
+t_units "$BUILD/test_phase1"
+
+P1="$BUILD/phase1"
+T1=$(mktemp -d "${TMPDIR:-/tmp}/phase1-tests.XXXXXX")
+t_run   "phase1 CPU rows pass (--cpu, default problem)" "$P1" --cpu --quiet --csv "$T1/cpu.csv"
+t_run   "phase1 CPU rows pass (GQA, N_q != N_kv, causal)" "$P1" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal --csv "$T1/cpu2.csv"
+t_exit2 "phase1 rejects an unknown kernel"   "$P1" --kernel flash
+t_exit2 "phase1 rejects d=48"               "$P1" --d 48
+t_exit2 "phase1 rejects H % Hkv != 0"        "$P1" --H 6 --Hkv 4
+t_exit2 "phase1 rejects N=0"                 "$P1" --N 0
+t_exit2 "phase1 rejects an unknown flag"     "$P1" --frobnicate
+
+# GPU: the issue's shapes, both variants (skipped with the reason where there is no GPU)
+for d in 32 64 128; do
+    for N in 1 17 128 1000 4096; do
+        for c in "" --causal; do
+            B=2; H=2; [ "$N" -ge 1000 ] && B=1
+            t_gpu "phase1 gpu d=$d N=$N ${c:-full} (simple, cublas)" \
+                "$P1" --quiet --iters 2 --B $B --H $H --N $N --d $d $c --csv "$T1/g.csv"
+        done
+    done
+done
+t_gpu "phase1 gpu N_q=300 N_kv=1000 causal" "$P1" --quiet --iters 2 --B 2 --H 2 --N 300 --Nkv 1000 --d 64 --causal --csv "$T1/g.csv"
+t_gpu "phase1 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P1" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 64 --causal --csv "$T1/g.csv"
+t_gpu "phase1 gpu GQA H=8 Hkv=2 d=128 causal" "$P1" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 333 --d 128 --causal --csv "$T1/g.csv"
+t_gpu "phase1 gpu MQA H=6 Hkv=1 N_q != N_kv" "$P1" --quiet --iters 2 --B 3 --H 6 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T1/g.csv"
+# the memory wall: S and P of B=64 H=64 N=65536 (2 TiB) cannot fit: exit 2, one line
+t_gpu "phase1 gpu memory wall exits 2 with one line" bash -c \
+    "\"$P1\" --B 64 --H 64 --N 65536 --d 64 >\"$T1/wall.out\" 2>\"$T1/wall.err\"; rc=\$?; cat \"$T1/wall.err\"; [ \$rc -eq 2 ] && [ \$(wc -l <\"$T1/wall.err\") -eq 1 ] && grep -q 'GiB free' \"$T1/wall.err\""

@@ -1,0 +1,97 @@
+/* validate.c - checking a fp16-in / fp32-accumulate kernel against the fp64 oracle with
+ * DESIGN.md's 2x rule, whose yardstick is this phase's fp16 pipeline:
+ *
+ *   pass  <=>  rel L2 < 3e-3, no NaN, and
+ *              max |O - O_oracle| <= 2 * max |O_naive - O_oracle| + 1e-4
+ *
+ * where O_naive is naive_cpu_row's output (S and P rounded to fp16, as a framework's
+ * unfused attention stores them) on the same fp16 inputs and the same rows. Big problems
+ * are checked on a spread sample of rows (attn_check_rows): the fp64 oracle of every row
+ * of B=4, H=16, N=4096 would keep the CPU busy for minutes.
+ */
+#include "naive.h"
+#include "oracle.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    int n;               /* rows                                  */
+    int *bhi;            /* (b, h, i) per row                     */
+    double *ref, *refL;  /* oracle O rows [n][d] and L [n]        */
+    double pipeline;     /* max abs error of the fp16 pipeline    */
+} sample_t;
+
+static void *xmalloc(size_t bytes)
+{
+    void *q = malloc(bytes ? bytes : 1);
+    if (!q) { fprintf(stderr, "validate: out of host memory (%zu bytes)\n", bytes); exit(1); }
+    return q;
+}
+
+/* The oracle on the sampled rows, and the fp16 pipeline's error on them. */
+static sample_t sample_make(const attn_inputs_t *in, int max_rows)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    sample_t s;
+    if (max_rows < 1) max_rows = 1;
+    s.bhi = xmalloc(3 * (size_t)max_rows * sizeof(int));
+    s.n = attn_check_rows(p, max_rows, s.bhi);
+    s.ref = xmalloc((size_t)s.n * d * sizeof(double));
+    s.refL = xmalloc((size_t)s.n * sizeof(double));
+    s.pipeline = 0.0;
+    float *o = xmalloc((size_t)d * sizeof(float));
+    for (int r = 0; r < s.n; r++) {
+        int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
+        double *ref = s.ref + (size_t)r * d;
+        oracle_fwd_row(p, in->q, in->k, in->v, b, h, i, ref, &s.refL[r]);
+        naive_cpu_row(p, in->q, in->k, in->v, b, h, i, o);
+        for (int x = 0; x < d; x++) {
+            double e = fabs((double)o[x] - ref[x]);
+            if (!(e <= s.pipeline)) s.pipeline = e;    /* NaN propagates: never passes */
+        }
+    }
+    free(o);
+    return s;
+}
+
+static void sample_free(sample_t *s) { free(s->bhi); free(s->ref); free(s->refL); }
+
+double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows)
+{
+    sample_t s = sample_make(in, max_rows);
+    double e = s.pipeline;
+    sample_free(&s);
+    return e;
+}
+
+attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
+                                  int max_rows)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    sample_t s = sample_make(in, max_rows);
+    attn_verdict_t v;
+    v.pipeline_max_abs = s.pipeline;
+    v.tol = tol_fp16(s.pipeline);
+    v.rows_checked = s.n;
+    err_init(&v.O);
+    err_init(&v.L);
+    tol_t tol_L = { INFINITY, 1e-3 };    /* L within 1e-3 abs (+inf == +inf counts equal) */
+    for (int r = 0; r < s.n; r++) {
+        int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
+        size_t row = attn_q_offset(p, b, h) + (size_t)i * d;    /* flat index of O[b][h][i][0] */
+        err_accumulate(&v.O, O + row, s.ref + (size_t)r * d, (size_t)d, row, v.tol);
+        if (L) {
+            size_t li = attn_l_offset(p, b, h) + (size_t)i;
+            err_accumulate(&v.L, L + li, &s.refL[r], 1, li, tol_L);
+        }
+    }
+    err_finish(&v.O);
+    err_finish(&v.L);
+    v.pass = err_pass(&v.O, v.tol) &&
+             (!L || (v.L.nan_count == 0 && v.L.max_abs <= tol_L.max_abs));
+    sample_free(&s);
+    return v;
+}

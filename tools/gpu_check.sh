@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh [PHASE...] - everything a lent GPU must show, in one call:
+# build for one arch, each phase's tests (GPU tests included), compute-sanitizer,
+# the default run + Nsight Compute bytes, the sweep, and peers; logs under $OUT.
+#
+#   on the GPU machine, from the repo root:   bash tools/gpu_check.sh            (all)
+#                                             bash tools/gpu_check.sh phase1     (one)
+#   OUT (default results/gpu_check) receives: summary.txt, gpu_info.txt, logs.tar.gz and
+#   the phases' CSVs (at most 8 files in all: the device tool brings back no more).
+#   GPU_CHECK_BUDGET (default 560 s): steps are skipped, then cut, as it runs out.
+#
+# A phase adds itself with one `phase` line below: its name, its sweep command, and an
+# optional extra command (peers), each run with $OUT set. The standard steps per phase:
+#   tests     bash tools/run_tests.sh PHASE       (its tests.sh, GPU tests included)
+#   sanitize  make PHASE sanitize                 (memcheck + racecheck, a small shape)
+#   run       build/PHASE --csv $OUT/PHASE.csv    (the default problem, the table)
+#   profile   tools/profile.sh build/PHASE $OUT/PHASE.csv   (ncu DRAM bytes)
+#   sweep, extra                                  (as given on the phase line)
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-results/gpu_check}
+ARCH=${CUDA_ARCH:-sm_90}
+BUDGET=${GPU_CHECK_BUDGET:-560}
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+export OUT
+START=$(date +%s)
+SUMMARY=()
+
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+
+# step NAME CMD... : log to $LOGS/NAME.log; PASS/FAIL/TIMEOUT/SKIP with seconds and the
+# log's last summary-looking line.
+step() {
+    local name=$1; shift
+    local log="$LOGS/$name.log" t0 rc lim
+    lim=$(left)
+    if [ "$lim" -lt 15 ]; then SUMMARY+=("$(printf '%-26s %-7s %5s  %s' "$name" SKIP - "out of time budget")"); return; fi
+    t0=$(date +%s)
+    echo "== $name (limit ${lim}s): $*"
+    timeout --kill-after=5 "$lim" "$@" >"$log" 2>&1; rc=$?
+    local dt=$(( $(date +%s) - t0 )) verdict=PASS
+    [ $rc -ne 0 ] && verdict=FAIL
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict=TIMEOUT
+    local last; last=$(grep -E 'passed|PASS|FAIL|skipped|ERROR SUMMARY|written|wall' "$log" | tail -n 1 | cut -c1-90)
+    tail -n 3 "$log" | sed 's/^/   | /'
+    SUMMARY+=("$(printf '%-26s %-7s %4ss  %s' "$name" "$verdict" "$dt" "$last")")
+}
+
+PHASES=()
+declare -A SWEEP EXTRA
+phase() { PHASES+=("$1"); SWEEP[$1]=$2; EXTRA[$1]=${3:-}; }
+
+# ---- the phases: one line each ------------------------------------------------------
+phase phase1 "build/phase1 --sweep --iters 5 --csv \$OUT/phase1_sweep.csv && bash tools/profile.sh build/phase1 \$OUT/phase1_sweep.csv 4096 \"r['d'] == '64' and r['causal'] == '0' and r['sweep'] == 'tokens16k'\"" \
+             "build/phase1 --kernel cublas --B 4 --H 16 --N 4096 --d 128 --csv \$OUT/phase1_ref.csv --quiet && build/phase1 --kernel cublas --B 4 --H 32 --N 4096 --d 64 --csv \$OUT/phase1_ref64.csv --quiet && tail -n 2 \$OUT/phase1_ref.csv \$OUT/phase1_ref64.csv && python3 tools/sdpa_peer.py \$OUT/sdpa_peer.csv 4,16,4096,128,0 4,32,4096,64,0 1,32,8192,64,0 1,16,8192,128,0"
+# -------------------------------------------------------------------------------------
+
+want=("$@"); [ ${#want[@]} -eq 0 ] && want=("${PHASES[@]}")
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >"$OUT/gpu_info.txt" 2>&1
+step build make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" all
+build/gpu_info >>"$OUT/gpu_info.txt" 2>&1
+for p in "${want[@]}"; do
+    [ -n "${SWEEP[$p]+x}" ] || { SUMMARY+=("$p: no phase line in tools/gpu_check.sh"); continue; }
+    step "$p-tests"    bash tools/run_tests.sh "$p"
+    step "$p-sanitize" make --no-print-directory NO_DEPS=1 CUDA_ARCH="$ARCH" "$p" sanitize
+    step "$p-run"      build/"$p" --csv "$OUT/$p.csv"
+    step "$p-sweep"    bash -c "${SWEEP[$p]}"
+    step "$p-profile"  bash tools/profile.sh build/"$p" "$OUT/$p.csv"
+    [ -n "${EXTRA[$p]}" ] && step "$p-extra" bash -c "${EXTRA[$p]}"
+done
+
+# the tables a reader wants to see in the call's output (the logs travel in the tarball)
+for f in "$LOGS"/*-run.log "$LOGS"/*-sweep.log "$LOGS"/*-profile*.log "$LOGS"/*-extra.log; do
+    [ -f "$f" ] && { echo "---- ${f##*/}"; grep -v '^==PROF==' "$f" | tail -n 45; }
+done
+
+# logs (and any extra CSV beyond the 8-file limit) travel as one tarball
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs $(cd "$OUT" && ls *_ref*.csv 2>/dev/null) && rm -rf "$LOGS" "$OUT"/*_ref*.csv
+{
+    echo "gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(head -n 2 "$OUT/gpu_info.txt" | tail -n 1)  ($(( $(date +%s) - START )) s)"
+    printf '%s\n' "${SUMMARY[@]}"
+} | tee "$OUT/summary.txt"
+! grep -qE '^[^ ]+ +(FAIL|TIMEOUT)' "$OUT/summary.txt"

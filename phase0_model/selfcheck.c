@@ -1,5 +1,6 @@
 /* selfcheck.c - the checks behind build/phase0's verdict (see selfcheck.h). */
 #include "selfcheck.h"
+#include "check.h"
 #include "cost.h"
 #include "oracle.h"
 #include <math.h>
@@ -21,6 +22,12 @@ int sc_line(FILE *out, const char *name, int ok, const char *fmt, ...)
         fputc('\n', out);
     }
     return !ok;
+}
+
+int sc_hint(FILE *out, int failed, const char *exercises)
+{
+    if (out && failed) check_hint_exercises(false, exercises);
+    return failed;
 }
 
 /* ---- finite differences ------------------------------------------------------------ */
@@ -84,8 +91,8 @@ static int fd_case(FILE *out, const char *name, attn_problem_t p)
 {
     sc_grad_err_t e = sc_fd_check(&p, 7);
     int ok = e.dq < SC_FD_TOL && e.dk < SC_FD_TOL && e.dv < SC_FD_TOL;
-    return sc_line(out, name, ok, "rel err vs finite differences dQ %.2e dK %.2e dV %.2e (want < %.0e)",
-                   e.dq, e.dk, e.dv, SC_FD_TOL);
+    return sc_hint(out, sc_line(out, name, ok, "rel err vs finite differences dQ %.2e dK %.2e dV %.2e (want < %.0e)",
+                                e.dq, e.dk, e.dv, SC_FD_TOL), "p0.dS, p0.softmax_row");
 }
 
 /* ---- GQA: the same as giving every query head its own copy of its KV head ----------- */
@@ -144,8 +151,8 @@ static int gqa_case(FILE *out)
     }
     free(K2); free(V2); free(buf);
     attn_inputs_free(&in);
-    return sc_line(out, "oracle.gqa_equals_repeated_kv", worst < 1e-12,
-                   "GQA vs repeated KV heads: max |diff| = %.3g", worst);
+    return sc_hint(out, sc_line(out, "oracle.gqa_equals_repeated_kv", worst < 1e-12,
+                                "GQA vs repeated KV heads: max |diff| = %.3g", worst), "p0.softmax_row, p0.dS");
 }
 
 /* ---- causal with N_q > N_kv: rows 1-2 see nothing, row 3 sees key 1 only ------------- */
@@ -169,9 +176,9 @@ static int masked_case(FILE *out)
     err = fmax(err, fabs(L[2] - s));                              /* L = S_31             */
     ok = ok && err < 1e-12;
     attn_inputs_free(&in);
-    return sc_line(out, "oracle.masked_rows", ok,
+    return sc_hint(out, sc_line(out, "oracle.masked_rows", ok,
                    "Nq=5 Nkv=3 causal: want O=0, L=+inf on rows 1-2 (L = %g, %g) and O = V_1, "
-                   "L = S_31, dQ = 0 on row 3; max err %.3g", L[0], L[1], err);
+                   "L = S_31, dQ = 0 on row 3; max err %.3g", L[0], L[1], err), "p0.softmax_row, p0.dS");
 }
 
 int sc_oracle_checks(FILE *out, int *nchecks)

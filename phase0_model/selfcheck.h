@@ -14,6 +14,10 @@
 int sc_line(FILE *out, const char *name, int ok, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* In an EX=1 build, after a failed check, name the exercises it depends on (common/check.h);
+ * returns failed. */
+int sc_hint(FILE *out, int failed, const char *exercises);
+
 /* Relative L2 error of oracle_bwd's dQ, dK, dV against central finite differences of
  * the loss sum(dO * O) (oracle_fwd), Richardson-extrapolated, on seeded inputs of the
  * (tiny!) problem p. An all-zero gradient is compared in absolute terms. */

@@ -1,0 +1,42 @@
+# phase0_model/tests.sh - phase 0's tests (sourced by tools/run_tests.sh).
+t_units "$BUILD/test_phase0"
+
+P0="$BUILD/phase0"
+PYTHON=${PYTHON:-python3}
+T0=$(mktemp -d "${TMPDIR:-/tmp}/phase0-tests.XXXXXX")
+t_run   "phase0 self-checks pass (default problem)" "$P0" --quiet --csv "$T0/run/phase0.csv"
+t_run   "phase0 writes its four CSVs" bash -c "for f in phase0 memory_wall roofline roofline_lines; do
+             [ -s '$T0/run/'\$f.csv ] || { echo \"missing \$f.csv\"; exit 1; }; done"
+t_run   "phase0 GQA, N_q != N_kv, causal problem" "$P0" --quiet --B 2 --H 8 --Hkv 2 --N 300 --Nkv 700 --d 128 --causal --csv "$T0/gqa/phase0.csv"
+t_exit2 "phase0 rejects an unknown flag"      "$P0" --frobnicate
+t_exit2 "phase0 rejects a missing value"      "$P0" --N
+t_exit2 "phase0 rejects N=0"                  "$P0" --N 0
+t_exit2 "phase0 rejects d=48"                 "$P0" --d 48
+t_exit2 "phase0 rejects H % Hkv != 0"         "$P0" --H 6 --Hkv 4
+t_exit2 "phase0 rejects an unknown kernel"    "$P0" --kernel flash
+t_exit2 "phase0 rejects a problem beyond host memory" "$P0" --B 100000 --H 64 --N 1000000 --d 256
+t_exit2 "phase0 rejects a --dump too big for the CPU oracle" "$P0" --dump "$T0/big" --B 8 --H 16 --N 4096
+
+# The independent NumPy cross-check of the oracle's dump (tools/check_numpy.py).
+if "$PYTHON" -c "import numpy" >/dev/null 2>&1; then
+    t_run "phase0 --dump (GQA, causal, N_q < N_kv)" "$P0" --quiet --B 2 --H 4 --Hkv 2 --N 33 --Nkv 47 --d 32 --causal \
+          --dump "$T0/dump1" --csv "$T0/d1/phase0.csv"
+    t_run "numpy cross-check of phase0's dump (N_q < N_kv)" "$PYTHON" tools/check_numpy.py "$T0/dump1"
+    t_run "phase0 --dump (causal, N_q > N_kv: fully masked rows)" "$P0" --quiet --B 1 --H 2 --N 40 --Nkv 25 --d 16 --causal \
+          --dump "$T0/dump2" --csv "$T0/d2/phase0.csv"
+    t_run "numpy cross-check of phase0's dump (masked rows)" "$PYTHON" tools/check_numpy.py "$T0/dump2"
+    t_fail "numpy cross-check catches a wrong O" bash -c "cp -r '$T0/dump1' '$T0/bad' &&
+        '$PYTHON' -c \"import numpy as np; o = np.load('$T0/bad/O.npy'); o[0, 1, 2, 3] += 1e-2; np.save('$T0/bad/O.npy', o)\" &&
+        '$PYTHON' tools/check_numpy.py '$T0/bad'"
+else
+    t_skip "numpy cross-check of phase0's dump" "NumPy missing for $PYTHON: install it with '$PYTHON -m pip install numpy' (or make deps)"
+fi
+
+# The CPU code under valgrind once: no invalid access, no leak.
+if command -v valgrind >/dev/null 2>&1; then
+    t_run "phase0 under valgrind (self-checks + --dump)" valgrind -q --error-exitcode=1 --leak-check=full \
+          "$P0" --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T0/vg" --csv "$T0/vg/phase0.csv"
+else
+    t_skip "phase0 under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
+fi
+rm -rf "$T0"

@@ -30,7 +30,9 @@ void roofline_gpus(roofline_set_t *set, const machine_info_t *mi, int have_gpu, 
     }
     const roofline_gpu_t *rows;
     int n = roofline_datasheet(&rows);
+    int local = set->n;
     for (int i = 0; i < n && set->n < ROOFLINE_MAX_GPUS; i++) set->gpu[set->n++] = rows[i];
+    set->primary = local ? 0 : set->n - 1;
 }
 
 /* A CSV cell may not hold a comma. */
@@ -75,11 +77,15 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
                     fmt_cell(c[4], "%.1f", I), fmt_cell(c[5], "%.1f TFLOP/s", att / 1e12),
                     mem ? "memory" : "compute", fmt_cell(c[6], "%.3f ms", tmin) };
                 table_add(&t, cells);
-                fprintf(f, "%s,%s,%.1f,%.2f,%.2f,%s,%d,%d,%d,%d,%.0f,%.0f,%.4f,%.3f,%s,%.5f,%d,%s d=%d\n",
+                /* the fused intensity is N/e whatever d is: one label for both points */
+                char label[64];
+                if (k == 1) snprintf(label, sizeof label, di == 0 ? "flash d=64 and 128" : "");
+                else snprintf(label, sizeof label, "standard d=%d", d);
+                fprintf(f, "%s,%s,%.1f,%.2f,%.2f,%s,%d,%d,%d,%d,%.0f,%.0f,%.4f,%.3f,%s,%.5f,%d,%s\n",
                         csv_safe(G->name, name, sizeof name), G->source, G->bw_bytes_per_s / 1e9,
                         G->fp16_tensor_flops / 1e12, roofline_ridge(G), kernels[k], d, ROOFLINE_N, B, H,
-                        flops, bytes, I, att / 1e12, mem ? "memory" : "compute", tmin, g == 0,
-                        kernels[k], d);
+                        flops, bytes, I, att / 1e12, mem ? "memory" : "compute", tmin,
+                        g == set->primary, label);
             }
     }
     fclose(f);
@@ -94,8 +100,8 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
     }
     f = csv_open(path, "phase0", mi, argc, argv, cols);
     if (!f) return -1;
-    for (int s = 0; s <= 80; s++) {
-        double I = pow(10.0, s / 20.0);
+    for (int s = 0; s <= 400; s++) {
+        double I = pow(10.0, s / 100.0);
         fprintf(f, "%.4f", I);
         for (int g = 0; g < set->n; g++) fprintf(f, ",%.4f", roofline_attainable(&set->gpu[g], I) / 1e12);
         fputc('\n', f);

@@ -21,6 +21,7 @@
 typedef struct {
     roofline_gpu_t gpu[ROOFLINE_MAX_GPUS];
     int n;
+    int primary;      /* the row plot.gp labels: the local GPU, else the H100 datasheet row */
     char local_name[160];
     char note[512];   /* why there is no local row, or "" */
 } roofline_set_t;

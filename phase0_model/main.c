@@ -35,6 +35,7 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
                        ">S+P fp32, B=32 H=8", ">fp16 S+P fits in 80 GB?"};
     char path[1200], c[6][32];
     table_t t;
+    int wall16 = 0, wall32 = 0;   /* the first N whose S + P (B=32 H=8) passes 80 GB */
     table_init(&t, 7, h);
     snprintf(path, sizeof path, "%s/memory_wall.csv", dir);
     FILE *f = csv_open(path, "phase0", mi, argc, argv,
@@ -47,6 +48,8 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
                                  fmt_bytes(sb, c[3]), fmt_bytes(2 * sb, c[4]), fmt_bytes(4 * sb, c[5]),
                                  2 * sb <= 80e9 ? "yes" : "no" };
         table_add(&t, cells);
+        if (!wall16 && 2 * sb > 80e9) wall16 = N;
+        if (!wall32 && 4 * sb > 80e9) wall32 = N;
         if (f) fprintf(f, "%d,%.0f,%.0f,%.0f,%.0f,%.0f\n", N, s1, 2 * s1, sb, 2 * sb, 4 * sb);
     }
     if (f) fclose(f);
@@ -54,7 +57,8 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
     fprintf(out, "Memory wall: the N x N score matrix S (and P, the same size) that standard\n"
                  "attention writes to HBM, fp16 unless marked; bytes = B * H * N^2 * 2\n");
     table_print(&t, out);
-    fprintf(out, "  80 GB = the HBM of an A100/H100 80GB; S and P alone do not fit beyond that.\n\n");
+    fprintf(out, "  80 GB = the HBM of an A100/H100 80GB. At B=32 H=8, S and P alone no longer fit\n"
+                 "  from N = %d on in fp16 (N = %d in fp32): the memory wall.\n\n", wall16, wall32);
 }
 
 static void traffic(FILE *out, const attn_problem_t *p, const char *csv_path,

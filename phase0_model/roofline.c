@@ -25,7 +25,7 @@ void roofline_gpus(roofline_set_t *set, const machine_info_t *mi, int have_gpu, 
                      "the datasheet rows only", mi->gpu_name);
         }
     } else {
-        snprintf(set->note, sizeof set->note, "no GPU here (%s): the rows are datasheet figures",
+        snprintf(set->note, sizeof set->note, "no GPU here (%s), so the rows are datasheet figures",
                  why && why[0] ? why : "none found");
     }
     const roofline_gpu_t *rows;
@@ -111,7 +111,7 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
     if (out) {
         fprintf(out, "Roofline: forward attention, N = %d, fp16, B = %d (16k tokens), H = 2048/d;\n"
                      "  standard = S and P through HBM, flash = Q, K, V read once and O written once\n"
-                     "  (%s)\n", ROOFLINE_N, ROOFLINE_TOKENS / ROOFLINE_N, set->note);
+                     "  %s\n", ROOFLINE_N, ROOFLINE_TOKENS / ROOFLINE_N, set->note);
         table_print(&t, out);
         fprintf(out, "  ridge = peak / bandwidth: below it a kernel is memory-bound. 'time >=' is\n"
                      "  max(FLOPs / peak, bytes / bandwidth), the fastest the kernel could run.\n");

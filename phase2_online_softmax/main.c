@@ -222,8 +222,8 @@ static void sm_call(void *c) { sm_ctx_t *k = c; k->fn(k->x, k->y, k->rows, k->n)
 
 typedef struct { double ms, gbps, eff, rel; bool ok; } gpu_point_t;
 
-/* One kernel on rows x n: poisoned output, check SAMPLE_ROWS rows against the CPU 3-pass,
- * then time (median of iters, L2 flushed). GB/s counts the bytes the algorithm moves
+/* One kernel on rows x n: poisoned output, check SAMPLE_ROWS rows against the CPU 3-pass
+ * and the fp64 oracle (rel L2 < 1e-5 both), then time (median of iters, L2 flushed). GB/s counts the bytes the algorithm moves
  * (acc accesses per element); eff counts one read + one write per element. */
 static gpu_point_t gpu_point(gpu_sm_fn fn, double acc, const float *dx, float *dy, int rows,
                              int n, uint64_t seed, int iters)
@@ -235,23 +235,30 @@ static gpu_point_t gpu_point(gpu_sm_fn fn, double acc, const float *dx, float *d
     gpu_sync();
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
           *yg = malloc((size_t)n * sizeof *yg);
-    double *ref = malloc((size_t)n * sizeof *ref);
-    if (!x || !y || !yg || !ref) { fprintf(stderr, "phase2: out of host memory\n"); exit(1); }
-    err_stats_t e; err_init(&e);
+    double *ref = malloc((size_t)n * sizeof *ref), *xd = malloc((size_t)n * sizeof *xd),
+           *w = malloc((size_t)n * sizeof *w);
+    if (!x || !y || !yg || !ref || !xd || !w) { fprintf(stderr, "phase2: out of host memory\n"); exit(1); }
+    err_stats_t e, eo;                         /* vs the CPU 3-pass; vs the fp64 oracle */
+    err_init(&e); err_init(&eo);
     int ns = rows < SAMPLE_ROWS ? rows : SAMPLE_ROWS;
     for (int s = 0; s < ns; s++) {
         int row = ns == 1 ? 0 : (int)((long long)s * (rows - 1) / (ns - 1));
-        for (int j = 0; j < n; j++) x[j] = softmax_input(seed, (uint64_t)row * n + j);
+        for (int j = 0; j < n; j++) xd[j] = x[j] = softmax_input(seed, (uint64_t)row * n + j);
         hbm_meter_t m;
         softmax_safe_cpu(x, y, n, &m);
         for (int j = 0; j < n; j++) ref[j] = y[j];
+        oracle_softmax_row(xd, n, w);
         gpu_download(yg, dy + (size_t)row * n, (size_t)n * sizeof *yg);
         err_accumulate(&e, yg, ref, (size_t)n, (size_t)row * n, tol_cpu());
+        err_accumulate(&eo, yg, w, (size_t)n, (size_t)row * n, tol_cpu());
     }
-    err_finish(&e);
-    free(x); free(y); free(yg); free(ref);
+    err_finish(&e); err_finish(&eo);
+    free(x); free(y); free(yg); free(ref); free(xd); free(w);
     g.rel = e.rel_l2;
-    g.ok = err_pass(&e, tol_cpu());
+    g.ok = err_pass(&e, tol_cpu()) && err_pass(&eo, tol_cpu());
+    if (!g.ok)
+        printf("GPU softmax n=%d: rel L2 %.2e vs CPU 3-pass, %.2e vs fp64 oracle (%zu NaN): FAIL\n",
+               n, e.rel_l2, eo.rel_l2, e.nan_count);
     if (!g.ok) return g;                       /* a kernel that fails is not timed */
     sm_ctx_t c = {fn, dx, dy, rows, n};
     g.ms = gpu_time_ms(sm_call, &c, 3, iters);

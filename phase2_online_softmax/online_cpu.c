@@ -20,7 +20,9 @@ void softmax_naive_cpu(const float *x, float *y, int n, hbm_meter_t *meter)
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 1: l */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
         hbm_load_f32(meter, t, x + j0, (size_t)len);
-        for (int k = 0; k < len; k++) l += expf(t[k]);
+        float lt = 0.0f;                          /* per-tile partial sum (see below) */
+        for (int k = 0; k < len; k++) lt += expf(t[k]);
+        l += lt;
     }
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 2: y */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
@@ -43,8 +45,11 @@ void softmax_safe_cpu(const float *x, float *y, int n, hbm_meter_t *meter)
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 2: l */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
         hbm_load_f32(meter, t, x + j0, (size_t)len);
+        float lt = 0.0f;   /* a partial sum per tile, then the tiles' sums: one long fp32
+                              running sum over 64k terms would drift by ~5e-5 (rel) */
         if (m != -INFINITY)                      /* all -inf: l stays 0 (not e^{NaN}) */
-            for (int k = 0; k < len; k++) l += expf(t[k] - m);
+            for (int k = 0; k < len; k++) lt += expf(t[k] - m);
+        l += lt;
     }
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 3: y */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
@@ -71,6 +76,15 @@ void online_ml_update(float *m, float *l, float x)
     /* END EXERCISE */
 }
 
+/* (m, l) <- (m, l) (+) (m2, l2): the merge of online_state_merge without o. */
+static void ml_merge(float *m, float *l, float m2, float l2)
+{
+    float mn = fmaxf(*m, m2);
+    if (mn == -INFINITY) return;                   /* both empty */
+    *l = *l * expf(*m - mn) + l2 * expf(m2 - mn);
+    *m = mn;
+}
+
 /* Online: pass 1 keeps (m, l) together (1 load), pass 2 writes y (1 load + 1 store)
  * = 3 accesses. More exponentials than the safe version (one rescale per element), one
  * pass fewer over memory. */
@@ -80,7 +94,11 @@ void softmax_online_cpu(const float *x, float *y, int n, hbm_meter_t *meter)
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 1: m and l */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
         hbm_load_f32(meter, t, x + j0, (size_t)len);
-        for (int k = 0; k < len; k++) online_ml_update(&m, &l, t[k]);
+        /* the tile's own (m, l) element by element, then merged into the row's: the
+         * same result as one running pair, with the fp32 sum kept short (as above) */
+        float mt = -INFINITY, lt = 0.0f;
+        for (int k = 0; k < len; k++) online_ml_update(&mt, &lt, t[k]);
+        ml_merge(&m, &l, mt, lt);
     }
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 2: y */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;

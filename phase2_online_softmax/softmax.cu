@@ -184,9 +184,8 @@ softmax_online_kernel(const float *__restrict__ x, float *__restrict__ y, int n)
             for (int u = 0; u < P2_UNROLL; u++) {
                 float mn = fmaxf(m, max4(v[u]));
                 if (mn == -INFINITY) continue;     /* only -inf so far: nothing to add */
-                l = l * __expf(m - mn) + __expf(v[u].x - mn) + __expf(v[u].y - mn)
-                                       + __expf(v[u].z - mn) + __expf(v[u].w - mn);
-                m = mn;
+                if (mn > m) { l *= __expf(m - mn); m = mn; }   /* rescale when the max moves */
+                l += __expf(v[u].x - m) + __expf(v[u].y - m) + __expf(v[u].z - m) + __expf(v[u].w - m);
             }
         }
     } else {

@@ -1,0 +1,90 @@
+/* fa1.h - phase 3: FlashAttention-1 (Dao et al. 2022, Algorithm 1), KV-outer tiling.
+ *
+ * For each head, K and V are cut into Tc blocks of Bc rows (outer loop j) and Q into
+ * Tr blocks of Br rows (inner loop i). Each step (i, j) loads Q_i, O_i, l_i, m_i and
+ * combines the scores of K_j with them (Alg. 1 l.8-13); O_i leaves the step
+ * normalised, so O, l and m go to HBM and come back once per K/V block:
+ *
+ *   per head:  write O,l,m once (l.2)  +  read K,V once (l.6)
+ *              + Tc x (read Q + read O,l,m + write O,l,m)        (l.8, l.12-13)
+ *
+ * Element sizes: Q, K, V are fp16 (2 bytes) as the GPU kernels read them; O, l, m are
+ * fp32 (4 bytes) because they are the running accumulator that makes the round trip
+ * (FA1's own code keeps its o_tmp in fp32 for the same reason). The output O is fp32.
+ *
+ * The CPU model and both GPU kernels move exactly these bytes; fa1_hbm_bytes() is the
+ * closed form of docs/03_fa1.md and equals the model's meter for every problem.
+ */
+#ifndef PHASE3_FA1_H
+#define PHASE3_FA1_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hbm.h"
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Block sizes of Alg. 1 l.1 from the SRAM size M (bytes; the CPU model's tiles are fp32,
+ * so M holds M/4 elements). Returns 0, or -1 if M cannot hold even Br = Bc = 1. */
+typedef struct { int Br, Bc; } fa1_blocks_t;
+int fa1_block_sizes(size_t M_bytes, int d, fa1_blocks_t *b);
+
+/* Bytes of SRAM the CPU model takes for blocks b: Q_i, O_i (Br x d), K_j, V_j (Bc x d),
+ * S_ij (Br x Bc), l_i, m_i (Br), all fp32. */
+size_t fa1_sram_bytes(int d, fa1_blocks_t b);
+
+/* Smallest M the paper's rule accepts for head dimension d (the tiles of Br = Bc = 1). */
+size_t fa1_min_sram(int d);
+
+/* The closed form of the traffic (docs/03_fa1.md), in bytes, for all B x H heads:
+ *   B H [ 4 N_q (d + 2)  +  4 N_kv d  +  Tc (2 N_q d + 8 N_q (d + 2)) ],  Tc = ceil(N_kv / Bc)
+ * It depends on Bc only: every pass over a K/V block touches every Q row once. */
+typedef struct { double init_olm, read_kv, read_q, read_olm, write_olm, total; } fa1_traffic_t;
+fa1_traffic_t fa1_hbm_traffic(const attn_problem_t *p, int Bc);
+double fa1_hbm_bytes(const attn_problem_t *p, int Bc);
+
+/* The CPU tile model of Alg. 1 with blocks b inside an SRAM budget of M_bytes (every
+ * tile is taken from an sram_t of that size, so a model that cheats aborts).
+ * Reads in->q_h, k_h, v_h (fp16, 2 bytes/element) through the meter; O [B][H][N_q][d],
+ * l and m [B][H][N_q] are the fp32 "HBM" arrays of Alg. 1 (l.2 initialises them here).
+ * meter may be NULL. Returns the SRAM peak in bytes. */
+size_t fa1_cpu(const attn_inputs_t *in, fa1_blocks_t b, size_t M_bytes,
+               float *O, float *l, float *m, hbm_meter_t *meter);
+
+/* L = m + log(l) for n rows, with the project's rule: a row that saw no key (l = 0)
+ * gets L = +inf. */
+void fa1_lse(const float *l, const float *m, float *L, size_t n);
+
+/* ---- GPU kernels (fa1_simple.cu, fa1_mma.cu) ----------------------------------------
+ * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
+ * l, m fp32 [B][H][N_q]. One thread block per (batch, head): FA1's parallelism.
+ * The launchers return 0, or -1 with a reason in why when the kernel cannot run this
+ * problem (an unsupported d for mma). Nothing here synchronises. */
+typedef struct {
+    const char *name;     /* "simple" or "mma"                              */
+    fa1_blocks_t blocks;  /* Br, Bc it uses for this d                       */
+    size_t smem_bytes;    /* shared memory per thread block = the kernel's M */
+    int threads;          /* threads per block                               */
+} fa1_gpu_config_t;
+
+/* Head dimensions the mma kernel is built for (template instances in fa1_mma.cu). */
+static inline bool fa1_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }
+
+int fa1_simple_config(int d, fa1_gpu_config_t *c, char *why, size_t len);
+int fa1_mma_config(int d, fa1_gpu_config_t *c, char *why, size_t len);
+void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
+                       float *o, float *l, float *m);
+void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
+                    float *o, float *l, float *m);
+
+/* The SRAM size the simple kernel hands to fa1_block_sizes(): 48 KiB, the shared memory
+ * every CUDA GPU gives a thread block without opting in. */
+#define FA1_SIMPLE_SRAM (48u * 1024u)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,301 @@
+/* fa1_mma.cu - FlashAttention-1 (Alg. 1) on the tensor cores (common/mma.cuh).
+ *
+ *   mma   one thread block per (batch, head), KV-outer loop j, inner loop i, as in
+ *         fa1_simple.cu; S_ij and P~_ij V_j on mma.sync m16n8k16 (fp16 in, fp32 out);
+ *         the warps split the K/V block ("split-K"): WR x WC warps, warp (wr, wc) takes
+ *         query rows 16 wr.. and keys 64 wc.. of the step, so the row max, the row sum
+ *         and the partial O of a row live in WC warps and are reduced through shared
+ *         memory.                                      build/phase3 --kernel mma
+ *
+ * Why split-K: it is how FlashAttention-1's own kernels divide a step (4 warps across
+ * the K/V block), and it is what FlashAttention-2 removes: there each warp owns whole
+ * rows (split-Q) and no partial O ever leaves the registers. Keeping it here makes the
+ * phase-4 ablation measure that change. The cost is visible below: every step writes
+ * WARPS x 16 x d partial sums to shared memory, and three barriers per step.
+ *
+ * Blocks (the kernel's M is its shared memory, fa1_mma_config()):
+ *   d = 32, 64 : Br = 32, Bc = 256 (2 x 4 warps)     d = 128 : Br = 64, Bc = 128 (4 x 2)
+ * HBM traffic is Alg. 1's, the same as the CPU model with these blocks (fa1_hbm_bytes):
+ * O, l, m initialised in HBM (l.2), K_j and V_j read once, Q_i, O_i, l_i, m_i read and
+ * O_i, l_i, m_i written once per K/V block. The loads of step i+1's Q and step i's
+ * O_i, l_i, m_i are issued with cp.async at the start of step i so they arrive while
+ * the tensor cores work.
+ */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mma.cuh"
+#include "fa1.h"
+
+template <int D, int WR, int WC>
+struct Cfg {
+    static constexpr int Br = 16 * WR, Bc = 64 * WC, WARPS = WR * WC, THREADS = 32 * WARPS;
+    static constexpr int LDH = D + 8;  /* halves per row of Q, K, V tiles: +16 bytes so the 8
+                                          rows of an ldmatrix tile fall in different banks */
+    static constexpr int LDO = D + 8;  /* floats per row of a warp's partial O (same reason) */
+    static constexpr size_t K_OFF = 0;
+    static constexpr size_t V_OFF = K_OFF + sizeof(__half) * Bc * LDH;
+    static constexpr size_t Q_OFF = V_OFF + sizeof(__half) * Bc * LDH;        /* 2 buffers */
+    static constexpr size_t O_OFF = Q_OFF + 2 * sizeof(__half) * Br * LDH;    /* O_i       */
+    static constexpr size_t L_OFF = O_OFF + sizeof(float) * Br * D;           /* l_i       */
+    static constexpr size_t M_OFF = L_OFF + sizeof(float) * Br;               /* m_i       */
+    static constexpr size_t RO_OFF = M_OFF + sizeof(float) * Br;  /* partial O per warp  */
+    static constexpr size_t RM_OFF = RO_OFF + sizeof(float) * WARPS * 16 * LDO;
+    static constexpr size_t RL_OFF = RM_OFF + sizeof(float) * WC * Br;  /* m~, l~ per warp */
+    static constexpr size_t FO_OFF = RL_OFF + sizeof(float) * WC * Br;  /* row factors     */
+    static constexpr size_t FW_OFF = FO_OFF + sizeof(float) * Br;
+    static constexpr size_t SMEM = FW_OFF + sizeof(float) * WC * Br;
+};
+
+__device__ __forceinline__ float rescale(float m_old, float m_new)   /* as in fa1_cpu.c */
+{
+    return m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
+}
+
+/* rows x D halves from src (row stride D) into dst (row stride LDH), 16 bytes a copy;
+ * rows at or past `valid` are zero-filled (tails). */
+template <int D, int LDH, int THREADS>
+__device__ __forceinline__ void load_f16_rows(__half *dst, const __half *src, int rows, int valid)
+{
+    for (int c = threadIdx.x; c < rows * (D / 8); c += THREADS) {
+        int r = c / (D / 8), k = (c % (D / 8)) * 8;
+        bool ok = r < valid;
+        cp_async16(dst + r * LDH + k, ok ? src + (size_t)r * D + k : src, ok);
+    }
+}
+
+template <int D, int WR, int WC>
+__global__ void __launch_bounds__(32 * WR * WC, 1)
+fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
+               float *Og, float *lg, float *mg)
+{
+    using C = Cfg<D, WR, WC>;
+    constexpr int Br = C::Br, Bc = C::Bc, LDH = C::LDH, LDO = C::LDO, NT = C::THREADS;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
+    __half *Qs = (__half *)(smem + C::Q_OFF);
+    float *Os = (float *)(smem + C::O_OFF), *ls = (float *)(smem + C::L_OFF), *ms = (float *)(smem + C::M_OFF);
+    float *redO = (float *)(smem + C::RO_OFF), *redM = (float *)(smem + C::RM_OFF), *redL = (float *)(smem + C::RL_OFF);
+    float *facO = (float *)(smem + C::FO_OFF), *facW = (float *)(smem + C::FW_OFF);
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wr = warp / WC, wc = warp % WC;    /* rows 16 wr.., keys 64 wc.. of a step */
+    const int g = lane / 4, t = lane % 4;        /* mma fragment coordinates (mma.cuh)    */
+
+    const int b = blockIdx.x / p.H, h = blockIdx.x % p.H;          /* FA1: a block per head */
+    const __half *Q = Qg + attn_q_offset(&p, b, h);
+    const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
+    float *O = Og + attn_q_offset(&p, b, h), *l = lg + attn_l_offset(&p, b, h), *m = mg + attn_l_offset(&p, b, h);
+    const int Tr = (p.N_q + Br - 1) / Br, Tc = (p.N_kv + Bc - 1) / Bc;   /* l.3-4 */
+    const float sl2 = p.scale * 1.4426950408889634f;   /* raw score -> log2 units */
+
+    /* l.2: O = 0, l = 0, m = -inf in HBM */
+    for (size_t e = tid; e < (size_t)p.N_q * D / 4; e += NT)
+        reinterpret_cast<float4 *>(O)[e] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int r = tid; r < p.N_q; r += NT) { l[r] = 0.0f; m[r] = -INFINITY; }
+    __syncthreads();   /* the block reads back what it wrote (l.8): init before first load */
+
+    for (int j = 0; j < Tc; j++) {                                           /* l.5 */
+        /* l.6: K_j, V_j (and the first Q block) into shared memory */
+        load_f16_rows<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
+        load_f16_rows<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
+        load_f16_rows<D, LDH, NT>(Qs, Q, Br, p.N_q);
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();   /* K_j, V_j, Q_0 landed and are visible to every warp */
+
+        for (int i = 0; i < Tr; i++) {                                       /* l.7 */
+            /* l.8: O_i, l_i, m_i for this step and Q_{i+1} for the next, in flight
+             * while the tensor cores work on S_ij */
+            for (int c = tid; c < Br * (D / 4); c += NT) {
+                int r = c / (D / 4), k = (c % (D / 4)) * 4;
+                bool ok = i * Br + r < p.N_q;
+                cp_async16(Os + r * D + k, ok ? O + (size_t)(i * Br + r) * D + k : O, ok);
+            }
+            for (int r = tid; r < Br; r += NT) {
+                bool ok = i * Br + r < p.N_q;
+                cp_async4(ls + r, ok ? l + i * Br + r : l, ok);
+                cp_async4(ms + r, ok ? m + i * Br + r : m, ok);
+            }
+            if (i + 1 < Tr)
+                load_f16_rows<D, LDH, NT>(Qs + ((i + 1) % 2) * Br * LDH, Q + (size_t)(i + 1) * Br * D,
+                                          Br, p.N_q - (i + 1) * Br);
+            cp_async_commit();
+
+            /* l.9: S = Q_i K_j^T for this warp's 16 rows x 64 keys (8 n-tiles of 8 keys) */
+            const __half *Qw = Qs + (i % 2) * Br * LDH + wr * 16 * LDH, *Kw = Ks + wc * 64 * LDH;
+            float s[8][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t a[4];
+                ldmatrix_x4(a, Qw + (lane % 16) * LDH + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+                for (int n2 = 0; n2 < 4; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
+                    uint32_t bf[4];
+                    ldmatrix_x4(bf, Kw + (n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+                    mma_16816(s[2 * n2], a, bf);
+                    mma_16816(s[2 * n2 + 1], a, bf + 2);
+                }
+            }
+            /* mask (tails and causal, elementwise), then l.10: m~ = rowmax over this warp's
+             * keys. A thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3); the 4 lanes of
+             * a quad hold one row between them. */
+            const int row0 = i * Br + wr * 16 + g, col0 = j * Bc + wc * 64 + 2 * t;
+            float mt[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    int row = row0 + (e / 2) * 8, col = col0 + n * 8 + e % 2;
+                    if (col >= p.N_kv || !attn_visible(&p, row, col)) s[n][e] = -INFINITY;
+                    mt[e / 2] = fmaxf(mt[e / 2], s[n][e]);
+                }
+            float lt[2] = { 0.0f, 0.0f };
+#pragma unroll
+            for (int x = 0; x < 2; x++) {
+                mt[x] = fmaxf(mt[x], __shfl_xor_sync(0xffffffffu, mt[x], 1));
+                mt[x] = fmaxf(mt[x], __shfl_xor_sync(0xffffffffu, mt[x], 2));
+            }
+            /* l.10: P~ = exp(scale (S - m~)) = 2^(S sl2 - m~ sl2), l~ = rowsum(P~) */
+            const float mu[2] = { mt[0] == -INFINITY ? 0.0f : mt[0] * sl2,
+                                  mt[1] == -INFINITY ? 0.0f : mt[1] * sl2 };
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    s[n][e] = exp2f(s[n][e] * sl2 - mu[e / 2]);
+                    lt[e / 2] += s[n][e];
+                }
+#pragma unroll
+            for (int x = 0; x < 2; x++) {
+                lt[x] += __shfl_xor_sync(0xffffffffu, lt[x], 1);
+                lt[x] += __shfl_xor_sync(0xffffffffu, lt[x], 2);
+            }
+            /* partial P~ V_j: P~ straight from the S registers as the A operand (mma.cuh),
+             * V from shared memory through ldmatrix.trans */
+            const __half *Vw = Vs + wc * 64 * LDH;
+            float o[D / 8][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                uint32_t a[4] = { pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                                  pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+#pragma unroll
+                for (int n2 = 0; n2 < D / 16; n2++) {
+                    uint32_t bf[4];
+                    ldmatrix_x4_trans(bf, Vw + (kk * 16 + (lane / 8 % 2) * 8 + lane % 8) * LDH + n2 * 16 + (lane / 16) * 8);
+                    mma_16816(o[2 * n2], a, bf);
+                    mma_16816(o[2 * n2 + 1], a, bf + 2);
+                }
+            }
+            /* split-K: this warp's m~, l~ and partial O go to shared memory */
+            float *ro = redO + warp * 16 * LDO;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                *reinterpret_cast<float2 *>(ro + g * LDO + n * 8 + 2 * t) = make_float2(o[n][0], o[n][1]);
+                *reinterpret_cast<float2 *>(ro + (g + 8) * LDO + n * 8 + 2 * t) = make_float2(o[n][2], o[n][3]);
+            }
+            if (t == 0) {
+                const int r = wr * 16 + g;
+                redM[wc * Br + r] = mt[0] == -INFINITY ? -INFINITY : mt[0] * p.scale;
+                redM[wc * Br + r + 8] = mt[1] == -INFINITY ? -INFINITY : mt[1] * p.scale;
+                redL[wc * Br + r] = lt[0];
+                redL[wc * Br + r + 8] = lt[1];
+            }
+            cp_async_wait<0>();
+            __syncthreads();   /* every warp's partials, and O_i, l_i, m_i (cp.async), are in
+                                  shared memory */
+
+            /* l.10-11 across the WC warps of a row: m~ = max_w m~_w, then m_new, l_new.
+             * Each warp's P~ used its own m~_w, so its l~_w and O_w get e^(m~_w - m_new):
+             * the same numbers as Alg. 1 with one max over the whole K/V block. */
+            for (int r = tid; r < Br; r += NT) {
+                const float m_old = ms[r], l_old = ls[r];
+                float m_new = m_old;
+#pragma unroll
+                for (int w = 0; w < WC; w++) m_new = fmaxf(m_new, redM[w * Br + r]);
+                const float a_old = rescale(m_old, m_new) * l_old;
+                float l_new = a_old, fw[WC];
+#pragma unroll
+                for (int w = 0; w < WC; w++) {
+                    fw[w] = rescale(redM[w * Br + r], m_new);
+                    l_new += fw[w] * redL[w * Br + r];
+                }
+                const float inv = l_new > 0.0f ? 1.0f / l_new : 0.0f;  /* no key seen: O = 0 */
+                facO[r] = a_old * inv;
+#pragma unroll
+                for (int w = 0; w < WC; w++) facW[w * Br + r] = fw[w] * inv;
+                if (i * Br + r < p.N_q) { l[i * Br + r] = l_new; m[i * Br + r] = m_new; }  /* l.13 */
+            }
+            __syncthreads();   /* the row factors are ready */
+
+            /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + sum_w e^(m~_w - m_new) O_w) */
+            for (int c = tid; c < Br * (D / 4); c += NT) {
+                const int r = c / (D / 4), k = (c % (D / 4)) * 4;
+                if (i * Br + r >= p.N_q) continue;
+                float4 acc = *reinterpret_cast<const float4 *>(Os + r * D + k);
+                const float fo = facO[r];
+                acc.x *= fo; acc.y *= fo; acc.z *= fo; acc.w *= fo;
+#pragma unroll
+                for (int w = 0; w < WC; w++) {
+                    const float4 v = *reinterpret_cast<const float4 *>(redO + ((r / 16 * WC + w) * 16 + r % 16) * LDO + k);
+                    const float fw = facW[w * Br + r];
+                    acc.x += fw * v.x; acc.y += fw * v.y; acc.z += fw * v.z; acc.w += fw * v.w;
+                }
+                *reinterpret_cast<float4 *>(O + (size_t)(i * Br + r) * D + k) = acc;
+            }
+            __syncthreads();   /* Os, the partials and the factors are free for the next step */
+        }
+    }
+}
+
+template <int D, int WR, int WC>
+static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
+                   float *o, float *l, float *m)
+{
+    using C = Cfg<D, WR, WC>;
+    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(fa1_mma_kernel<D, WR, WC>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        attr_set = true;
+    }
+    fa1_mma_kernel<D, WR, WC><<<p->B * p->H, C::THREADS, C::SMEM>>>(
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, l, m);
+    CUDA_CHECK_LAUNCH();
+}
+
+template <int D, int WR, int WC>
+static void config(fa1_gpu_config_t *c)
+{
+    using C = Cfg<D, WR, WC>;
+    c->blocks.Br = C::Br;
+    c->blocks.Bc = C::Bc;
+    c->smem_bytes = C::SMEM;
+    c->threads = C::THREADS;
+}
+
+extern "C" int fa1_mma_config(int d, fa1_gpu_config_t *c, char *why, size_t len)
+{
+    c->name = "mma";
+    if (!fa1_mma_supports(d)) {
+        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", d);
+        return -1;
+    }
+    switch (d) {
+    case 32:  config<32, 2, 4>(c); return 0;
+    case 64:  config<64, 2, 4>(c); return 0;
+    default:  config<128, 4, 2>(c); return 0;
+    }
+}
+
+extern "C" void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k,
+                               const void *v, float *o, float *l, float *m)
+{
+    switch (p->d) {
+    case 32:  launch<32, 2, 4>(p, q, k, v, o, l, m); break;
+    case 64:  launch<64, 2, 4>(p, q, k, v, o, l, m); break;
+    case 128: launch<128, 4, 2>(p, q, k, v, o, l, m); break;
+    default:  break;   /* fa1_mma_config() said no; the driver never gets here */
+    }
+}

@@ -1,0 +1,55 @@
+# phase3_fa1 - FlashAttention-1 (Alg. 1), KV-outer tiling. Included by the top Makefile.
+phase3_LIB  := phase3_fa1/fa1_cpu.c
+phase3_MAIN := phase3_fa1/main.c
+phase3_TEST := phase3_fa1/test_phase3.c
+phase3_CU   := phase3_fa1/fa1_simple.cu phase3_fa1/fa1_mma.cu
+phase3_USES := phase2 phase1 phase0
+phase3_CUDA_LDLIBS := -lcublas
+
+phase3-run: phase3-build
+	@mkdir -p $(RESULTS)/phase3
+	$(BUILD)/phase3 --csv $(RESULTS)/phase3/phase3.csv
+	@$(MAKE) --no-print-directory phase3-plot
+
+phase3-test: $(DEPS_STEP) all
+	@bash tools/run_tests.sh phase3
+
+# The sweep: HBM bytes vs M and N (CPU model), and with a GPU the FA2 paper's setting.
+phase3-sweep: phase3-build
+	@mkdir -p $(RESULTS)/phase3
+	$(BUILD)/phase3 --sweep --iters 5 --csv $(RESULTS)/phase3/phase3_sweep.csv
+	@$(MAKE) --no-print-directory phase3-plot
+
+phase3-plot:
+	@bash tools/plot.sh phase3_fa1/plot.gp $(RESULTS)/phase3
+
+# Nsight Compute: DRAM bytes of one run of each kernel next to the model's count.
+phase3-profile: phase3-build
+	@mkdir -p $(RESULTS)/phase3
+	@test -f $(RESULTS)/phase3/phase3.csv || $(BUILD)/phase3 --quiet --csv $(RESULTS)/phase3/phase3.csv
+	@bash tools/profile.sh $(BUILD)/phase3 $(RESULTS)/phase3/phase3.csv
+
+# compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv): any error fails.
+PHASE3_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 300 --causal --iters 1 --quiet
+phase3-sanitize: phase3-build
+	@command -v compute-sanitizer >/dev/null || { echo "phase3 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
+	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase3 sanitize skipped: no usable CUDA device"; exit 0; }; \
+	for d in 64 128; do for tool in memcheck racecheck; do \
+	    echo "compute-sanitizer --tool $$tool $(BUILD)/phase3 $(PHASE3_SAN_ARGS) --d $$d"; \
+	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase3 $(PHASE3_SAN_ARGS) --d $$d \
+	        --kernel all --csv $(RESULTS)/phase3/sanitize.csv || exit 1; \
+	done; done
+
+# ptxas register report for sm_90: fails if any kernel of this phase spills to local memory.
+# Needs nvcc, not a GPU (tests.sh runs it).
+phase3-spills:
+	@command -v $(NVCC) >/dev/null || { echo "phase3 spills skipped: nvcc not found"; exit 0; }; \
+	mkdir -p $(BUILD)/spills; fail=0; \
+	for f in $(phase3_CU); do \
+	    $(NVCC) $(CPPFLAGS) -Iphase3_fa1 -O3 -std=c++17 --use_fast_math -arch=sm_90 -Xptxas -v \
+	        -c $$f -o $(BUILD)/spills/$$(basename $$f).o 2>$(BUILD)/spills/$$(basename $$f).log || { cat $(BUILD)/spills/$$(basename $$f).log; exit 1; }; \
+	    grep -E 'Used [0-9]+ registers' $(BUILD)/spills/$$(basename $$f).log | sed "s|^ptxas info *: |  $$(basename $$f): |"; \
+	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $(BUILD)/spills/$$(basename $$f).log; then fail=1; fi; \
+	done; \
+	if [ $$fail -ne 0 ]; then echo "phase3 spills: FAIL (register spills above)"; exit 1; fi; \
+	echo "phase3 spills: PASS (no spill stores or loads on sm_90)"

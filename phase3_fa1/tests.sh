@@ -1,0 +1,34 @@
+# phase3_fa1/tests.sh - phase 3's tests (sourced by tools/run_tests.sh).
+t_units "$BUILD/test_phase3"
+
+P3="$BUILD/phase3"
+T3=$(mktemp -d "${TMPDIR:-/tmp}/phase3-tests.XXXXXX")
+t_run   "phase3 CPU rows pass (--cpu, default problem)" "$P3" --cpu --quiet --csv "$T3/cpu.csv"
+t_run   "phase3 CPU rows pass (GQA, N_q != N_kv, causal, --sram 20000)" "$P3" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal --sram 20000 --csv "$T3/cpu2.csv"
+t_run   "phase3 CPU rows pass (d=128, tails, --sram 40000)" "$P3" --cpu --quiet --B 1 --H 2 --N 133 --d 128 --sram 40000 --csv "$T3/cpu3.csv"
+t_run   "phase3 model sweep bytes == formula (vs M, vs N)" bash -c "\"$P3\" --sweep --cpu --quiet --csv \"$T3/sweep.csv\" >\"$T3/sweep.log\" && grep -q 'sweep PASS' \"$T3/sweep.log\""
+t_exit2 "phase3 rejects an unknown kernel"   "$P3" --kernel flash
+t_exit2 "phase3 rejects d=48"                "$P3" --d 48
+t_exit2 "phase3 rejects H % Hkv != 0"        "$P3" --H 6 --Hkv 4
+t_exit2 "phase3 rejects N=0"                 "$P3" --N 0
+t_exit2 "phase3 rejects --sram too small for d" "$P3" --sram 1024 --d 128
+t_exit2 "phase3 rejects --kernel mma with d=256" "$P3" --kernel mma --d 256
+t_exit2 "phase3 rejects an unknown flag"     "$P3" --frobnicate
+t_run   "phase3 kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory phase3-spills
+
+# GPU: phase 1's shape list, both kernels (and cuBLAS as the previous phase), skipped
+# with the reason where there is no GPU
+for d in 32 64 128; do
+    for N in 1 17 128 1000 4096; do
+        for c in "" --causal; do
+            B=2; H=2; [ "$N" -ge 1000 ] && B=1
+            t_gpu "phase3 gpu d=$d N=$N ${c:-full} (simple, mma)" \
+                "$P3" --quiet --iters 2 --B $B --H $H --N $N --d $d $c --csv "$T3/g.csv"
+        done
+    done
+done
+t_gpu "phase3 gpu N_q=300 N_kv=1000 causal" "$P3" --quiet --iters 2 --B 2 --H 2 --N 300 --Nkv 1000 --d 64 --causal --csv "$T3/g.csv"
+t_gpu "phase3 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P3" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 64 --causal --csv "$T3/g.csv"
+t_gpu "phase3 gpu GQA H=8 Hkv=2 d=128 causal" "$P3" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 333 --d 128 --causal --csv "$T3/g.csv"
+t_gpu "phase3 gpu MQA H=6 Hkv=1 N_q != N_kv" "$P3" --quiet --iters 2 --B 3 --H 6 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T3/g.csv"
+t_gpu "phase3 gpu d=256 (simple; mma n/a)" "$P3" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T3/g.csv"

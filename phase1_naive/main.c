@@ -229,21 +229,23 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
         return 0;
     }
 #if HAVE_CUDA
-    /* Part 1: hidden 2048 (H = 2048 / d), B x N = 16k tokens: the FlashAttention-2 plots. */
+    /* Part 1: hidden 2048 (H = 2048 / d), B x N = 16k tokens: the FlashAttention-2 plots.
+     * One set of inputs per (d, N) serves the full and the causal runs. */
     for (int d = 64; d <= 128; d *= 2)
-        for (int causal = 0; causal <= 1; causal++)
-            for (int N = 512; N <= 16384; N *= 2) {
-                attn_problem_t p = attn_problem(16384 / N, 2048 / d, 2048 / d, N, N, d, causal);
-                size_t free_b, total_b;
-                gpu_mem_info(&free_b, &total_b);
-                if (naive_device_bytes(&p) > (double)free_b) {
-                    printf("  sweep tokens16k d=%d N=%d: S and P need %.2f GiB, %.2f GiB free: stop\n",
-                           d, N, naive_sp_bytes(&p) / GiB, free_b / GiB);
-                    break;
-                }
-                attn_inputs_t in;
-                if (attn_inputs_make(&in, &p, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
-                devbufs_t dv = dev_alloc(&in);
+        for (int N = 512; N <= 16384; N *= 2) {
+            attn_problem_t p = attn_problem(16384 / N, 2048 / d, 2048 / d, N, N, d, false);
+            size_t free_b, total_b;
+            gpu_mem_info(&free_b, &total_b);
+            if (naive_device_bytes(&p) > (double)free_b) {
+                printf("  sweep tokens16k d=%d N=%d: S and P need %.2f GiB, %.2f GiB free: stop\n",
+                       d, N, naive_sp_bytes(&p) / GiB, free_b / GiB);
+                break;
+            }
+            attn_inputs_t in;
+            if (attn_inputs_make(&in, &p, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
+            devbufs_t dv = dev_alloc(&in);
+            for (int causal = 0; causal <= 1; causal++) {
+                in.p.causal = causal;
                 printf("  sweep tokens16k d=%3d %-6s N=%5d B=%2d H=%2d  S+P %7.2f GiB:", d,
                        causal ? "causal" : "full", N, p.B, p.H, naive_sp_bytes(&p) / GiB);
                 for (int k = 0; KERNELS[k]; k++) {
@@ -253,17 +255,19 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
                     csv_row(csv, &r);
                     if (isnan(r.time_ms)) printf("  %s %s", r.kernel, r.verdict);
                     else printf("  %s %.3f ms %.1f TFLOP/s %s", r.kernel, r.time_ms,
-                                attn_flops_fwd(&p) / (r.time_ms * 1e-3) / 1e12, r.verdict);
+                                attn_flops_fwd(&in.p) / (r.time_ms * 1e-3) / 1e12, r.verdict);
                     fflush(stdout);
                 }
                 printf("\n");
-                dev_free(&dv);
-                attn_inputs_free(&in);
             }
-    /* Part 2: the memory wall at a fixed batch: B = 4, N doubling (cublas, non-causal). */
+            dev_free(&dv);
+            attn_inputs_free(&in);
+        }
+    /* Part 2: the memory wall at a fixed batch: B = 4, N doubling from 8192 (below that
+     * B = 4 is a point of part 1) until S and P no longer fit (cublas, non-causal). */
     const char *wk = cli_kernel_selected(o, "cublas") ? "cublas" : "simple";
     for (int d = 64; d <= 128; d *= 2)
-        for (int N = 1024; N <= (1 << 20); N *= 2) {
+        for (int N = 8192; N <= (1 << 20); N *= 2) {
             attn_problem_t p = attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false);
             size_t free_b, total_b;
             gpu_mem_info(&free_b, &total_b);

@@ -127,28 +127,28 @@ gemm_simple_kernel(const __half *A, const __half *Bmat, __half *C, int M, int N,
  * (docs/01_naive.md); the second and third reads of a row mostly hit L1/L2. */
 #define SOFTMAX_THREADS 256
 
-/* Reduce v over the block with op (max or sum): warp shuffles, then one value per warp
- * through shared memory. Every thread returns the block's result. */
+/* Reduce v over the block with op (max or sum; identity: -inf or 0): warp shuffles, then
+ * one value per warp through shared memory. Every thread returns the block's result. */
 template <typename Op>
-__device__ float block_reduce(float v, Op op, float *red /* [32] in shared memory */)
+__device__ float block_reduce(float v, Op op, float identity, float *red /* [32] in shared memory */)
 {
     /* EXERCISE naive.block_reduce: combine the threads' partial values into the block's
      * HINT: in each warp: v = op(v, __shfl_xor_sync(0xffffffffu, v, off)) for off = 16, 8, 4, 2, 1;
      * HINT: lane 0 of each warp stores v in red[warp]; after a barrier warp 0 combines red[]
-     * HINT: the same way and puts the result in red[0]; after a barrier everyone reads red[0] */
+     * HINT: the same way (lanes >= the number of warps hold identity) and puts the result in red[0]; after a barrier everyone reads red[0] */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     for (int off = 16; off > 0; off /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
     if (lane == 0) red[warp] = v;
     __syncthreads();   /* every warp's partial is in red[] before warp 0 reads them */
     if (warp == 0) {
-        v = lane < nwarps ? red[lane] : red[0];
+        v = lane < nwarps ? red[lane] : identity;   /* lanes past the last warp add nothing */
         for (int off = 16; off > 0; off /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
         if (lane == 0) red[0] = v;
     }
     __syncthreads();   /* the result in red[0] is written before anyone reads it */
     v = red[0];
     __syncthreads();   /* everyone has read red[0] before a later call overwrites red[] */
-    /* STUB: (void)op; (void)red; */
+    /* STUB: (void)op; (void)identity; (void)red; */
     /* END EXERCISE */
     return v;
 }
@@ -169,14 +169,14 @@ softmax_rows_kernel(const __half *S, __half *P, long long rows, int N_q, int N_k
 
         /* EXERCISE naive.softmax_stats: passes 1 and 2, the row's max m and sum l
          * HINT: pass 1: each thread takes the max of S_ij over its columns j = threadIdx.x,
-         * HINT: + blockDim.x, ... below n_vis; block_reduce(m, MaxOp(), red) gives the row max.
+         * HINT: + blockDim.x, ... below n_vis; block_reduce(m, MaxOp(), -INFINITY, red) gives the row max.
          * HINT: pass 2: the same loop summing expf(S_ij - m), then a SumOp block_reduce. */
         float m = -INFINITY;   /* this thread's max over its columns, then the row's */
         for (int j = threadIdx.x; j < n_vis; j += blockDim.x) m = fmaxf(m, __half2float(s[j]));
-        m = block_reduce(m, MaxOp(), red);
+        m = block_reduce(m, MaxOp(), -INFINITY, red);
         float l = 0.0f;        /* this thread's part of the sum, then the row's */
         for (int j = threadIdx.x; j < n_vis; j += blockDim.x) l += expf(__half2float(s[j]) - m);
-        l = block_reduce(l, SumOp(), red);
+        l = block_reduce(l, SumOp(), 0.0f, red);
         /* STUB: float m = 0.0f, l = 1.0f; (void)red; */
         /* END EXERCISE */
 

@@ -25,6 +25,6 @@ t_gpu "phase1 gpu N_q=300 N_kv=1000 causal" "$P1" --quiet --iters 2 --B 2 --H 2 
 t_gpu "phase1 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P1" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 64 --causal --csv "$T1/g.csv"
 t_gpu "phase1 gpu GQA H=8 Hkv=2 d=128 causal" "$P1" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 333 --d 128 --causal --csv "$T1/g.csv"
 t_gpu "phase1 gpu MQA H=6 Hkv=1 N_q != N_kv" "$P1" --quiet --iters 2 --B 3 --H 6 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T1/g.csv"
-# the memory wall: S and P of B=64 H=64 N=65536 (2 TiB) cannot fit: exit 2, one line
+# the memory wall: S and P of B=1 H=64 N=65536 (1 TiB; the inputs only 2 GiB) cannot fit: exit 2, one line
 t_gpu "phase1 gpu memory wall exits 2 with one line" bash -c \
-    "\"$P1\" --B 64 --H 64 --N 65536 --d 64 >\"$T1/wall.out\" 2>\"$T1/wall.err\"; rc=\$?; cat \"$T1/wall.err\"; [ \$rc -eq 2 ] && [ \$(wc -l <\"$T1/wall.err\") -eq 1 ] && grep -q 'GiB free' \"$T1/wall.err\""
+    "\"$P1\" --B 1 --H 64 --N 65536 --d 16 >\"$T1/wall.out\" 2>\"$T1/wall.err\"; rc=\$?; cat \"$T1/wall.err\"; [ \$rc -eq 2 ] && [ \$(wc -l <\"$T1/wall.err\") -eq 1 ] && grep -q 'GiB free' \"$T1/wall.err\""

@@ -267,6 +267,16 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
      * B = 4 is a point of part 1) until S and P no longer fit (cublas, non-causal). */
     const char *wk = cli_kernel_selected(o, "cublas") ? "cublas" : "simple";
     for (int d = 64; d <= 128; d *= 2)
+        for (int N = 1024; N < 8192; N *= 2) {        /* the sizes only, for the plot */
+            row_t r;
+            memset(&r, 0, sizeof r);
+            r.kernel = "model"; r.device = "none"; r.sweep = "wall_B4"; r.time_ms = NAN;
+            r.p = attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false);
+            r.hbm_model = std_attn_traffic(&r.p, 2).total;
+            r.verdict = "model";
+            csv_row(csv, &r);
+        }
+    for (int d = 64; d <= 128; d *= 2)
         for (int N = 8192; N <= (1 << 20); N *= 2) {
             attn_problem_t p = attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false);
             size_t free_b, total_b;

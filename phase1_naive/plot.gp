@@ -1,0 +1,63 @@
+# phase1_naive/plot.gp - phase 1's figures, from the sweep CSV (build/phase1 --sweep).
+# Run through tools/plot.sh, which sets outdir (the folder of the CSV, where the PNGs go)
+# and term (pngcairo or png). Columns (see main.c): 1 kernel 2 device 3 sweep 4 B 5 H
+# 6 H_kv 7 N_q 8 N_kv 9 d 10 causal 11 time_ms 12 tflops 13 gbps 14 hbm_model
+# 15 hbm_measured 16 sp_bytes 17 free_bytes 18 max_abs 19 rel_l2 20 pipeline_max_abs 21 verdict
+if (!exists("outdir")) outdir = "results/phase1"
+if (!exists("term")) term = "png"
+f = outdir."/phase1_sweep.csv"
+if (system("test -f '".f."' && echo 1 || echo 0") + 0 == 0) {
+    print "phase1 plots skipped: no ".f." (run: build/phase1 --sweep --csv ".f.")"
+    exit
+}
+set datafile separator ","
+set datafile missing ""
+set key top left
+set grid
+set logscale x 2
+set xlabel "sequence length N (B x N = 16k tokens, hidden 2048)"
+gpu = system("grep -m1 '^# gpu:' '".f."' | sed 's/^# gpu: //; s/ |.*//'")
+date = system("grep -m1 '^# git:' '".f."' | sed 's/.*date: //; s/T.*//'")
+sel(k, dd, c) = (strcol(1) eq k && strcol(3) eq "tokens16k" && $9 == dd && $10 == c) ? 1 : 0
+GiB = 1073741824.0
+
+set terminal @term size 1000,640
+set output outdir."/phase1_time.png"
+set title sprintf("standard attention (S, P in HBM), forward time - %s, %s", gpu, date)
+set ylabel "time (ms, median)"
+set logscale y 10
+plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):11 smooth unique with linespoints lw 2 title "cublas d=".dd, \
+     for [dd in "64 128"] f using (sel("simple", dd+0, 0) ? $7 : 1/0):11 smooth unique with linespoints lw 2 dt 2 title "simple d=".dd, \
+     for [dd in "64 128"] f using (sel("cublas", dd+0, 1) ? $7 : 1/0):11 smooth unique with linespoints lw 1 title "cublas d=".dd." causal"
+unset logscale y
+
+set output outdir."/phase1_tflops.png"
+set title sprintf("standard attention, forward TFLOP/s - %s, %s", gpu, date)
+set ylabel "TFLOP/s (4 B H N^2 d / time; halved when causal)"
+set yrange [0:*]
+plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):12 smooth unique with linespoints lw 2 title "cublas d=".dd, \
+     for [dd in "64 128"] f using (sel("simple", dd+0, 0) ? $7 : 1/0):12 smooth unique with linespoints lw 2 dt 2 title "simple d=".dd, \
+     for [dd in "64 128"] f using (sel("cublas", dd+0, 1) ? $7 : 1/0):12 smooth unique with linespoints lw 1 title "cublas d=".dd." causal", \
+     for [dd in "64 128"] f using (sel("simple", dd+0, 1) ? $7 : 1/0):12 smooth unique with linespoints lw 1 dt 2 title "simple d=".dd." causal"
+set yrange [*:*]
+
+set output outdir."/phase1_hbm.png"
+set title sprintf("HBM traffic: the model (phase-0 formula) and Nsight Compute - %s, %s", gpu, date)
+set ylabel "bytes moved (GiB)"
+set logscale y 2
+plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):($14/GiB) smooth unique with linespoints lw 2 title "model d=".dd, \
+     f using (sel("cublas", 64, 0) ? $7 : 1/0):($15/GiB) with points pt 7 ps 1.5 title "measured cublas d=64", \
+     f using (sel("simple", 64, 0) ? $7 : 1/0):($15/GiB) with points pt 9 ps 1.5 title "measured simple d=64"
+unset logscale y
+
+set output outdir."/phase1_memory.png"
+set title sprintf("memory of S + P (fp16) vs N, and the free device memory - %s, %s", gpu, date)
+set xlabel "sequence length N"
+set ylabel "GiB"
+set logscale y 2
+set key top left
+plot f using (strcol(3) eq "wall_B4" && $9 == 64 ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 pt 7 title "S+P, B=4 H=32 d=64", \
+     f using (strcol(3) eq "wall_B4" && $9 == 128 ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 pt 5 title "S+P, B=4 H=16 d=128", \
+     f using (sel("cublas", 64, 0) ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 dt 2 title "S+P, B x N = 16k tokens, d=64", \
+     f using (strcol(3) eq "wall_B4" && strcol(21) eq "OOM" ? $7 : 1/0):($16/GiB) with points pt 2 ps 3 lc rgb "red" title "does not fit: exit 2", \
+     f using (strcol(3) eq "wall_B4" ? $7 : 1/0):($17/GiB) with lines lw 3 lc rgb "black" title "free device memory"

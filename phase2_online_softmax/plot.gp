@@ -37,13 +37,13 @@ if (have(main)) {
 if (have(ovf)) {
     eval('set terminal '.term.' size 800,480 font ",11"')
     set output outdir.'/phase2_overflow.png'
-    set title "Scores c + u (u in [-1, 1)), 1024 per row: fraction of finite outputs"
+    set title "Softmax of 1024 scores c + u, u in [-1, 1): finite outputs (left) and error (right)"
     set xlabel 'score offset c'
     set ylabel 'finite outputs (fraction)'
     set yrange [-0.05:1.1]
-    set y2label 'rel L2 error vs fp64 (safe, online)'
+    set y2label 'rel L2 error vs fp64 (NaN: not drawn)'
     set logscale y2
-    set y2range [1e-8:1e-4]
+    set y2range [1e-8:10]
     set format y2 '10^{%L}'
     set y2tics
     set ytics nomirror
@@ -53,6 +53,7 @@ if (have(ovf)) {
     plot ovf using 1:2 with linespoints pt 7 lw 2 title 'naive: finite outputs', \
          ''  using 1:3 with lines lw 6 lc rgb '#9ecae1' title 'safe: finite outputs', \
          ''  using 1:4 with lines lw 2 dt 2 lc rgb '#08519c' title 'online: finite outputs', \
+         ''  using 1:($5 > 0 ? $5 : NaN) axes x1y2 with points pt 7 ps 1.5 lc rgb '#756bb1' title 'naive: rel L2 error', \
          ''  using 1:($6 > 0 ? $6 : NaN) axes x1y2 with points pt 4 lc rgb '#e6550d' title 'safe: rel L2 error', \
          ''  using 1:($7 > 0 ? $7 : NaN) axes x1y2 with points pt 6 lc rgb '#31a354' title 'online: rel L2 error'
     set format y2; unset arrow 1; unset label 1; unset logscale y2; unset y2tics; unset y2label

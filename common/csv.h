@@ -30,6 +30,7 @@ FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns);
 /* Create a directory and its parents (like mkdir -p). 0 on success. */
 int mkdir_p(const char *path);
-/* The current git commit (short, "-dirty" when the tree has changes) or "unknown". */
+/* The current git commit (short, "-dirty" when the tree has changes) or "unknown";
+ * $FA_GIT_COMMIT, when set, wins (for copies of the tree without .git). */
 void git_commit(char *buf, size_t len);
 #endif

@@ -16,7 +16,7 @@ exercise_fails_cpu() {   # NAME DIR
     phase=$(phase_of "$file")
     make --no-print-directory -j2 NO_CUDA=1 EX=1 EXDIR="$dir" BUILD="$dir/build" \
          "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
-    "$dir/build/$phase" --quiet
+    "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
 }
 # For a cut in a .cu file: compile it (one arch, fast), then on a GPU expect the FAIL.
 exercise_fails_gpu() {   # NAME DIR
@@ -25,7 +25,7 @@ exercise_fails_gpu() {   # NAME DIR
     phase=$(phase_of "$file")
     make --no-print-directory -j2 EX=1 EXDIR="$dir" BUILD="$dir/build" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}" \
          "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
-    "$dir/build/$phase" --quiet
+    "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
 }
 while read -r name file; do
     [ -n "$name" ] || continue

@@ -37,15 +37,15 @@ struct Cfg {
     static constexpr size_t K_OFF = 0;
     static constexpr size_t V_OFF = K_OFF + sizeof(__half) * Bc * LDH;
     static constexpr size_t Q_OFF = V_OFF + sizeof(__half) * Bc * LDH;        /* 2 buffers */
-    static constexpr size_t O_OFF = Q_OFF + 2 * sizeof(__half) * Br * LDH;    /* O_i       */
-    static constexpr size_t L_OFF = O_OFF + sizeof(float) * Br * D;           /* l_i       */
-    static constexpr size_t M_OFF = L_OFF + sizeof(float) * Br;               /* m_i       */
-    static constexpr size_t RO_OFF = M_OFF + sizeof(float) * Br;  /* partial O per warp  */
+    /* O_i, l_i, m_i land here; two buffers when they fit (d <= 64), so step i + 1's
+     * O block is fetched during step i's combine and arrives a whole step later */
+    static constexpr int OST = D <= 64 ? 2 : 1;
+    static constexpr size_t O_OFF = Q_OFF + 2 * sizeof(__half) * Br * LDH;
+    static constexpr size_t OB_BYTES = sizeof(float) * (Br * D + 2 * Br);  /* O_i | l_i | m_i */
+    static constexpr size_t RO_OFF = O_OFF + OST * OB_BYTES;      /* partial O per warp  */
     static constexpr size_t RM_OFF = RO_OFF + sizeof(float) * WARPS * 16 * LDO;
     static constexpr size_t RL_OFF = RM_OFF + sizeof(float) * WC * Br;  /* m~, l~ per warp */
-    static constexpr size_t FO_OFF = RL_OFF + sizeof(float) * WC * Br;  /* row factors     */
-    static constexpr size_t FW_OFF = FO_OFF + sizeof(float) * Br;
-    static constexpr size_t SMEM = FW_OFF + sizeof(float) * WC * Br;
+    static constexpr size_t SMEM = RL_OFF + sizeof(float) * WC * Br;
 };
 
 __device__ __forceinline__ float rescale(float m_old, float m_new)   /* as in fa1_cpu.c */
@@ -65,19 +65,37 @@ __device__ __forceinline__ void load_f16_rows(__half *dst, const __half *src, in
     }
 }
 
+/* O_i (fp32, Br x D) and l_i, m_i of query block i into one O buffer (Alg. 1 l.8);
+ * rows past N_q are zero-filled and never written back. */
+template <int D, int Br, int THREADS>
+__device__ __forceinline__ void load_olm(float *buf, const float *O, const float *l, const float *m,
+                                         int i, int N_q)
+{
+    float *ls = buf + Br * D, *ms = ls + Br;
+    for (int c = threadIdx.x; c < Br * (D / 4); c += THREADS) {
+        int r = c / (D / 4), k = (c % (D / 4)) * 4;
+        bool ok = i * Br + r < N_q;
+        cp_async16(buf + r * D + k, ok ? O + (size_t)(i * Br + r) * D + k : O, ok);
+    }
+    for (int r = threadIdx.x; r < Br; r += THREADS) {
+        bool ok = i * Br + r < N_q;
+        cp_async4(ls + r, ok ? l + i * Br + r : l, ok);   /* 4-byte copies: a row of l  */
+        cp_async4(ms + r, ok ? m + i * Br + r : m, ok);   /* need not be 16-byte aligned */
+    }
+}
+
 template <int D, int WR, int WC>
 __global__ void __launch_bounds__(32 * WR * WC, 1)
 fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                float *Og, float *lg, float *mg)
 {
     using C = Cfg<D, WR, WC>;
-    constexpr int Br = C::Br, Bc = C::Bc, LDH = C::LDH, LDO = C::LDO, NT = C::THREADS;
+    constexpr int Br = C::Br, Bc = C::Bc, LDH = C::LDH, LDO = C::LDO, NT = C::THREADS, OST = C::OST;
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
     __half *Qs = (__half *)(smem + C::Q_OFF);
-    float *Os = (float *)(smem + C::O_OFF), *ls = (float *)(smem + C::L_OFF), *ms = (float *)(smem + C::M_OFF);
+    float *Obuf = (float *)(smem + C::O_OFF);    /* OST buffers of OB_BYTES */
     float *redO = (float *)(smem + C::RO_OFF), *redM = (float *)(smem + C::RM_OFF), *redL = (float *)(smem + C::RL_OFF);
-    float *facO = (float *)(smem + C::FO_OFF), *facW = (float *)(smem + C::FW_OFF);
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wr = warp / WC, wc = warp % WC;    /* rows 16 wr.., keys 64 wc.. of a step */
@@ -101,27 +119,21 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         load_f16_rows<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
         load_f16_rows<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
         load_f16_rows<D, LDH, NT>(Qs, Q, Br, p.N_q);
+        if (OST == 2) load_olm<D, Br, NT>(Obuf, O, l, m, 0, p.N_q);
         cp_async_commit();
         cp_async_wait<0>();
-        __syncthreads();   /* K_j, V_j, Q_0 landed and are visible to every warp */
+        __syncthreads();   /* K_j, V_j, Q_0 (and O_0) landed and are visible to every warp */
 
         for (int i = 0; i < Tr; i++) {                                       /* l.7 */
-            /* l.8: O_i, l_i, m_i for this step and Q_{i+1} for the next, in flight
-             * while the tensor cores work on S_ij */
-            for (int c = tid; c < Br * (D / 4); c += NT) {
-                int r = c / (D / 4), k = (c % (D / 4)) * 4;
-                bool ok = i * Br + r < p.N_q;
-                cp_async16(Os + r * D + k, ok ? O + (size_t)(i * Br + r) * D + k : O, ok);
-            }
-            for (int r = tid; r < Br; r += NT) {
-                bool ok = i * Br + r < p.N_q;
-                cp_async4(ls + r, ok ? l + i * Br + r : l, ok);
-                cp_async4(ms + r, ok ? m + i * Br + r : m, ok);
-            }
+            /* l.8: Q_{i+1} for the next step (and, with one O buffer, O_i, l_i, m_i for
+             * this one) in flight while the tensor cores work on S_ij */
+            float *Os = Obuf + (OST == 2 ? i % 2 : 0) * (C::OB_BYTES / sizeof(float));
+            float *ls = Os + Br * D, *ms = ls + Br;
+            if (OST == 1) load_olm<D, Br, NT>(Os, O, l, m, i, p.N_q);
             if (i + 1 < Tr)
                 load_f16_rows<D, LDH, NT>(Qs + ((i + 1) % 2) * Br * LDH, Q + (size_t)(i + 1) * Br * D,
                                           Br, p.N_q - (i + 1) * Br);
-            cp_async_commit();
+            cp_async_commit();   /* (possibly empty: the group count stays regular) */
 
             /* l.9: S = Q_i K_j^T for this warp's 16 rows x 64 keys (8 n-tiles of 8 keys) */
             const __half *Qw = Qs + (i % 2) * Br * LDH + wr * 16 * LDH, *Kw = Ks + wc * 64 * LDH;
@@ -202,19 +214,28 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 redL[wc * Br + r] = lt[0];
                 redL[wc * Br + r + 8] = lt[1];
             }
-            cp_async_wait<0>();
-            __syncthreads();   /* every warp's partials, and O_i, l_i, m_i (cp.async), are in
-                                  shared memory */
+            /* O_i, l_i, m_i must have landed: with two O buffers they are the older of the
+             * two groups in flight (the newer one is Q_{i+1}) */
+            if (OST == 2) cp_async_wait<1>(); else cp_async_wait<0>();
+            __syncthreads();   /* every warp's partials, and O_i, l_i, m_i, are in shared memory */
+            if (OST == 2) {    /* the other O buffer was last read before the previous barrier */
+                if (i + 1 < Tr) load_olm<D, Br, NT>(Obuf + ((i + 1) % 2) * (C::OB_BYTES / sizeof(float)), O, l, m, i + 1, p.N_q);
+                cp_async_commit();
+            }
 
-            /* l.10-11 across the WC warps of a row: m~ = max_w m~_w, then m_new, l_new.
-             * Each warp's P~ used its own m~_w, so its l~_w and O_w get e^(m~_w - m_new):
-             * the same numbers as Alg. 1 with one max over the whole K/V block. */
-            for (int r = tid; r < Br; r += NT) {
-                const float m_old = ms[r], l_old = ls[r];
+            /* l.11-12 across the WC warps of a row. Each warp's P~ used its own m~_w, so its
+             * l~_w and O_w get e^(m~_w - m_new) with m_new = max(m_i, max_w m~_w): the same
+             * numbers as Alg. 1 with one max over the whole K/V block. Every thread works
+             * out the factors of the rows it writes (a few exps, and no extra barrier).
+             * O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + sum_w e^(m~_w - m_new) O_w) */
+            for (int c = tid; c < Br * (D / 4); c += NT) {
+                const int r = c / (D / 4), k = (c % (D / 4)) * 4;
+                if (i * Br + r >= p.N_q) continue;
+                const float m_old = ms[r];
                 float m_new = m_old;
 #pragma unroll
                 for (int w = 0; w < WC; w++) m_new = fmaxf(m_new, redM[w * Br + r]);
-                const float a_old = rescale(m_old, m_new) * l_old;
+                const float a_old = rescale(m_old, m_new) * ls[r];
                 float l_new = a_old, fw[WC];
 #pragma unroll
                 for (int w = 0; w < WC; w++) {
@@ -222,29 +243,20 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                     l_new += fw[w] * redL[w * Br + r];
                 }
                 const float inv = l_new > 0.0f ? 1.0f / l_new : 0.0f;  /* no key seen: O = 0 */
-                facO[r] = a_old * inv;
-#pragma unroll
-                for (int w = 0; w < WC; w++) facW[w * Br + r] = fw[w] * inv;
-                if (i * Br + r < p.N_q) { l[i * Br + r] = l_new; m[i * Br + r] = m_new; }  /* l.13 */
-            }
-            __syncthreads();   /* the row factors are ready */
-
-            /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + sum_w e^(m~_w - m_new) O_w) */
-            for (int c = tid; c < Br * (D / 4); c += NT) {
-                const int r = c / (D / 4), k = (c % (D / 4)) * 4;
-                if (i * Br + r >= p.N_q) continue;
                 float4 acc = *reinterpret_cast<const float4 *>(Os + r * D + k);
-                const float fo = facO[r];
+                const float fo = a_old * inv;
                 acc.x *= fo; acc.y *= fo; acc.z *= fo; acc.w *= fo;
 #pragma unroll
                 for (int w = 0; w < WC; w++) {
                     const float4 v = *reinterpret_cast<const float4 *>(redO + ((r / 16 * WC + w) * 16 + r % 16) * LDO + k);
-                    const float fw = facW[w * Br + r];
-                    acc.x += fw * v.x; acc.y += fw * v.y; acc.z += fw * v.z; acc.w += fw * v.w;
+                    const float f = fw[w] * inv;
+                    acc.x += f * v.x; acc.y += f * v.y; acc.z += f * v.z; acc.w += f * v.w;
                 }
-                *reinterpret_cast<float4 *>(O + (size_t)(i * Br + r) * D + k) = acc;
+                *reinterpret_cast<float4 *>(O + (size_t)(i * Br + r) * D + k) = acc;     /* l.12 */
+                if (k == 0) { l[i * Br + r] = l_new; m[i * Br + r] = m_new; }           /* l.13 */
             }
-            __syncthreads();   /* Os, the partials and the factors are free for the next step */
+            if (OST == 2) cp_async_wait<1>(); else cp_async_wait<0>();   /* Q_{i+1} landed */
+            __syncthreads();   /* Q_{i+1} visible; the partials and this O buffer are free again */
         }
     }
 }

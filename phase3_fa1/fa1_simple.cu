@@ -3,7 +3,7 @@
  *
  *   simple   one thread block per (batch, head), KV-outer loop j, inner loop i;
  *            tiles in shared memory with Br, Bc from fa1_block_sizes(48 KiB, d);
- *            one warp per query row for l.9-13.    build/phase3 --kernel simple
+ *            a warp per 4 query rows for l.9-13.   build/phase3 --kernel simple
  *
  * The shared memory holds exactly the CPU model's tiles (fa1_sram_bytes), so the kernel's
  * M is the 48 KiB it asks for and its HBM traffic is fa1_hbm_bytes(p, Bc) to the byte.
@@ -15,7 +15,8 @@
 #include "cuda_check.cuh"
 #include "fa1.h"
 
-#define SIMPLE_THREADS 256
+#define SIMPLE_THREADS 512
+#define R 4             /* query rows a warp works on at once */
 
 /* e^(m_old - m_new), 0 when the row has seen no key yet (as in fa1_cpu.c) */
 __device__ __forceinline__ float rescale(float m_old, float m_new)
@@ -75,48 +76,84 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
             __syncthreads();   /* Q_i, O_i, l_i, m_i (and K_j, V_j at i = 0) are in SRAM */
 
             /* l.9-13, one warp per query row r: rows are independent */
-            for (int r = warp; r < qr; r += nwarps) {
-                float *s = S + r * Bc, *o = Oi + r * d;
-                const float *q = Qi + r * d;
-                const int row = i * Br + r;
-                /* l.9: S_ij[r][c] = scale q . k_c, lane owns columns lane, lane+32, ... */
+            /* l.9-13. A warp takes R query rows at a time (rows are independent): every K_j
+             * or V_j value it reads from shared memory then serves R rows, and each lane
+             * has R sums in flight instead of one long chain. */
+            for (int r0 = warp * R; r0 < qr; r0 += nwarps * R) {
+                int rows[R];   /* rows past qr repeat the last one: computed, never stored */
+#pragma unroll
+                for (int rr = 0; rr < R; rr++) rows[rr] = min(r0 + rr, qr - 1);
+                /* l.9: S_ij[r][c] = scale q_r . k_c, lane owns columns lane, lane + 32, ... */
                 for (int c = lane; c < kr; c += 32) {
-                    float acc = 0.0f;
-                    for (int k = 0; k < d; k++) acc += q[k] * Kt[k * Bc + c];
-                    s[c] = attn_visible(&p, row, j * Bc + c) ? acc * p.scale : -INFINITY;
+                    float acc[R] = {};
+                    for (int k = 0; k < d; k += 4) {
+                        const float k0 = Kt[k * Bc + c], k1 = Kt[(k + 1) * Bc + c];
+                        const float k2 = Kt[(k + 2) * Bc + c], k3 = Kt[(k + 3) * Bc + c];
+#pragma unroll
+                        for (int rr = 0; rr < R; rr++) {
+                            const float4 q = *reinterpret_cast<const float4 *>(Qi + rows[rr] * d + k);
+                            acc[rr] += q.x * k0 + q.y * k1 + q.z * k2 + q.w * k3;
+                        }
+                    }
+#pragma unroll
+                    for (int rr = 0; rr < R; rr++)
+                        if (r0 + rr < qr)
+                            S[(r0 + rr) * Bc + c] = attn_visible(&p, i * Br + r0 + rr, j * Bc + c) ? acc[rr] * p.scale : -INFINITY;
                 }
-                /* l.10: m~ = rowmax(S), P~ = exp(S - m~), l~ = rowsum(P~) */
-                float m_t = -INFINITY;
-                for (int c = lane; c < kr; c += 32) m_t = fmaxf(m_t, s[c]);
-                m_t = warp_max(m_t);
-                float l_t = 0.0f;
-                for (int c = lane; c < kr; c += 32) {
-                    s[c] = m_t == -INFINITY ? 0.0f : __expf(s[c] - m_t);
-                    l_t += s[c];
-                }
-                l_t = warp_sum(l_t);
-                __syncwarp();  /* P~ row written by all lanes before each lane reads all of it */
-                /* EXERCISE fa1.ml_gpu: the new running max and sum (Alg. 1 l.11), on the GPU
-                 * HINT: as in fa1_cpu.c; every lane holds the row's m_t and l_t after the shuffles. */
-                const float m_new = fmaxf(mi[r], m_t);
-                const float l_new = rescale(mi[r], m_new) * li[r] + rescale(m_t, m_new) * l_t;
-                /* STUB: const float m_new = mi[r], l_new = li[r]; */
-                /* END EXERCISE */
-                /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j) */
-                const float a = rescale(mi[r], m_new) * li[r], bb = rescale(m_t, m_new);
-                const float inv = l_new > 0.0f ? 1.0f / l_new : 0.0f;
-                for (int k = lane; k < d; k += 32) {
-                    float pv = 0.0f;
-                    for (int c = 0; c < kr; c++) pv += s[c] * Vj[c * d + k];
-                    /* EXERCISE fa1.rescale_gpu: the O_i update of Alg. 1 l.12, on the GPU
-                     * HINT: the same line as in fa1_cpu.c: undo the old normalisation (a),
-                     * HINT: weigh this block's pv (bb), divide by l_new (times inv). */
-                    o[k] = (a * o[k] + bb * pv) * inv;
-                    /* STUB: (void)a; (void)bb; (void)pv; (void)inv; */
+                float m_new[R], l_new[R], a[R], bb[R], inv[R];
+#pragma unroll
+                for (int rr = 0; rr < R; rr++) {
+                    a[rr] = bb[rr] = inv[rr] = m_new[rr] = l_new[rr] = 0.0f;
+                    if (r0 + rr >= qr) continue;   /* the same for the whole warp */
+                    float *s = S + (r0 + rr) * Bc;
+                    /* l.10: m~ = rowmax(S), P~ = exp(S - m~), l~ = rowsum(P~); each lane
+                     * touches only its own columns here, so no sync before */
+                    float m_t = -INFINITY;
+                    for (int c = lane; c < kr; c += 32) m_t = fmaxf(m_t, s[c]);
+                    m_t = warp_max(m_t);
+                    float l_t = 0.0f;
+                    for (int c = lane; c < kr; c += 32) {
+                        s[c] = m_t == -INFINITY ? 0.0f : __expf(s[c] - m_t);
+                        l_t += s[c];
+                    }
+                    l_t = warp_sum(l_t);
+                    const float m_i = mi[r0 + rr], l_i = li[r0 + rr];
+                    /* EXERCISE fa1.ml_gpu: the new running max and sum (Alg. 1 l.11), on the GPU
+                     * HINT: as in fa1_cpu.c; every lane holds the row's m_t and l_t after the shuffles. */
+                    m_new[rr] = fmaxf(m_i, m_t);
+                    l_new[rr] = rescale(m_i, m_new[rr]) * l_i + rescale(m_t, m_new[rr]) * l_t;
+                    /* STUB: m_new[rr] = m_i; l_new[rr] = l_i; */
                     /* END EXERCISE */
+                    /* the factors of l.12 */
+                    a[rr] = rescale(m_i, m_new[rr]) * l_i;
+                    bb[rr] = rescale(m_t, m_new[rr]);
+                    inv[rr] = l_new[rr] > 0.0f ? 1.0f / l_new[rr] : 0.0f;
                 }
-                __syncwarp();  /* every lane is done with m_i[r], l_i[r] before lane 0 overwrites them */
-                if (lane == 0) { li[r] = l_new; mi[r] = m_new; }           /* l.13 */
+                __syncwarp();  /* the P~ rows are complete before each lane reads all of them */
+                /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j),
+                 * lane owns output columns lane, lane + 32, ... */
+                for (int k = lane; k < d; k += 32) {
+                    float pv[R] = {};
+                    for (int c = 0; c < kr; c++) {
+                        const float v = Vj[c * d + k];
+#pragma unroll
+                        for (int rr = 0; rr < R; rr++) pv[rr] += S[rows[rr] * Bc + c] * v;
+                    }
+#pragma unroll
+                    for (int rr = 0; rr < R; rr++) {
+                        if (r0 + rr >= qr) continue;
+                        /* EXERCISE fa1.rescale_gpu: the O_i update of Alg. 1 l.12, on the GPU
+                         * HINT: the same line as in fa1_cpu.c for row r0 + rr of the tile Oi:
+                         * HINT: undo the old normalisation (a), weigh pv (bb), divide by l_new (inv). */
+                        float *o = Oi + (r0 + rr) * d;
+                        o[k] = (a[rr] * o[k] + bb[rr] * pv[rr]) * inv[rr];
+                        /* STUB: (void)a[rr]; (void)bb[rr]; (void)pv[rr]; (void)inv[rr]; */
+                        /* END EXERCISE */
+                    }
+                }
+                __syncwarp();  /* every lane is done with m_i, l_i of these rows before lane 0 overwrites them */
+                if (lane == 0)                                                   /* l.13 */
+                    for (int rr = 0; rr < R && r0 + rr < qr; rr++) { li[r0 + rr] = l_new[rr]; mi[r0 + rr] = m_new[rr]; }
             }
             __syncthreads();   /* all rows of O_i, l_i, m_i updated before they are written */
             /* l.12-13: write O_i, l_i, m_i back to HBM */

@@ -1,0 +1,78 @@
+# phase3_fa1/plot.gp - the figures of chapter 3, from results/phase3/phase3_sweep.csv.
+#   tools/plot.sh phase3_fa1/plot.gp OUTDIR   (make phase3 plot)
+# Columns: 1 kernel 2 device 3 sweep 4 B 5 H 6 H_kv 7 N_q 8 N_kv 9 d 10 causal 11 sram
+# 12 Br 13 Bc 14 time_ms 15 tflops 16 hbm_model 17 hbm_formula 18 hbm_std 19 hbm_measured
+# 20 max_abs 21 rel_l2 22 rel_prev 23 pipeline_max_abs 24 verdict
+if (!exists("outdir")) outdir = 'results/phase3'
+if (!exists("term")) term = 'pngcairo'
+f = outdir.'/phase3_sweep.csv'
+set datafile separator ','
+set datafile commentschars '#'
+set terminal term size 900,600 font ',11'
+set grid
+set key top left
+is(col, s) = strcol(col) eq s
+MiB = 1048576.0
+
+# 1. HBM bytes vs M (N = 1024, d = 64, one head): Theta(N^2 d^2 / M) against standard
+#    attention's fixed Theta(N d + N^2)
+set output outdir.'/phase3_hbm_vs_M.png'
+set title 'HBM traffic vs SRAM size M (N = 1024, d = 64, one head, fp16 Q/K/V, fp32 O/l/m)'
+set xlabel 'M (KiB of SRAM)'
+set ylabel 'HBM bytes (MiB)'
+set logscale xy 2
+plot f using ($11/1024):(is(3,'vsM') ? $16/MiB : 1/0) with points pt 7 ps 1.5 title 'CPU model (counted)', \
+     f using ($11/1024):(is(3,'vsM') ? $17/MiB : 1/0) with lines lw 2 title 'closed form (docs/03\_fa1.md)', \
+     f using ($11/1024):(is(3,'vsM') ? $18/MiB : 1/0) with lines lw 2 dt 2 title 'standard attention (phase 0)'
+
+# 2. HBM bytes vs N (M = 128 KiB, d = 64, one head)
+set output outdir.'/phase3_hbm_vs_N.png'
+set title 'HBM traffic vs N (M = 128 KiB, d = 64, one head)'
+set xlabel 'N (= N_q = N_{kv})'
+plot f using 7:(is(3,'vsN') ? $16/MiB : 1/0) with points pt 7 ps 1.5 title 'CPU model (counted)', \
+     f using 7:(is(3,'vsN') ? $17/MiB : 1/0) with lines lw 2 title 'closed form', \
+     f using 7:(is(3,'vsN') ? $18/MiB : 1/0) with lines lw 2 dt 2 title 'standard attention'
+
+# The GPU figures need the GPU sweep's rows (tokens16k); a CPU-only sweep has none.
+ngpu = int(system("grep -c ',tokens16k,' '".f."' 2>/dev/null || true"))
+if (ngpu == 0) { print 'phase3 plots: no GPU rows in '.f.': drew the model figures only'; exit }
+nmeas = int(system("grep ',tokens16k,' '".f."' | awk -F, '$19 != \"\"' | wc -l"))
+
+# 3. model vs measured (Nsight Compute) on the GPU, FA2 setting, d = 64, not causal
+if (nmeas > 0) {
+set output outdir.'/phase3_hbm_measured.png'
+set title 'GPU HBM traffic: model vs measured (d = 64, hidden 2048, 16k tokens)'
+set ylabel 'HBM bytes (MiB)'
+sel(k) = is(3,'tokens16k') && is(1,k) && $9 == 64 && $10 == 0
+plot f using 7:(sel('mma') ? $16/MiB : 1/0) with lines lw 2 lc 1 title 'fa1-mma model', \
+     f using 7:(sel('mma') ? $19/MiB : 1/0) with points pt 7 ps 1.5 lc 1 title 'fa1-mma measured', \
+     f using 7:(sel('simple') ? $16/MiB : 1/0) with lines lw 2 lc 2 title 'fa1-simple model', \
+     f using 7:(sel('simple') ? $19/MiB : 1/0) with points pt 5 ps 1.5 lc 2 title 'fa1-simple measured', \
+     f using 7:(sel('cublas') ? $16/MiB : 1/0) with lines lw 2 lc 3 title 'cuBLAS (phase 1) model', \
+     f using 7:(sel('cublas') ? $19/MiB : 1/0) with points pt 9 ps 1.5 lc 3 title 'cuBLAS (phase 1) measured'
+}
+
+# 4. speed: TFLOP/s and time vs N, d = 64 and 128, not causal (solid) and causal (dashed)
+unset logscale
+set logscale x 2
+set output outdir.'/phase3_speed.png'
+set terminal term size 1400,1000 font ',11'
+set multiplot layout 2,2 title 'FlashAttention-1 on the GPU: fp16, hidden 2048 (H = 2048/d), B x N = 16k tokens'
+sp(k, dd, c) = is(3,'tokens16k') && is(1,k) && $9 == dd && $10 == c
+do for [dd in "64 128"] {
+    set title sprintf('TFLOP/s, d = %s', dd)
+    set ylabel 'TFLOP/s'
+    set xlabel 'N'
+    set logscale y 10
+    plot for [c=0:1] f using 7:(sp('mma', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 1 dt (c+1) title sprintf('fa1-mma%s', c ? ' causal' : ''), \
+         for [c=0:1] f using 7:(sp('simple', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 2 dt (c+1) title sprintf('fa1-simple%s', c ? ' causal' : ''), \
+         for [c=0:1] f using 7:(sp('cublas', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 3 dt (c+1) title sprintf('cuBLAS (phase 1)%s', c ? ' causal' : '')
+}
+do for [dd in "64 128"] {
+    set title sprintf('time per forward pass, d = %s', dd)
+    set ylabel 'ms'
+    plot for [c=0:1] f using 7:(sp('mma', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 1 dt (c+1) title sprintf('fa1-mma%s', c ? ' causal' : ''), \
+         for [c=0:1] f using 7:(sp('simple', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 2 dt (c+1) title sprintf('fa1-simple%s', c ? ' causal' : ''), \
+         for [c=0:1] f using 7:(sp('cublas', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 3 dt (c+1) title sprintf('cuBLAS (phase 1)%s', c ? ' causal' : '')
+}
+unset multiplot

@@ -18,7 +18,12 @@ set logscale x 2
 set xlabel "sequence length N (B x N = 16k tokens, hidden 2048)"
 gpu = system("grep -m1 '^# gpu:' '".f."' | sed 's/^# gpu: //; s/ |.*//'")
 date = system("grep -m1 '^# git:' '".f."' | sed 's/.*date: //; s/T.*//'")
-sel(k, dd, c) = (strcol(1) eq k && strcol(3) eq "tokens16k" && $9 == dd && $10 == c) ? 1 : 0
+# PyTorch's SDPA on some of the same shapes (tools/sdpa_peer.py), when that CSV is there
+peer = outdir."/phase1_sdpa_peer.csv"
+if (system("test -f '".peer."' && echo 1 || echo 0") + 0 == 0) peer = f
+# the rows of one line (kernel k, head dimension dd, causal c) of the B x N = 16k sweep,
+# picked by awk so that gnuplot draws them as one connected line
+rows(k, dd, c) = sprintf("< awk -F, '$1 == \"%s\" && $3 == \"tokens16k\" && $9 == %d && $10 == %d' '%s'", k, dd, c, f)
 GiB = 1073741824.0
 
 set terminal @term size 1000,640
@@ -26,38 +31,42 @@ set output outdir."/phase1_time.png"
 set title sprintf("standard attention (S, P in HBM), forward time - %s, %s", gpu, date)
 set ylabel "time (ms, median)"
 set logscale y 10
-plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):11 smooth unique with linespoints lw 2 title "cublas d=".dd, \
-     for [dd in "64 128"] f using (sel("simple", dd+0, 0) ? $7 : 1/0):11 smooth unique with linespoints lw 2 dt 2 title "simple d=".dd, \
-     for [dd in "64 128"] f using (sel("cublas", dd+0, 1) ? $7 : 1/0):11 smooth unique with linespoints lw 1 title "cublas d=".dd." causal"
+plot for [dd in "64 128"] rows("cublas", dd+0, 0) using 7:11 with linespoints lw 2 title "cublas d=".dd, \
+     for [dd in "64 128"] rows("simple", dd+0, 0) using 7:11 with linespoints lw 2 dt 2 title "simple d=".dd, \
+     for [dd in "64 128"] rows("cublas", dd+0, 1) using 7:11 with linespoints lw 1 title "cublas d=".dd." causal", \
+     peer using ((strcol(1) eq "math" && $2 * $4 == 16384 && $6 == 0) ? $4 : 1/0):7 with points pt 6 ps 2 lw 2 lc rgb "black" title "PyTorch SDPA math backend (same GPU)"
 unset logscale y
 
 set output outdir."/phase1_tflops.png"
 set title sprintf("standard attention, forward TFLOP/s - %s, %s", gpu, date)
 set ylabel "TFLOP/s (4 B H N^2 d / time; halved when causal)"
 set yrange [0:*]
-plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):12 smooth unique with linespoints lw 2 title "cublas d=".dd, \
-     for [dd in "64 128"] f using (sel("simple", dd+0, 0) ? $7 : 1/0):12 smooth unique with linespoints lw 2 dt 2 title "simple d=".dd, \
-     for [dd in "64 128"] f using (sel("cublas", dd+0, 1) ? $7 : 1/0):12 smooth unique with linespoints lw 1 title "cublas d=".dd." causal", \
-     for [dd in "64 128"] f using (sel("simple", dd+0, 1) ? $7 : 1/0):12 smooth unique with linespoints lw 1 dt 2 title "simple d=".dd." causal"
+plot for [dd in "64 128"] rows("cublas", dd+0, 0) using 7:12 with linespoints lw 2 title "cublas d=".dd, \
+     for [dd in "64 128"] rows("simple", dd+0, 0) using 7:12 with linespoints lw 2 dt 2 title "simple d=".dd, \
+     for [dd in "64 128"] rows("cublas", dd+0, 1) using 7:12 with linespoints lw 1 title "cublas d=".dd." causal", \
+     for [dd in "64 128"] rows("simple", dd+0, 1) using 7:12 with linespoints lw 1 dt 2 title "simple d=".dd." causal"
 set yrange [*:*]
 
 set output outdir."/phase1_hbm.png"
 set title sprintf("HBM traffic: the model (phase-0 formula) and Nsight Compute - %s, %s", gpu, date)
 set ylabel "bytes moved (GiB)"
 set logscale y 2
-plot for [dd in "64 128"] f using (sel("cublas", dd+0, 0) ? $7 : 1/0):($14/GiB) smooth unique with linespoints lw 2 title "model d=".dd, \
-     f using (sel("cublas", 64, 0) ? $7 : 1/0):($15/GiB) with points pt 7 ps 1.5 title "measured cublas d=64", \
-     f using (sel("simple", 64, 0) ? $7 : 1/0):($15/GiB) with points pt 9 ps 1.5 title "measured simple d=64"
+plot for [dd in "64 128"] rows("cublas", dd+0, 0) using 7:($14/GiB) with linespoints lw 2 title "model d=".dd, \
+     rows("cublas", 64, 0) using 7:($15/GiB) with points pt 7 ps 1.5 title "measured cublas d=64", \
+     rows("simple", 64, 0) using 7:($15/GiB) with points pt 9 ps 1.5 title "measured simple d=64"
 unset logscale y
 
+free = real(system("awk -F, '$3 == \"wall_B4\" && $17 > 0 {print $17; exit}' '".f."'"))
 set output outdir."/phase1_memory.png"
 set title sprintf("memory of S + P (fp16) vs N, and the free device memory - %s, %s", gpu, date)
 set xlabel "sequence length N"
 set ylabel "GiB"
 set logscale y 2
 set key top left
-plot f using (strcol(3) eq "wall_B4" && $9 == 64 ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 pt 7 title "S+P, B=4 H=32 d=64", \
-     f using (strcol(3) eq "wall_B4" && $9 == 128 ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 pt 5 title "S+P, B=4 H=16 d=128", \
-     f using (sel("cublas", 64, 0) ? $7 : 1/0):($16/GiB) smooth unique with linespoints lw 2 dt 2 title "S+P, B x N = 16k tokens, d=64", \
-     f using (strcol(3) eq "wall_B4" && strcol(21) eq "OOM" ? $7 : 1/0):($16/GiB) with points pt 2 ps 3 lc rgb "red" title "does not fit: exit 2", \
-     f using (strcol(3) eq "wall_B4" ? $7 : 1/0):($17/GiB) with lines lw 3 lc rgb "black" title "free device memory"
+wall(dd) = sprintf("< awk -F, '$3 == \"wall_B4\" && $9 == %d' '%s' | sort -t, -k7 -n", dd, f)
+plot wall(64) using 7:($16/GiB) with linespoints lw 2 pt 7 title "S+P, B=4 H=32 d=64", \
+     wall(128) using 7:($16/GiB) with linespoints lw 2 pt 5 title "S+P, B=4 H=16 d=128", \
+     rows("cublas", 64, 0) using 7:($16/GiB) with linespoints lw 2 dt 2 title "S+P, B x N = 16k tokens, d=64", \
+     f using (strcol(3) eq "wall_B4" && strcol(21) eq "OOM" ? $7 : 1/0):($16/GiB) with points pt 2 ps 3 lw 2 lc rgb "red" title "does not fit: the driver exits 2", \
+     f using (strcol(3) eq "wall_B4" && $17 > 0 ? $7 : 1/0):($17/GiB) with points pt 1 lc rgb "black" notitle, \
+     wall(128) using 7:(free / GiB) with lines lw 3 lc rgb "black" title sprintf("free device memory (%.1f GiB)", free / GiB)

@@ -26,7 +26,18 @@ if (system("test -f '".peer."' && echo 1 || echo 0") + 0 == 0) peer = f
 rows(k, dd, c) = sprintf("< awk -F, '$1 == \"%s\" && $3 == \"tokens16k\" && $9 == %d && $10 == %d' '%s'", k, dd, c, f)
 GiB = 1073741824.0
 
+# a sweep without a GPU has the model columns only: draw what they hold
+ngpu = int(system("awk -F, '$2 == \"gpu\" && $11 != \"\"' '".f."' | wc -l"))
 set terminal @term size 1000,640
+if (ngpu == 0) {
+    print "phase1 plots: ".f." has no GPU rows (a sweep without a GPU): drawing the model bytes only"
+    set output outdir."/phase1_hbm.png"
+    set title "HBM traffic of standard attention: the model (phase-0 formula)"
+    set ylabel "bytes moved (GiB)"
+    set logscale y 2
+    plot for [dd in "64 128"] sprintf("< awk -F, '$1 == \"model\" && $9 == %s' '%s'", dd, f) using 7:($14/GiB) with linespoints lw 2 title "model d=".dd
+    exit
+}
 set output outdir."/phase1_time.png"
 set title sprintf("standard attention (S, P in HBM), forward time - %s, %s", gpu, date)
 set ylabel "time (ms, median)"

@@ -113,8 +113,15 @@ static void cpu_softmaxes(report_t *r, uint64_t seed)
         double acc = (double)hbm_total(&m) / (4.0 * SM_N);
         err_stats_t e = vs_oracle(y, w, SM_N);
         bool ok = err_pass(&e, tol_cpu()) && acc == V[v].want;
+        if (!ok && !r->quiet) {
+            char bad[160];
+            err_first_bad_str(&e, SM_N, "y", bad, sizeof bad);
+            printf("%s: %.2f accesses per element (want %.0f), rel L2 %.2e, first bad %s\n",
+                   V[v].name, acc, V[v].want, e.rel_l2, bad);
+        }
         add_row(r, V[v].name, "cpu", 1, SM_N, acc, (double)hbm_total(&m), ms, 0, 0, 0, e.rel_l2,
                 ok ? "PASS" : "FAIL");
+        if (v == 2) check_hint_exercises(ok, "p2.ml_update");
     }
     free(x); free(y); free(xd); free(w);
 }
@@ -210,6 +217,7 @@ static void attention(report_t *r, const attn_problem_t *p, uint64_t seed)
         }
         add_row(r, name, "cpu", rows, p->N_kv, 0, (double)hbm_total(&m), ms, 0, 0, 0, eo.rel_l2,
                 ok ? "PASS" : "FAIL");
+        check_hint_exercises(ok, v == 0 ? "p2.ml_update, p2.o_update" : "p2.merge (and p2.ml_update, p2.o_update)");
     }
     attn_inputs_free(&in);
     free(O); free(L); free(On); free(Ln); free(Oref); free(Lref); free(Ond);
@@ -256,9 +264,12 @@ static gpu_point_t gpu_point(gpu_sm_fn fn, double acc, const float *dx, float *d
     free(x); free(y); free(yg); free(ref); free(xd); free(w);
     g.rel = e.rel_l2;
     g.ok = err_pass(&e, tol_cpu()) && err_pass(&eo, tol_cpu());
-    if (!g.ok)
-        printf("GPU softmax n=%d: rel L2 %.2e vs CPU 3-pass, %.2e vs fp64 oracle (%zu NaN): FAIL\n",
-               n, e.rel_l2, eo.rel_l2, e.nan_count);
+    if (!g.ok) {
+        char bad[160];
+        err_first_bad_str(err_pass(&e, tol_cpu()) ? &eo : &e, n, "y", bad, sizeof bad);
+        printf("GPU softmax n=%d: rel L2 %.2e vs CPU 3-pass, %.2e vs fp64 oracle (%zu NaN): FAIL, first bad %s\n",
+               n, e.rel_l2, eo.rel_l2, e.nan_count, bad);
+    }
     if (!g.ok) return g;                       /* a kernel that fails is not timed */
     sm_ctx_t c = {fn, dx, dy, rows, n};
     g.ms = gpu_time_ms(sm_call, &c, 3, iters);
@@ -354,6 +365,7 @@ int main(int argc, char **argv)
 
     bool ex = streaming_example(o.quiet);
     add_row(&r, "streaming example [3, 1, 2]", "cpu", 1, 3, 0, 0, 0, 0, 0, 0, 0, ex ? "PASS" : "FAIL");
+    check_hint_exercises(ex, "p2.ml_update, p2.o_update");
     cpu_softmaxes(&r, o.seed);
     overflow_demo(&r, o.seed, dir, &mi, argc, argv);
     attention(&r, &o.p, o.seed);

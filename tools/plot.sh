@@ -16,4 +16,5 @@ fi
 term=png
 "$GNUPLOT" -e 'set terminal' 2>&1 | grep -q pngcairo && term=pngcairo
 "$GNUPLOT" -e "outdir='$outdir'; term='$term'" "$script" || { echo "plots FAILED: gnuplot $script"; exit 1; }
-echo "plots: $(cd "$outdir" && ls -1 *.png 2>/dev/null | tr '\n' ' ')in $outdir/"
+pngs=$(cd "$outdir" && ls -1 *.png 2>/dev/null | tr '\n' ' ')
+if [ -n "$pngs" ]; then echo "plots: ${pngs}in $outdir/"; else echo "plots: none drawn yet in $outdir/ (see the line above)"; fi

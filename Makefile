@@ -9,7 +9,8 @@
 # rules.mk sets <phase>_LIB (sources of its library), <phase>_MAIN (driver), <phase>_TEST
 # (unit-test program), <phase>_CU (CUDA sources), <phase>_USES (phases it links, e.g.
 # "phase0"), <phase>_CUDA_LDLIBS (extra CUDA libraries, e.g. -lcublas) and
-# defines the phase's actions <phase>-run, -test, -plot, -profile, -sanitize.
+# defines the phase's actions <phase>-profile and -sanitize (run, test and plot are
+# generic, below).
 
 .DEFAULT_GOAL := all
 SHELL   := /bin/bash
@@ -161,6 +162,21 @@ test: $(DEPS_STEP) all
 plot: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-plot)
 profile: $(foreach p,$(TARGET_PHASES),$(p)-profile)
 sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
+
+# run, test and plot are the same for every written phase; a phase's rules.mk adds
+# profile, sanitize and any extra target (e.g. <phase>-sweep). <phase>_RUN_ARGS adds
+# options to the default run.
+define phase_actions
+$(1)-run: $(1)-build
+	@mkdir -p $(RESULTS)/$(1)
+	$(BUILD)/$(1) --csv $(RESULTS)/$(1)/$(1).csv $$($(1)_RUN_ARGS)
+	@$$(MAKE) --no-print-directory $(1)-plot
+$(1)-test: $(DEPS_STEP) all
+	@bash tools/run_tests.sh $(1)
+$(1)-plot:
+	@bash tools/plot.sh $(call dir_of,$(1))/plot.gp $(RESULTS)/$(1)
+endef
+$(foreach p,$(WRITTEN),$(eval $(call phase_actions,$(p))))
 
 # A phase not written yet answers every action with one line.
 define phase_missing

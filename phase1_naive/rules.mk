@@ -6,21 +6,10 @@ phase1_CU   := phase1_naive/naive.cu
 phase1_USES := phase0
 phase1_CUDA_LDLIBS := -lcublas
 
-phase1-run: phase1-build
-	@mkdir -p $(RESULTS)/phase1
-	$(BUILD)/phase1 --csv $(RESULTS)/phase1/phase1.csv
-	@$(MAKE) --no-print-directory phase1-plot
-
-phase1-test: $(DEPS_STEP) all
-	@bash tools/run_tests.sh phase1
-
 # The sweep (GPU): time, TFLOP/s and bytes vs N, and the memory wall.
 phase1-sweep: phase1-build
 	$(BUILD)/phase1 --sweep --iters 5 --csv $(RESULTS)/phase1/phase1_sweep.csv
 	@$(MAKE) --no-print-directory phase1-plot
-
-phase1-plot:
-	@bash tools/plot.sh phase1_naive/plot.gp $(RESULTS)/phase1
 
 # Nsight Compute: DRAM bytes of one run of each kernel, into the CSV's hbm_measured.
 phase1-profile: phase1-build

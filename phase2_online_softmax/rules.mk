@@ -6,17 +6,6 @@ phase2_CU   := phase2_online_softmax/softmax.cu
 phase2_USES := phase1 phase0
 phase2_CUDA_LDLIBS := $(phase1_CUDA_LDLIBS)
 
-phase2-run: phase2-build
-	@mkdir -p $(RESULTS)/phase2
-	$(BUILD)/phase2 --csv $(RESULTS)/phase2/phase2.csv
-	@$(MAKE) --no-print-directory phase2-plot
-
-phase2-test: $(DEPS_STEP) all
-	@bash tools/run_tests.sh phase2
-
-phase2-plot:
-	@bash tools/plot.sh phase2_online_softmax/plot.gp $(RESULTS)/phase2
-
 # DRAM bytes of the two softmax kernels measured by Nsight Compute over the sweep's row
 # lengths (caches flushed before each profiled launch): the model counts 16 (safe) and
 # 12 (online) bytes per element; ncu shows how much of it reaches DRAM past the L2.

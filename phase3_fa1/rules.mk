@@ -6,22 +6,11 @@ phase3_CU   := phase3_fa1/fa1_simple.cu phase3_fa1/fa1_mma.cu
 phase3_USES := phase2 phase1 phase0
 phase3_CUDA_LDLIBS := -lcublas
 
-phase3-run: phase3-build
-	@mkdir -p $(RESULTS)/phase3
-	$(BUILD)/phase3 --csv $(RESULTS)/phase3/phase3.csv
-	@$(MAKE) --no-print-directory phase3-plot
-
-phase3-test: $(DEPS_STEP) all
-	@bash tools/run_tests.sh phase3
-
 # The sweep: HBM bytes vs M and N (CPU model), and with a GPU the FA2 paper's setting.
 phase3-sweep: phase3-build
 	@mkdir -p $(RESULTS)/phase3
 	$(BUILD)/phase3 --sweep --iters 5 --csv $(RESULTS)/phase3/phase3_sweep.csv
 	@$(MAKE) --no-print-directory phase3-plot
-
-phase3-plot:
-	@bash tools/plot.sh phase3_fa1/plot.gp $(RESULTS)/phase3
 
 # Nsight Compute: DRAM bytes of one run of each kernel next to the model's count.
 phase3-profile: phase3-build

@@ -28,6 +28,16 @@
 #include "mma.cuh"
 #include "fa1.h"
 
+/* Two speed-ups that change no result, each with a switch (1 = on) so that their effect
+ * can be measured: K_j kept in registers across the inner loop (d <= 64), and no mask
+ * arithmetic on warp tiles that are entirely visible. */
+#ifndef FA1_K_IN_REGISTERS
+#define FA1_K_IN_REGISTERS 1
+#endif
+#ifndef FA1_SKIP_FULL_MASK
+#define FA1_SKIP_FULL_MASK 1
+#endif
+
 template <int D, int WR, int WC>
 struct Cfg {
     static constexpr int Br = 16 * WR, Bc = 64 * WC, WARPS = WR * WC, THREADS = 32 * WARPS;
@@ -91,6 +101,7 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 {
     using C = Cfg<D, WR, WC>;
     constexpr int Br = C::Br, Bc = C::Bc, LDH = C::LDH, LDO = C::LDO, NT = C::THREADS, OST = C::OST;
+    constexpr bool KREG = FA1_K_IN_REGISTERS && D <= 64;
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
     __half *Qs = (__half *)(smem + C::Q_OFF);
@@ -123,6 +134,17 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         cp_async_commit();
         cp_async_wait<0>();
         __syncthreads();   /* K_j, V_j, Q_0 (and O_0) landed and are visible to every warp */
+        /* For d <= 64 a warp keeps its 64 keys of K_j in registers, as B fragments, for the
+         * whole inner loop: K_j is read from shared memory once per pass instead of once
+         * per step (d = 128 would need 128 registers for it). */
+        uint32_t kf[KREG ? D / 16 : 1][4][4];
+        if constexpr (KREG) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+                for (int n2 = 0; n2 < 4; n2++)
+                    ldmatrix_x4(kf[kk][n2], Ks + (wc * 64 + n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+        }
 
         for (int i = 0; i < Tr; i++) {                                       /* l.7 */
             /* l.8: Q_{i+1} for the next step (and, with one O buffer, O_i, l_i, m_i for
@@ -144,25 +166,40 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 ldmatrix_x4(a, Qw + (lane % 16) * LDH + kk * 16 + (lane / 16) * 8);
 #pragma unroll
                 for (int n2 = 0; n2 < 4; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
-                    uint32_t bf[4];
-                    ldmatrix_x4(bf, Kw + (n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
-                    mma_16816(s[2 * n2], a, bf);
-                    mma_16816(s[2 * n2 + 1], a, bf + 2);
+                    if constexpr (KREG) {
+                        mma_16816(s[2 * n2], a, kf[kk][n2]);
+                        mma_16816(s[2 * n2 + 1], a, kf[kk][n2] + 2);
+                    } else {
+                        uint32_t bf[4];
+                        ldmatrix_x4(bf, Kw + (n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+                        mma_16816(s[2 * n2], a, bf);
+                        mma_16816(s[2 * n2 + 1], a, bf + 2);
+                    }
                 }
             }
             /* mask (tails and causal, elementwise), then l.10: m~ = rowmax over this warp's
              * keys. A thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3); the 4 lanes of
              * a quad hold one row between them. */
             const int row0 = i * Br + wr * 16 + g, col0 = j * Bc + wc * 64 + 2 * t;
+            /* Only a warp tile that crosses N_kv or the causal diagonal needs the mask; the
+             * test is the same for the whole warp (its first row, its last key). */
+            const int last_key = j * Bc + wc * 64 + 63;
+            const bool crosses = last_key >= p.N_kv ||
+                                 (p.causal && last_key > i * Br + wr * 16 + (p.N_kv - p.N_q));
+            if (!FA1_SKIP_FULL_MASK || crosses) {
+#pragma unroll
+                for (int n = 0; n < 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int row = row0 + (e / 2) * 8, col = col0 + n * 8 + e % 2;
+                        if (col >= p.N_kv || !attn_visible(&p, row, col)) s[n][e] = -INFINITY;
+                    }
+            }
             float mt[2] = { -INFINITY, -INFINITY };
 #pragma unroll
             for (int n = 0; n < 8; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    int row = row0 + (e / 2) * 8, col = col0 + n * 8 + e % 2;
-                    if (col >= p.N_kv || !attn_visible(&p, row, col)) s[n][e] = -INFINITY;
-                    mt[e / 2] = fmaxf(mt[e / 2], s[n][e]);
-                }
+                for (int e = 0; e < 4; e++) mt[e / 2] = fmaxf(mt[e / 2], s[n][e]);
             float lt[2] = { 0.0f, 0.0f };
 #pragma unroll
             for (int x = 0; x < 2; x++) {

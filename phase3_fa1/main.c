@@ -12,7 +12,8 @@
  * phase 1's cuBLAS pipeline (the previous phases), then timed; the table; the CSV; one
  * verdict line. `cublas` is phase 1's baseline, timed on the same inputs.
  * --sweep: HBM bytes of the model vs M and vs N (the IO-complexity plots), then, with a
- * GPU, the FlashAttention-2 paper's setting (fp16, hidden 2048, B x N = 16k tokens).
+ * GPU, the FlashAttention-2 paper's setting (fp16, hidden 2048, B x N = 16k tokens,
+ * d = 64 and 128, N = 512..16384), not causal (--sweep --causal: causal).
  */
 #include <math.h>
 #include <stdio.h>
@@ -402,9 +403,10 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
         printf("%s: GPU sweep skipped: %s\n", PHASE, why);
     } else {
 #if HAVE_CUDA
-        /* FlashAttention-2's setting: hidden 2048 (H = 2048 / d), B x N = 16k tokens */
+        /* FlashAttention-2's setting: hidden 2048 (H = 2048 / d), B x N = 16k tokens;
+         * not causal, or causal with --causal */
+        const int causal = o->p.causal;
         for (int d = 64; d <= 128; d *= 2)
-            for (int causal = 0; causal <= 1; causal++)
                 for (int N = 512; N <= 16384; N *= 2) {
                     attn_problem_t p = attn_problem(16384 / N, 2048 / d, 2048 / d, N, N, d, causal);
                     attn_inputs_t in;

@@ -407,25 +407,25 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
          * not causal, or causal with --causal */
         const int causal = o->p.causal;
         for (int d = 64; d <= 128; d *= 2)
-                for (int N = 512; N <= 16384; N *= 2) {
-                    attn_problem_t p = attn_problem(16384 / N, 2048 / d, 2048 / d, N, N, d, causal);
-                    attn_inputs_t in;
-                    if (attn_inputs_make(&in, &p, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
-                    row_t rows[3];
-                    int n = run_gpu_rows(&in, o, "tokens16k", o->iters, SWEEP_ROWS, rows);
-                    printf("  sweep tokens16k d=%3d %-6s N=%5d B=%2d H=%2d:", d, causal ? "causal" : "full", N, p.B, p.H);
-                    for (int k = 0; k < n; k++) {
-                        fails += strcmp(rows[k].verdict, "FAIL") == 0;
-                        csv_row(csv, &rows[k]);
-                        if (isnan(rows[k].time_ms)) printf("  %s %s", rows[k].kernel, rows[k].verdict);
-                        else printf("  %s %.3f ms %.1f TFLOP/s", rows[k].kernel, rows[k].time_ms,
-                                    attn_flops_fwd(&p) / (rows[k].time_ms * 1e-3) / 1e12);
-                        if (strcmp(rows[k].verdict, "FAIL") == 0) printf(" FAIL (%s)", rows[k].why);
-                    }
-                    printf("\n");
-                    fflush(stdout);
-                    attn_inputs_free(&in);
+            for (int N = 512; N <= 16384; N *= 2) {
+                attn_problem_t p = attn_problem(16384 / N, 2048 / d, 2048 / d, N, N, d, causal);
+                attn_inputs_t in;
+                if (attn_inputs_make(&in, &p, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
+                row_t rows[3];
+                int n = run_gpu_rows(&in, o, "tokens16k", o->iters, SWEEP_ROWS, rows);
+                printf("  sweep tokens16k d=%3d %-6s N=%5d B=%2d H=%2d:", d, causal ? "causal" : "full", N, p.B, p.H);
+                for (int k = 0; k < n; k++) {
+                    fails += strcmp(rows[k].verdict, "FAIL") == 0;
+                    csv_row(csv, &rows[k]);
+                    if (isnan(rows[k].time_ms)) printf("  %s %s", rows[k].kernel, rows[k].verdict);
+                    else printf("  %s %.3f ms %.1f TFLOP/s", rows[k].kernel, rows[k].time_ms,
+                                attn_flops_fwd(&p) / (rows[k].time_ms * 1e-3) / 1e12);
+                    if (strcmp(rows[k].verdict, "FAIL") == 0) printf(" FAIL (%s)", rows[k].why);
                 }
+                printf("\n");
+                fflush(stdout);
+                attn_inputs_free(&in);
+            }
         naive_gpu_teardown();
 #endif
     }

@@ -13,6 +13,8 @@ set grid
 set key top left
 is(col, s) = strcol(col) eq s
 MiB = 1048576.0
+# The GPU rows of one kernel, d and mask, without the rows in between (so lines join up)
+rows(k, dd, c) = sprintf("< awk -F, '$3 == \"tokens16k\" && $1 == \"%s\" && $9 == %d && $10 == %d' '%s'", k, dd, c, f)
 
 # 1. HBM bytes vs M (N = 1024, d = 64, one head): Theta(N^2 d^2 / M) against standard
 #    attention's fixed Theta(N d + N^2)
@@ -43,13 +45,12 @@ if (nmeas > 0) {
 set output outdir.'/phase3_hbm_measured.png'
 set title 'GPU HBM traffic: model vs measured (d = 64, hidden 2048, 16k tokens)'
 set ylabel 'HBM bytes (MiB)'
-sel(k) = is(3,'tokens16k') && is(1,k) && $9 == 64 && $10 == 0
-plot f using 7:(sel('mma') ? $16/MiB : 1/0) with lines lw 2 lc 1 title 'fa1-mma model', \
-     f using 7:(sel('mma') ? $19/MiB : 1/0) with points pt 7 ps 1.5 lc 1 title 'fa1-mma measured', \
-     f using 7:(sel('simple') ? $16/MiB : 1/0) with lines lw 2 lc 2 title 'fa1-simple model', \
-     f using 7:(sel('simple') ? $19/MiB : 1/0) with points pt 5 ps 1.5 lc 2 title 'fa1-simple measured', \
-     f using 7:(sel('cublas') ? $16/MiB : 1/0) with lines lw 2 lc 3 title 'cuBLAS (phase 1) model', \
-     f using 7:(sel('cublas') ? $19/MiB : 1/0) with points pt 9 ps 1.5 lc 3 title 'cuBLAS (phase 1) measured'
+plot rows('mma', 64, 0) using 7:($16/MiB) with lines lw 2 lc 1 title 'fa1-mma model', \
+     rows('mma', 64, 0) using 7:($19/MiB) with points pt 7 ps 1.5 lc 1 title 'fa1-mma measured', \
+     rows('simple', 64, 0) using 7:($16/MiB) with lines lw 2 lc 2 title 'fa1-simple model', \
+     rows('simple', 64, 0) using 7:($19/MiB) with points pt 5 ps 1.5 lc 2 title 'fa1-simple measured', \
+     rows('cublas', 64, 0) using 7:($16/MiB) with lines lw 2 lc 3 title 'cuBLAS (phase 1) model', \
+     rows('cublas', 64, 0) using 7:($19/MiB) with points pt 9 ps 1.5 lc 3 title 'cuBLAS (phase 1) measured'
 }
 
 # 4. speed: TFLOP/s and time vs N, d = 64 and 128, not causal (solid) and causal (dashed)
@@ -58,21 +59,21 @@ set logscale x 2
 set output outdir.'/phase3_speed.png'
 set terminal term size 1400,1000 font ',11'
 set multiplot layout 2,2 title 'FlashAttention-1 on the GPU: fp16, hidden 2048 (H = 2048/d), B x N = 16k tokens'
-sp(k, dd, c) = is(3,'tokens16k') && is(1,k) && $9 == dd && $10 == c
+# the non-causal setting (make phase3-sweep); causal masking costs FA1 the same work
 do for [dd in "64 128"] {
     set title sprintf('TFLOP/s, d = %s', dd)
     set ylabel 'TFLOP/s'
     set xlabel 'N'
     set logscale y 10
-    plot for [c=0:1] f using 7:(sp('mma', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 1 dt (c+1) title sprintf('fa1-mma%s', c ? ' causal' : ''), \
-         for [c=0:1] f using 7:(sp('simple', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 2 dt (c+1) title sprintf('fa1-simple%s', c ? ' causal' : ''), \
-         for [c=0:1] f using 7:(sp('cublas', dd+0, c) ? $15 : 1/0) with linespoints lw 2 lc 3 dt (c+1) title sprintf('cuBLAS (phase 1)%s', c ? ' causal' : '')
+    plot rows('mma', dd+0, 0) using 7:15 with linespoints lw 2 pt 7 lc 1 title 'fa1-mma', \
+         rows('simple', dd+0, 0) using 7:15 with linespoints lw 2 pt 5 lc 2 title 'fa1-simple', \
+         rows('cublas', dd+0, 0) using 7:15 with linespoints lw 2 pt 9 lc 3 title 'cuBLAS pipeline (phase 1)'
 }
 do for [dd in "64 128"] {
     set title sprintf('time per forward pass, d = %s', dd)
     set ylabel 'ms'
-    plot for [c=0:1] f using 7:(sp('mma', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 1 dt (c+1) title sprintf('fa1-mma%s', c ? ' causal' : ''), \
-         for [c=0:1] f using 7:(sp('simple', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 2 dt (c+1) title sprintf('fa1-simple%s', c ? ' causal' : ''), \
-         for [c=0:1] f using 7:(sp('cublas', dd+0, c) ? $14 : 1/0) with linespoints lw 2 lc 3 dt (c+1) title sprintf('cuBLAS (phase 1)%s', c ? ' causal' : '')
+    plot rows('mma', dd+0, 0) using 7:14 with linespoints lw 2 pt 7 lc 1 title 'fa1-mma', \
+         rows('simple', dd+0, 0) using 7:14 with linespoints lw 2 pt 5 lc 2 title 'fa1-simple', \
+         rows('cublas', dd+0, 0) using 7:14 with linespoints lw 2 pt 9 lc 3 title 'cuBLAS pipeline (phase 1)'
 }
 unset multiplot

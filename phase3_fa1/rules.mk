@@ -12,11 +12,14 @@ phase3-sweep: phase3-build
 	$(BUILD)/phase3 --sweep --iters 5 --csv $(RESULTS)/phase3/phase3_sweep.csv
 	@$(MAKE) --no-print-directory phase3-plot
 
-# Nsight Compute: DRAM bytes of one run of each kernel next to the model's count.
+# Nsight Compute: DRAM bytes of one run of each kernel next to the model's count, for the
+# default problem and (when the GPU sweep has run) its d = 64 points at N = 512 and 2048.
 phase3-profile: phase3-build
 	@mkdir -p $(RESULTS)/phase3
 	@test -f $(RESULTS)/phase3/phase3.csv || $(BUILD)/phase3 --quiet --csv $(RESULTS)/phase3/phase3.csv
 	@bash tools/profile.sh $(BUILD)/phase3 $(RESULTS)/phase3/phase3.csv
+	@if grep -q ',tokens16k,' $(RESULTS)/phase3/phase3_sweep.csv 2>/dev/null; then \
+	    bash tools/profile.sh $(BUILD)/phase3 $(RESULTS)/phase3/phase3_sweep.csv 2048 "r['d'] == '64' and r['N_q'] in ('512', '2048')"; fi
 
 # compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv): any error fails.
 PHASE3_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 300 --causal --iters 1 --quiet

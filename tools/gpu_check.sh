@@ -54,6 +54,7 @@ phase() { PHASES+=("$1"); SWEEP[$1]=$2; EXTRA[$1]=${3:-}; }
 # ---- the phases: one line each ------------------------------------------------------
 phase phase1 "build/phase1 --sweep --iters 5 --csv \$OUT/phase1_sweep.csv && bash tools/profile.sh build/phase1 \$OUT/phase1_sweep.csv 4096 \"r['d'] == '64' and r['causal'] == '0' and r['sweep'] == 'tokens16k'\"" \
              "build/phase1 --kernel cublas --B 4 --H 16 --N 4096 --d 128 --csv \$OUT/phase1_ref.csv --quiet && build/phase1 --kernel cublas --B 4 --H 32 --N 4096 --d 64 --csv \$OUT/phase1_ref64.csv --quiet && tail -n 2 \$OUT/phase1_ref.csv \$OUT/phase1_ref64.csv && python3 tools/sdpa_peer.py \$OUT/sdpa_peer.csv 4,16,4096,128,0 4,32,4096,64,0 1,32,8192,64,0 1,16,8192,128,0"
+phase phase3 "build/phase3 --sweep --iters 5 --csv \$OUT/phase3_sweep.csv && bash tools/profile.sh build/phase3 \$OUT/phase3_sweep.csv 2048 \"r['d'] == '64' and r['N_q'] in ('512', '2048')\""
 # -------------------------------------------------------------------------------------
 
 want=("$@"); [ ${#want[@]} -eq 0 ] && want=("${PHASES[@]}")

@@ -11,15 +11,15 @@
  * the K/V block), and it is what FlashAttention-2 removes: there each warp owns whole
  * rows (split-Q) and no partial O ever leaves the registers. Keeping it here makes the
  * phase-4 ablation measure that change. The cost is visible below: every step writes
- * WARPS x 16 x d partial sums to shared memory, and three barriers per step.
+ * WARPS x 16 x d partial sums to shared memory and reads them back, with two barriers.
  *
  * Blocks (the kernel's M is its shared memory, fa1_mma_config()):
  *   d = 32, 64 : Br = 32, Bc = 256 (2 x 4 warps)     d = 128 : Br = 64, Bc = 128 (4 x 2)
  * HBM traffic is Alg. 1's, the same as the CPU model with these blocks (fa1_hbm_bytes):
  * O, l, m initialised in HBM (l.2), K_j and V_j read once, Q_i, O_i, l_i, m_i read and
- * O_i, l_i, m_i written once per K/V block. The loads of step i+1's Q and step i's
- * O_i, l_i, m_i are issued with cp.async at the start of step i so they arrive while
- * the tensor cores work.
+ * O_i, l_i, m_i written once per K/V block. Step i+1's Q is fetched with cp.async during
+ * step i; so is step i+1's O, l, m where two O buffers fit (d <= 64; for d = 128 O_i is
+ * fetched at the start of step i), so the loads arrive while the tensor cores work.
  */
 #include <cuda_fp16.h>
 #include <math.h>

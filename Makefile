@@ -178,6 +178,26 @@ $(1)-plot:
 endef
 $(foreach p,$(WRITTEN),$(eval $(call phase_actions,$(p))))
 
+# <phase>-spills: ptxas's register report for sm_90, with the build's own flags; fails if
+# any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it).
+define phase_spills
+$(1)-spills:
+	@command -v $(NVCC) >/dev/null || { echo "$(1) spills skipped: nvcc not found"; exit 0; }; \
+	mkdir -p $(BUILD)/spills; fail=0; \
+	for f in $($(1)_CU); do \
+	    log=$(BUILD)/spills/$$$$(basename $$$$f).log; \
+	    $(NVCC) $(CPPFLAGS) -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) -arch=sm_90 -Xptxas -v \
+	        -c $$$$f -o $(BUILD)/spills/$$$$(basename $$$$f).o 2>$$$$log || { cat $$$$log; exit 1; }; \
+	    grep -E 'Used [0-9]+ registers' $$$$log | sed "s|^ptxas info *: |  $$$$(basename $$$$f): |"; \
+	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $$$$log; then fail=1; fi; \
+	done; \
+	if [ $$$$fail -ne 0 ]; then echo "$(1) spills: FAIL (register spills above)"; exit 1; fi; \
+	echo "$(1) spills: PASS (no spill stores or loads on sm_90)"
+endef
+$(foreach p,$(WRITTEN),$(if $($(p)_CU),$(eval $(call phase_spills,$(p)))))
+list-spills:
+	@echo $(foreach p,$(WRITTEN),$(if $($(p)_CU),$(p)))
+
 # A phase not written yet answers every action with one line.
 define phase_missing
 $(1)-build $(addprefix $(1)-,$(ACTIONS)):

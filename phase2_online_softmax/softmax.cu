@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include "cuda_check.cuh"
 #include "online_softmax.h"
+#include "warp_reduce.cuh"
 
 #define P2_THREADS 256
 #define P2_UNROLL 4
@@ -29,16 +30,6 @@
 
 /* ---- block reductions --------------------------------------------------------------- */
 
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 /* The (m, l) merge of online_state_merge without o: the reduction operator of the online
  * normaliser (Milakov & Gimelshein, eq. 4). A side with m = -inf (saw only -inf) adds 0. */
 __device__ __forceinline__ void ml_merge(float &m, float &l, float m2, float l2)
@@ -81,6 +72,38 @@ __device__ void block_ml(float &m, float &l, float *redm, float *redl)
 }
 
 __device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
+
+/* The last pass of both kernels: y_j = e^{x_j - m} / l (reads the row once more, writes
+ * y). A fully masked row (m = -inf) gets y = 0, the project's convention. */
+__device__ void write_normalised(const float *__restrict__ xr, float *__restrict__ yr, int n,
+                                 float m, float l)
+{
+    const bool vec = (n & 3) == 0;
+    const int n4 = n >> 2, T = P2_THREADS, t = threadIdx.x;
+    const float4 *x4 = reinterpret_cast<const float4 *>(xr);
+    const float inv = m == -INFINITY ? 0.0f : 1.0f / l;
+    const float mm = m == -INFINITY ? 0.0f : m;
+    if (vec) {
+        float4 *y4 = reinterpret_cast<float4 *>(yr);
+        for (int i0 = t; i0 < n4; i0 += P2_UNROLL * T) {
+            float4 v[P2_UNROLL];
+#pragma unroll
+            for (int u = 0; u < P2_UNROLL; u++) {
+                int i = i0 + u * T;
+                if (i < n4) v[u] = x4[i];
+            }
+#pragma unroll
+            for (int u = 0; u < P2_UNROLL; u++) {
+                int i = i0 + u * T;
+                if (i < n4)
+                    y4[i] = make_float4(__expf(v[u].x - mm) * inv, __expf(v[u].y - mm) * inv,
+                                        __expf(v[u].z - mm) * inv, __expf(v[u].w - mm) * inv);
+            }
+        }
+    } else {
+        for (int j = t; j < n; j += T) yr[j] = __expf(xr[j] - mm) * inv;
+    }
+}
 
 /* ---- 3-pass safe softmax -------------------------------------------------------------- */
 __global__ void __launch_bounds__(P2_THREADS)
@@ -131,30 +154,8 @@ softmax_safe_kernel(const float *__restrict__ x, float *__restrict__ y, int n)
     }
     l = block_sum(l, red);
 
-    /* pass 3: y_j = e^{x_j - m} / l (reads the row a third time, writes y).
-     * A fully masked row (m = -inf) gets y = 0, the project's convention. */
-    const float inv = m == -INFINITY ? 0.0f : 1.0f / l;
-    const float mm = m == -INFINITY ? 0.0f : m;
-    if (vec) {
-        float4 *y4 = reinterpret_cast<float4 *>(yr);
-        for (int i0 = t; i0 < n4; i0 += P2_UNROLL * T) {
-            float4 v[P2_UNROLL];
-#pragma unroll
-            for (int u = 0; u < P2_UNROLL; u++) {
-                int i = i0 + u * T;
-                if (i < n4) v[u] = x4[i];
-            }
-#pragma unroll
-            for (int u = 0; u < P2_UNROLL; u++) {
-                int i = i0 + u * T;
-                if (i < n4)
-                    y4[i] = make_float4(__expf(v[u].x - mm) * inv, __expf(v[u].y - mm) * inv,
-                                        __expf(v[u].z - mm) * inv, __expf(v[u].w - mm) * inv);
-            }
-        }
-    } else {
-        for (int j = t; j < n; j += T) yr[j] = __expf(xr[j] - mm) * inv;
-    }
+    /* pass 3: y_j = e^{x_j - m} / l (reads the row a third time, writes y) */
+    write_normalised(xr, yr, n, m, l);
 }
 
 /* ---- 2-pass online softmax ------------------------------------------------------------ */
@@ -194,28 +195,7 @@ softmax_online_kernel(const float *__restrict__ x, float *__restrict__ y, int n)
     block_ml(m, l, redm, redl);
 
     /* pass 2: y_j = e^{x_j - m} / l (reads the row again, writes y) */
-    const float inv = m == -INFINITY ? 0.0f : 1.0f / l;
-    const float mm = m == -INFINITY ? 0.0f : m;
-    if (vec) {
-        float4 *y4 = reinterpret_cast<float4 *>(yr);
-        for (int i0 = t; i0 < n4; i0 += P2_UNROLL * T) {
-            float4 v[P2_UNROLL];
-#pragma unroll
-            for (int u = 0; u < P2_UNROLL; u++) {
-                int i = i0 + u * T;
-                if (i < n4) v[u] = x4[i];
-            }
-#pragma unroll
-            for (int u = 0; u < P2_UNROLL; u++) {
-                int i = i0 + u * T;
-                if (i < n4)
-                    y4[i] = make_float4(__expf(v[u].x - mm) * inv, __expf(v[u].y - mm) * inv,
-                                        __expf(v[u].z - mm) * inv, __expf(v[u].w - mm) * inv);
-            }
-        }
-    } else {
-        for (int j = t; j < n; j += T) yr[j] = __expf(xr[j] - mm) * inv;
-    }
+    write_normalised(xr, yr, n, m, l);
 }
 
 __global__ void softmax_fill_kernel(float *x, size_t total, uint64_t seed)

@@ -14,6 +14,7 @@
 #include <math.h>
 #include "cuda_check.cuh"
 #include "fa1.h"
+#include "warp_reduce.cuh"
 
 #define SIMPLE_THREADS 512
 #define R 4             /* query rows a warp works on at once */
@@ -22,16 +23,6 @@
 __device__ __forceinline__ float rescale(float m_old, float m_new)
 {
     return m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
-}
-__device__ __forceinline__ float warp_max(float x)
-{
-    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-    return x;
-}
-__device__ __forceinline__ float warp_sum(float x)
-{
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
 }
 
 __global__ void __launch_bounds__(SIMPLE_THREADS)

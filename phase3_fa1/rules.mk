@@ -31,17 +31,3 @@ phase3-sanitize: phase3-build
 	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase3 $(PHASE3_SAN_ARGS) --d $$d \
 	        --kernel all --csv $(RESULTS)/phase3/sanitize.csv || exit 1; \
 	done; done
-
-# ptxas register report for sm_90: fails if any kernel of this phase spills to local memory.
-# Needs nvcc, not a GPU (tests.sh runs it).
-phase3-spills:
-	@command -v $(NVCC) >/dev/null || { echo "phase3 spills skipped: nvcc not found"; exit 0; }; \
-	mkdir -p $(BUILD)/spills; fail=0; \
-	for f in $(phase3_CU); do \
-	    $(NVCC) $(CPPFLAGS) -Iphase3_fa1 -O3 -std=c++17 --use_fast_math -arch=sm_90 -Xptxas -v \
-	        -c $$f -o $(BUILD)/spills/$$(basename $$f).o 2>$(BUILD)/spills/$$(basename $$f).log || { cat $(BUILD)/spills/$$(basename $$f).log; exit 1; }; \
-	    grep -E 'Used [0-9]+ registers' $(BUILD)/spills/$$(basename $$f).log | sed "s|^ptxas info *: |  $$(basename $$f): |"; \
-	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $(BUILD)/spills/$$(basename $$f).log; then fail=1; fi; \
-	done; \
-	if [ $$fail -ne 0 ]; then echo "phase3 spills: FAIL (register spills above)"; exit 1; fi; \
-	echo "phase3 spills: PASS (no spill stores or loads on sm_90)"

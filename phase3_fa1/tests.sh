@@ -14,7 +14,6 @@ t_exit2 "phase3 rejects N=0"                 "$P3" --N 0
 t_exit2 "phase3 rejects --sram too small for d" "$P3" --sram 1024 --d 128
 t_exit2 "phase3 rejects --kernel mma with d=256" "$P3" --kernel mma --d 256
 t_exit2 "phase3 rejects an unknown flag"     "$P3" --frobnicate
-t_run   "phase3 kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory phase3-spills
 
 # GPU: phase 1's shape list, both kernels (and cuBLAS as the previous phase), skipped
 # with the reason where there is no GPU

@@ -62,6 +62,15 @@ for prog in "$SAN"/phase?; do
     [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog") --quiet" "$prog" --quiet --csv "$T/asan.csv"
 done
 
+# --- GPU kernels: no register spills (ptxas -v for sm_90; needs nvcc, not a GPU) ------
+for p in $(make --no-print-directory -s list-spills 2>/dev/null); do
+    if command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
+        t_run "$p kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory "$p-spills"
+    else
+        t_skip "$p kernels compile without register spills" "nvcc not found"
+    fi
+done
+
 # --- the make targets a reader types --------------------------------------------------
 t_run "make help lists every target" bash -c \
     'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'

@@ -18,22 +18,11 @@
 extern "C" {
 #include "naive.h"
 }
+#include <cublas_v2.h>            /* before cuda_check.cuh: it then defines CUBLAS_CHECK */
 #include "cuda_check.cuh"
-#include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_profiler_api.h>
 #include <math.h>
-
-#undef CUBLAS_CHECK
-#define CUBLAS_CHECK(call)                                                                \
-    do {                                                                                  \
-        cublasStatus_t st_ = (call);                                                      \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                               \
-            fprintf(stderr, "%s:%d: cuBLAS error %d (%s) in %s\n", __FILE__, __LINE__,    \
-                    (int)st_, cublasGetStatusString(st_), #call);                         \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
 
 /* ---- the simple GEMM: C = alpha * A B, one (b, h) head per blockIdx.z ------------------
  *

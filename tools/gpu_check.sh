@@ -54,6 +54,7 @@ phase() { PHASES+=("$1"); SWEEP[$1]=$2; EXTRA[$1]=${3:-}; }
 # ---- the phases: one line each ------------------------------------------------------
 phase phase1 "build/phase1 --sweep --iters 5 --csv \$OUT/phase1_sweep.csv && bash tools/profile.sh build/phase1 \$OUT/phase1_sweep.csv 4096 \"r['d'] == '64' and r['causal'] == '0' and r['sweep'] == 'tokens16k'\"" \
              "build/phase1 --kernel cublas --B 4 --H 16 --N 4096 --d 128 --csv \$OUT/phase1_ref.csv --quiet && build/phase1 --kernel cublas --B 4 --H 32 --N 4096 --d 64 --csv \$OUT/phase1_ref64.csv --quiet && tail -n 2 \$OUT/phase1_ref.csv \$OUT/phase1_ref64.csv && python3 tools/sdpa_peer.py \$OUT/sdpa_peer.csv 4,16,4096,128,0 4,32,4096,64,0 1,32,8192,64,0 1,16,8192,128,0"
+phase phase2 "mkdir -p \$OUT/p2 && build/phase2 --sweep --csv \$OUT/p2/phase2.csv && mv \$OUT/p2/phase2_sweep.csv \$OUT/ && rm -rf \$OUT/p2"
 phase phase3 "build/phase3 --sweep --iters 5 --csv \$OUT/phase3_sweep.csv && bash tools/profile.sh build/phase3 \$OUT/phase3_sweep.csv 2048 \"r['d'] == '64' and r['N_q'] in ('512', '2048')\""
 # -------------------------------------------------------------------------------------
 
@@ -62,15 +63,20 @@ want=("$@"); [ ${#want[@]} -eq 0 ] && want=("${PHASES[@]}")
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >"$OUT/gpu_info.txt" 2>&1
 step build make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" all
 build/gpu_info >>"$OUT/gpu_info.txt" 2>&1
+# GPU_CHECK_STEPS picks the steps (default: all); "tools" runs the project-wide tests
+# (exercises: each GPU fill-in must FAIL its check; ASan; spills) once, after the phases.
+STEPS=" ${GPU_CHECK_STEPS:-tests sanitize run sweep profile extra tools} "
+has() { [[ "$STEPS" == *" $1 "* ]]; }
 for p in "${want[@]}"; do
     [ -n "${SWEEP[$p]+x}" ] || { SUMMARY+=("$p: no phase line in tools/gpu_check.sh"); continue; }
-    step "$p-tests"    bash tools/run_tests.sh "$p"
-    step "$p-sanitize" make --no-print-directory NO_DEPS=1 CUDA_ARCH="$ARCH" "$p" sanitize
-    step "$p-run"      build/"$p" --csv "$OUT/$p.csv"
-    step "$p-sweep"    bash -c "${SWEEP[$p]}"
-    step "$p-profile"  bash tools/profile.sh build/"$p" "$OUT/$p.csv"
-    [ -n "${EXTRA[$p]}" ] && step "$p-extra" bash -c "${EXTRA[$p]}"
+    has tests    && step "$p-tests"    env SKIP_TOOLS=1 bash tools/run_tests.sh "$p"
+    has sanitize && step "$p-sanitize" make --no-print-directory NO_DEPS=1 CUDA_ARCH="$ARCH" "$p" sanitize
+    has run      && step "$p-run"      build/"$p" --csv "$OUT/$p.csv"
+    has sweep    && step "$p-sweep"    bash -c "${SWEEP[$p]}"
+    has profile  && step "$p-profile"  bash tools/profile.sh build/"$p" "$OUT/$p.csv"
+    has extra    && [ -n "${EXTRA[$p]}" ] && step "$p-extra" bash -c "${EXTRA[$p]}"
 done
+has tools && step "tools-tests" env JOBS=16 EX_CUDA_ARCH="$ARCH" bash tools/run_tests.sh
 
 # the tables a reader wants to see in the call's output (the logs travel in the tarball)
 for f in "$LOGS"/*-run.log "$LOGS"/*-sweep.log "$LOGS"/*-profile*.log "$LOGS"/*-extra.log; do

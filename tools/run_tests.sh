@@ -12,5 +12,6 @@ for phase in "$@"; do
     [ -f "${dir}tests.sh" ] || continue
     section "$phase"; source "${dir}tests.sh"
 done
-section tools;   source tools/tests.sh
+# SKIP_TOOLS=1: the phases only (tools/gpu_check.sh runs the project-wide tests once)
+if [ -z "${SKIP_TOOLS:-}" ]; then section tools; source tools/tests.sh; fi
 t_summary

@@ -14,7 +14,7 @@ exercise_fails_cpu() {   # NAME DIR
     local dir=$2 file phase
     file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
     phase=$(phase_of "$file")
-    make --no-print-directory -j2 NO_CUDA=1 EX=1 EXDIR="$dir" BUILD="$dir/build" \
+    make --no-print-directory -j"${JOBS:-2}" NO_CUDA=1 EX=1 EXDIR="$dir" BUILD="$dir/build" \
          "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
     "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
 }
@@ -23,7 +23,7 @@ exercise_fails_gpu() {   # NAME DIR
     local dir=$2 file phase
     file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
     phase=$(phase_of "$file")
-    make --no-print-directory -j2 EX=1 EXDIR="$dir" BUILD="$dir/build" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}" \
+    make --no-print-directory -j"${JOBS:-2}" EX=1 EXDIR="$dir" BUILD="$dir/build" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}" \
          "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
     "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
 }
@@ -51,7 +51,7 @@ t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/han
 
 # --- host code: no warnings (-Werror), and clean under AddressSanitizer + UBSan -----
 SAN="$T/asan"
-t_run "host code builds with -Wall -Wextra -Werror" make --no-print-directory -j2 NO_CUDA=1 BUILD="$SAN" \
+t_run "host code builds with -Wall -Wextra -Werror" make --no-print-directory -j"${JOBS:-2}" NO_CUDA=1 BUILD="$SAN" \
       CFLAGS="-O1 -g -Werror -fsanitize=address,undefined -fno-omit-frame-pointer" \
       LDLIBS="-lm -fsanitize=address,undefined" all
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

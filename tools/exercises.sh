@@ -16,7 +16,7 @@ MK="$BUILD/mkexercise"
 # Every source file with an EXERCISE marker (the generator itself and exercises/ aside).
 marked_files() {
     grep -rl --include='*.c' --include='*.cu' --include='*.h' --include='*.cuh' \
-         -E '^[[:space:]]*/\* EXERCISE ' common phase*_* 2>/dev/null | sort
+         -E '^[[:space:]]*/\* EXERCISE ' common phase*_* 2>/dev/null | LC_ALL=C sort   # the same order in every locale
 }
 
 generate_into() {   # DIR

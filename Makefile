@@ -1,6 +1,6 @@
 # FlashAttention from scratch, in C and CUDA C.
 #
-#   make phase0 run      build and run one chapter (also: test, plot, profile, sanitize)
+#   make phase0 run      build and run one chapter (also: test, plot, sweep, profile, sanitize)
 #   make run             every chapter that exists
 #   make test            build everything and run all tests; last line "N passed, M failed"
 #   make help            every target
@@ -31,7 +31,7 @@ PHASE_DIRS := phase0_model phase1_naive phase2_online_softmax phase3_fa1 phase4_
 PHASES     := $(foreach d,$(PHASE_DIRS),$(firstword $(subst _, ,$(d))))
 dir_of      = $(filter $(1)_%,$(PHASE_DIRS))
 WRITTEN    := $(foreach p,$(PHASES),$(if $(wildcard $(call dir_of,$(p))/rules.mk),$(p)))
-ACTIONS    := run test plot profile sanitize
+ACTIONS    := run test plot sweep profile sanitize
 
 # `make phase1 run`: the phase and the action are two goals. A phase goal given with an
 # action only selects; the action goal does the work for the selected phases.
@@ -160,6 +160,7 @@ run: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-run)
 test: $(DEPS_STEP) all
 	@bash tools/run_tests.sh $(if $(SELECTED),$(SELECTED),$(WRITTEN))
 plot: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-plot)
+sweep: $(foreach p,$(TARGET_PHASES),$(p)-sweep)
 profile: $(foreach p,$(TARGET_PHASES),$(p)-profile)
 sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 
@@ -226,6 +227,8 @@ help:
 	@echo "  make phaseN plot      draw results/phaseN/*.png from its CSV (gnuplot)"
 	@echo "  make phaseN profile   Nsight Compute DRAM bytes into the CSV (GPU phases)"
 	@echo "  make phaseN sanitize  compute-sanitizer memcheck + racecheck (GPU phases)"
+	@echo "  make phaseN sweep     the phase's standard sweep, then its plots (GPU phases: the FA2 paper's setting)"
+	@echo "  make phaseN-spills    ptxas -v for sm_90: fails if a kernel spills registers (no GPU needed)"
 	@echo "  make phaseN           build phase N only"
 	@echo "  make phaseN run EX=1  the same with the exercise (fill-in) sources"
 	@echo "  make                  build everything (CPU parts only when nvcc is missing)"

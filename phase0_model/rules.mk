@@ -6,5 +6,8 @@ phase0_TEST := phase0_model/test_phase0.c
 phase0_CU   :=
 phase0_USES :=
 
+phase0-sweep:
+	@echo "phase0 has no sweep: make phase0 run prints every table it has (memory wall over N included)"
+
 phase0-profile phase0-sanitize:
 	@echo "phase0 runs on the CPU only: nothing to $(@:phase0-%=%)"

@@ -23,3 +23,9 @@ phase2-sanitize: phase2-build
 	 elif ! $(BUILD)/gpu_info --probe >/dev/null 2>&1; then echo "phase2-sanitize skipped: no usable CUDA device"; \
 	 else compute-sanitizer --tool memcheck $(BUILD)/test_phase2 && \
 	      compute-sanitizer --tool racecheck $(BUILD)/test_phase2; fi
+
+# The sweep (GPU): GB/s of the safe and online kernels vs row length -> phase2_sweep.csv.
+phase2-sweep: phase2-build
+	@mkdir -p $(RESULTS)/phase2
+	$(BUILD)/phase2 --sweep --csv $(RESULTS)/phase2/phase2.csv
+	@$(MAKE) --no-print-directory phase2-plot

@@ -35,21 +35,30 @@ def time_ms(fn, warmup=3, iters=10):
     return ts[len(ts) // 2]
 
 
-def main():
-    if len(sys.argv) < 3 or not torch.cuda.is_available():
+BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
+
+
+def main(argv=None, backends=("math", "flash")):
+    """argv: [OUT.csv, spec...]; backends: names from BACKENDS (tools/peers.py asks for
+    flash and cudnn)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or not torch.cuda.is_available():
         print("usage: sdpa_peer.py OUT.csv B,H,N,d,causal ... (needs a CUDA device)")
         sys.exit(0 if not torch.cuda.is_available() else 2)
-    out = open(sys.argv[1], "w")
+    out = open(argv[0], "w")
     out.write(f"# peer: torch {torch.__version__} scaled_dot_product_attention | gpu: "
               f"{torch.cuda.get_device_name()} | date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
     out.write("backend,B,H,N,d,causal,time_ms,tflops,note\n")
-    for spec in sys.argv[2:]:
+    for spec in argv[1:]:
         B, H, N, d, causal = (int(x) for x in spec.split(","))
         q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
         flops = 4.0 * B * H * N * N * d / (2 if causal else 1)
-        for name, backend in (("math", SDPBackend.MATH), ("flash", SDPBackend.FLASH_ATTENTION)):
+        for name in backends:
+            backend = getattr(SDPBackend, BACKENDS[name], None)
             note, t = "", float("nan")
             try:
+                if backend is None:
+                    raise RuntimeError(f"this torch has no SDPBackend.{BACKENDS[name]}")
                 with sdpa_kernel(backend):
                     t = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
             except Exception as e:
@@ -63,4 +72,5 @@ def main():
         torch.cuda.empty_cache()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+/* fa2.h - phase 4: FlashAttention-2 forward (Dao 2023, Algorithm 1), Q-outer tiling.
+ *
+ * For each head, Q is cut into Tr blocks of Br rows (OUTER loop i, one thread block each
+ * on the GPU) and K, V into Tc blocks of Bc rows (INNER loop j). A Q block keeps its
+ * running output O~_i, m_i, l_i on chip for the whole inner loop:
+ *
+ *   S_ij = Q_i K_j^T                                   (Alg. 1 l.8)
+ *   m_i' = max(m_i, rowmax(S_ij)),  P~_ij = exp(S_ij - m_i')
+ *   l_i' = e^(m_i - m_i') l_i + rowsum(P~_ij)          (l.9)
+ *   O~_i' = diag(e^(m_i - m_i')) O~_i + P~_ij V_j      (l.10: unnormalised)
+ *   after the last j:  O_i = diag(l_i)^-1 O~_i,  L_i = m_i + log(l_i)   (l.12-13)
+ *
+ * HBM per head: Q_i read once, K_j and V_j once per Q block (only the blocks a causal
+ * Q block can see), O_i and L_i written once:
+ *   per head = 2 N_q d  (Q, fp16)  +  sum_i 4 d * keys(i)  (K, V fp16)  +  4 N_q (d + 1)  (O, L fp32)
+ * where keys(i) is the number of key rows in the K/V blocks Q block i visits (N_kv without
+ * a mask). fa2_hbm_bytes() is that formula; the CPU model's meter equals it exactly.
+ */
+#ifndef PHASE4_FA2_H
+#define PHASE4_FA2_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hbm.h"
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct { int Br, Bc; } fa2_blocks_t;
+
+/* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: 4 warps of 16 query
+ * rows (Br = 64); Bc = 128 keys for d <= 64, 64 for d = 128 (the S and O registers of a
+ * warp: Bc/2 + d/2 floats per thread). The CPU model uses the same blocks by default so
+ * its bytes are the kernel's. */
+static inline fa2_blocks_t fa2_mma_blocks(int d)
+{
+    fa2_blocks_t b = { 64, d <= 64 ? 128 : 64 };
+    return b;
+}
+static inline bool fa2_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }
+
+/* The K/V blocks [0, n) Q block i (rows i Br .. min(N_q, (i+1) Br) - 1) must visit:
+ * all Tc without a mask; with the causal mask only up to the block holding the last
+ * key its last row sees (0 when every row of the block is fully masked). */
+int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc);
+/* Does block (i, j) hold any masked entry (causal diagonal or a key past N_kv)? Only
+ * those need the elementwise mask. */
+bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc);
+
+/* SRAM of the CPU model: Q_i, O~_i (Br x d), K_j, V_j (Bc x d), S_ij (Br x Bc), m_i, l_i. */
+size_t fa2_sram_bytes(int d, fa2_blocks_t b);
+
+/* The closed form above (bytes, all B x H heads), split by tensor. */
+typedef struct { double read_q, read_kv, write_o, write_l, total; } fa2_traffic_t;
+fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, fa2_blocks_t b);
+double fa2_hbm_bytes(const attn_problem_t *p, fa2_blocks_t b);
+
+/* Non-matmul floating-point operations (adds, multiplies, max, exp, divide, log; an exp
+ * counts one) outside the two matmuls, counted line by line (docs/04_fa2.md):
+ *   FA1 (Alg. 1 of FA1, every K/V block, O normalised at every step), per row and block
+ *       of kr keys: 5 kr + 4 d + 10;  per row at the end: 2 (L = m + log l)
+ *   FA2 per row and visited block:   5 kr + d + 5;    per row at the end: d + 3
+ * fa2_cpu() counts its own as it runs (== fa2_nonmatmul_flops); FA1's is the formula
+ * of phase 3's fa1_step with fa1's Bc. */
+double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc);
+double fa2_nonmatmul_flops(const attn_problem_t *p, fa2_blocks_t b);
+
+/* The CPU tile model of FA2's forward with blocks b. Reads in->q_h, k_h, v_h (fp16) via
+ * the meter, writes O [B][H][N_q][d] and L [B][H][N_q] (fp32). meter and flops may be
+ * NULL. Returns the SRAM peak in bytes (== fa2_sram_bytes). */
+size_t fa2_cpu(const attn_inputs_t *in, fa2_blocks_t b, float *O, float *L,
+               hbm_meter_t *meter, double *flops);
+
+/* ---- GPU kernels (fa2_simple.cu, fa2_mma.cu) ----------------------------------------
+ * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
+ * L fp32 [B][H][N_q]. Grid: one thread block per (Q block, batch x head). Asynchronous. */
+typedef struct {
+    const char *name;
+    fa2_blocks_t blocks;
+    size_t smem_bytes;
+    int threads;
+} fa2_gpu_config_t;
+
+/* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu):
+ *   PERSTEP   FA2's loop order and split-Q, but O_i normalised at every step as in FA1
+ *   DEFERRED  + O~ kept unnormalised, divided by l once at the end
+ *   FULL      + causal: fully masked K/V blocks skipped, the mask only on diagonal ones
+ *             (this is fa2-mma)
+ *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H) */
+typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3 } fa2_variant_t;
+
+int fa2_simple_config(int d, fa2_gpu_config_t *c, char *why, size_t len);
+int fa2_mma_config(int d, fa2_gpu_config_t *c, char *why, size_t len);
+void fa2_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
+                       float *o, float *L);
+void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t variant, const void *q,
+                    const void *k, const void *v, float *o, float *L);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

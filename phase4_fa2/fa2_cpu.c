@@ -1,0 +1,209 @@
+/* fa2_cpu.c - the CPU tile model of FlashAttention-2's forward (Dao 2023, Algorithm 1).
+ *
+ * Plain C, fp32 math, the loop order and blocks of the GPU kernels: Q blocks outer (one
+ * GPU thread block each), K/V blocks inner. Every touch of the "HBM" arrays goes through
+ * the meter and the tiles come from an sram_t, as in phase 3's fa1_cpu.c. Next to it,
+ * line by line, the differences from FA1:
+ *   FA1: for j { load K_j, V_j; for i { load Q_i, O_i, l_i, m_i; step; store O_i, l_i, m_i } }
+ *   FA2: for i { load Q_i; for j { load K_j, V_j; step } ; O_i /= l_i; store O_i, L_i }
+ * so O, l and m never go back to HBM, the output stays unnormalised until the end, and
+ * a causal Q block stops at the last K/V block it can see.
+ */
+#include "fa2.h"
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t fa2_sram_bytes(int d, fa2_blocks_t b)
+{
+    size_t Br = (size_t)b.Br, Bc = (size_t)b.Bc, D = (size_t)d;
+    return sizeof(float) * (2 * Br * D + 2 * Bc * D + Br * Bc + 2 * Br);
+}
+
+int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
+{
+    const int Tc = (p->N_kv + Bc - 1) / Bc;                        /* Alg. 1 l.1 */
+    if (!p->causal) return Tc;
+    /* EXERCISE fa2.causal_range: the K/V blocks a causal Q block must visit
+     * HINT: row r sees keys 0 .. r + (N_kv - N_q) (common/problem.h); the block's last row
+     * HINT: (min(N_q, (i+1) Br) - 1) sees the most. Return how many Bc-blocks cover its keys,
+     * HINT: at most Tc, and 0 when even that row sees no key. */
+    const int last_row = (p->N_q < (i + 1) * Br ? p->N_q : (i + 1) * Br) - 1;
+    const long last_key = (long)last_row + (p->N_kv - p->N_q);
+    if (last_key < 0) return 0;
+    const long n = last_key / Bc + 1;
+    return n < Tc ? (int)n : Tc;
+    /* STUB: (void)i; (void)Br; return Tc; */
+    /* END EXERCISE */
+}
+
+bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
+{
+    const long last_key = (long)(j + 1) * Bc - 1;
+    if (last_key >= p->N_kv) return true;                            /* a tail block */
+    /* the block's first row sees the fewest keys: if it sees them all, every row does */
+    return p->causal && last_key > (long)i * Br + (p->N_kv - p->N_q);
+}
+
+/* The chapter's formula, written without fa2_kv_blocks(): the keys Q block i reads are
+ * the first min(N_kv, ceil((r_last + N_kv - N_q + 1) / Bc) Bc) ones. */
+fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, fa2_blocks_t b)
+{
+    const double heads = (double)p->B * p->H, d = p->d;
+    const int Tr = (p->N_q + b.Br - 1) / b.Br;
+    double keys = 0;   /* sum over Q blocks of the K/V rows read */
+    for (int i = 0; i < Tr; i++) {
+        long seen = p->N_kv;
+        if (p->causal) {
+            long r_last = (p->N_q < (long)(i + 1) * b.Br ? p->N_q : (long)(i + 1) * b.Br) - 1;
+            long vis = r_last + p->N_kv - p->N_q + 1;                   /* keys the last row sees */
+            seen = vis <= 0 ? 0 : (vis + b.Bc - 1) / b.Bc * b.Bc;
+            if (seen > p->N_kv) seen = p->N_kv;
+        }
+        keys += (double)seen;
+    }
+    fa2_traffic_t t;
+    t.read_q  = heads * 2.0 * p->N_q * d;         /* l.4: Q_i once (fp16)          */
+    t.read_kv = heads * 2.0 * 2.0 * keys * d;     /* l.6: K_j, V_j once per Q block */
+    t.write_o = heads * 4.0 * p->N_q * d;         /* l.12: O_i once (fp32)          */
+    t.write_l = heads * 4.0 * p->N_q;             /* l.13: L_i once (fp32)          */
+    t.total = t.read_q + t.read_kv + t.write_o + t.write_l;
+    return t;
+}
+
+double fa2_hbm_bytes(const attn_problem_t *p, fa2_blocks_t b) { return fa2_hbm_traffic(p, b).total; }
+
+double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc)
+{
+    /* phase 3's fa1_step, per row and K/V block of kr keys: scale, max, subtract + exp,
+     * sum (5 kr); m_new (1); l_new = e^(m_i-m_new) l_i + e^(m~-m_new) l~ (2 exps of a
+     * difference, 2 multiplies, 1 add: 7); a = e^(..) l_i (1); 1 / l_new (1); and for each
+     * of the d outputs (a o + b pv) inv (4). Every row sees every block (no skipping).
+     * At the end L = m + log l (2). */
+    const double Tc = ceil((double)p->N_kv / Bc), rows = (double)p->B * p->H * p->N_q;
+    return rows * (5.0 * p->N_kv + Tc * (4.0 * p->d + 10.0) + 2.0);
+}
+
+double fa2_nonmatmul_flops(const attn_problem_t *p, fa2_blocks_t b)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br;
+    double f = 0;
+    for (int i = 0; i < Tr; i++) {
+        const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+        const int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
+        const long keys = (long)n * b.Bc < p->N_kv ? (long)n * b.Bc : p->N_kv;
+        f += (double)qr * (5.0 * keys + n * (p->d + 5.0) + p->d + 3.0);
+    }
+    return f * p->B * p->H;
+}
+
+/* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r),
+ * kr rows of K_j, V_j (global key j0 + c). O~_i, m_i, l_i are updated in place. */
+static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bool mask,
+                     const float *Qi, const float *Kj, const float *Vj,
+                     float *Oi, float *mi, float *li, float *S, double *flops)
+{
+    const int d = p->d;
+    for (int r = 0; r < qr; r++) {
+        float *s = S + (size_t)r * kr, *o = Oi + (size_t)r * d;
+        /* l.8: S_ij = Q_i K_j^T (scaled); the mask only on blocks that cross the diagonal */
+        for (int c = 0; c < kr; c++) {
+            float acc = 0;
+            for (int k = 0; k < d; k++) acc += Qi[(size_t)r * d + k] * Kj[(size_t)c * d + k];
+            s[c] = mask && !attn_visible(p, i0 + r, j0 + c) ? -INFINITY : acc * p->scale;
+        }
+        /* l.9: m_new = max(m_i, rowmax S), P~ = exp(S - m_new), l_i = e^(m_i - m_new) l_i + rowsum P~ */
+        float m_t = -INFINITY;
+        for (int c = 0; c < kr; c++) m_t = fmaxf(m_t, s[c]);
+        const float m_new = fmaxf(mi[r], m_t);
+        float rowsum = 0;
+        for (int c = 0; c < kr; c++) {
+            s[c] = m_new == -INFINITY ? 0.0f : expf(s[c] - m_new);   /* nothing seen yet: 0 */
+            rowsum += s[c];
+        }
+        const float alpha = mi[r] == -INFINITY ? 0.0f : expf(mi[r] - m_new);
+        li[r] = alpha * li[r] + rowsum;
+        mi[r] = m_new;
+        /* l.10: O~_i = diag(e^(m_i - m_new)) O~_i + P~ V_j, NOT divided by l */
+        for (int k = 0; k < d; k++) {
+            float pv = 0;
+            for (int c = 0; c < kr; c++) pv += s[c] * Vj[(size_t)c * d + k];
+            /* EXERCISE fa2.rescale: update the unnormalised output O~ (Alg. 1 l.10)
+             * HINT: o[k] is the sum of e^(S - m_old) v over the keys so far; bring it to the
+             * HINT: new max with alpha = e^(m_old - m_new) and add this block's pv. No division. */
+            o[k] = alpha * o[k] + pv;
+            /* STUB: o[k] = pv; (void)alpha; */
+            /* END EXERCISE */
+        }
+        if (flops) *flops += 5.0 * kr + d + 5.0;   /* fa2_nonmatmul_flops() says which */
+    }
+}
+
+size_t fa2_cpu(const attn_inputs_t *in, fa2_blocks_t bs, float *O, float *L,
+               hbm_meter_t *meter, double *flops)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d, Br = bs.Br, Bc = bs.Bc;
+    const int Tr = (p->N_q + Br - 1) / Br;                                  /* l.1 */
+    hbm_meter_t scratch;
+    if (!meter) meter = &scratch;
+    if (flops) *flops = 0;
+
+    sram_t sram;
+    sram_init(&sram, fa2_sram_bytes(d, bs));
+    float *Qi = sram_take_f32(&sram, (size_t)Br * d, "Q_i");
+    float *Oi = sram_take_f32(&sram, (size_t)Br * d, "O~_i");
+    float *Kj = sram_take_f32(&sram, (size_t)Bc * d, "K_j");
+    float *Vj = sram_take_f32(&sram, (size_t)Bc * d, "V_j");
+    float *S  = sram_take_f32(&sram, (size_t)Br * Bc, "S_ij");
+    float *mi = sram_take_f32(&sram, (size_t)Br, "m_i");
+    float *li = sram_take_f32(&sram, (size_t)Br, "l_i");
+
+    /* FA2's parallelism: one thread block per (Q block, batch, head); here in turn. */
+    for (int b = 0; b < p->B; b++)
+    for (int h = 0; h < p->H; h++)
+    for (int i = 0; i < Tr; i++) {                                          /* l.3 */
+        const uint16_t *K = in->k_h + attn_kv_offset(p, b, h);   /* GQA by index */
+        const uint16_t *V = in->v_h + attn_kv_offset(p, b, h);
+        const int qr = p->N_q - i * Br < Br ? p->N_q - i * Br : Br;
+        hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)i * Br * d, (size_t)qr * d); /* l.4 */
+        memset(Oi, 0, sizeof(float) * (size_t)qr * d);                      /* l.5: on chip */
+        for (int r = 0; r < qr; r++) { mi[r] = -INFINITY; li[r] = 0; }
+        const int n = fa2_kv_blocks(p, i, Br, Bc);                          /* causal: fewer */
+        for (int j = 0; j < n; j++) {                                       /* l.6 */
+            const int kr = p->N_kv - j * Bc < Bc ? p->N_kv - j * Bc : Bc;
+            hbm_load_f16(meter, Kj, K + (size_t)j * Bc * d, (size_t)kr * d);
+            hbm_load_f16(meter, Vj, V + (size_t)j * Bc * d, (size_t)kr * d);
+            fa2_step(p, qr, kr, i * Br, j * Bc, fa2_block_needs_mask(p, i, j, Br, Bc),
+                     Qi, Kj, Vj, Oi, mi, li, S, flops);                     /* l.8-10 */
+        }
+        /* l.12-13: O_i = diag(l_i)^-1 O~_i once, L_i = m_i + log(l_i) */
+        for (int r = 0; r < qr; r++) {
+            float *o = Oi + (size_t)r * d;
+            /* EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
+             * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
+            const float inv = li[r] > 0 ? 1.0f / li[r] : 0.0f;
+            for (int k = 0; k < d; k++) o[k] *= inv;
+            /* STUB: (void)o; */
+            /* END EXERCISE */
+            /* EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
+             * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Store it in li[r]. */
+            li[r] = li[r] > 0 ? mi[r] + logf(li[r]) : INFINITY;
+            /* STUB: li[r] = 0.0f; */
+            /* END EXERCISE */
+        }
+        if (flops) *flops += (double)qr * (d + 3.0);
+        hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i * Br * d, Oi, (size_t)qr * d);
+        hbm_store_f32(meter, L + attn_l_offset(p, b, h) + (size_t)i * Br, li, (size_t)qr);
+    }
+    size_t peak = sram.peak;
+    sram_give_f32(&sram, li, (size_t)Br);
+    sram_give_f32(&sram, mi, (size_t)Br);
+    sram_give_f32(&sram, S, (size_t)Br * Bc);
+    sram_give_f32(&sram, Vj, (size_t)Bc * d);
+    sram_give_f32(&sram, Kj, (size_t)Bc * d);
+    sram_give_f32(&sram, Oi, (size_t)Br * d);
+    sram_give_f32(&sram, Qi, (size_t)Br * d);
+    return peak;
+}

@@ -1,0 +1,166 @@
+/* test_phase4.c - unit tests of the FlashAttention-2 CPU model (no GPU needed).
+ * One line per test: PASS name / FAIL name: why. Exit 1 on any FAIL. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "fa1.h"
+#include "fa2.h"
+#include "oracle.h"
+
+static int fails;
+
+static void report(int ok, const char *name, const char *why)
+{
+    if (ok) printf("PASS %s\n", name);
+    else { printf("FAIL %s: %s\n", name, why); fails++; }
+}
+
+/* The causal range, by hand: N_q = N_kv = 256, Br = 64, Bc = 128: Q block 0 (rows 0..63)
+ * sees keys 0..63 -> 1 block; block 1 (rows 64..127) -> keys 0..127 -> 1 block; block 2
+ * -> 2 blocks. N_q = 100 > N_kv = 37 (shift -63): rows 0..62 see nothing, Br = 32:
+ * block 0 (rows 0..31) visits 0 blocks, block 1 (rows 32..63, the last sees key 0) 1. */
+static void test_range(void)
+{
+    char why[200];
+    attn_problem_t p = attn_problem(1, 1, 1, 256, 256, 64, true);
+    int a = fa2_kv_blocks(&p, 0, 64, 128), b = fa2_kv_blocks(&p, 1, 64, 128), c = fa2_kv_blocks(&p, 2, 64, 128);
+    snprintf(why, sizeof why, "got %d %d %d, want 1 1 2", a, b, c);
+    report(a == 1 && b == 1 && c == 2, "fa2 causal range N=256 Br=64 Bc=128", why);
+    attn_problem_t q = attn_problem(1, 1, 1, 100, 37, 64, true);
+    a = fa2_kv_blocks(&q, 0, 32, 16); b = fa2_kv_blocks(&q, 1, 32, 16); c = fa2_kv_blocks(&q, 3, 32, 16);
+    snprintf(why, sizeof why, "got %d %d %d, want 0 1 3", a, b, c);
+    report(a == 0 && b == 1 && c == 3, "fa2 causal range N_q=100 > N_kv=37 (masked rows)", why);
+    attn_problem_t r = attn_problem(1, 1, 1, 300, 1000, 64, true);   /* shift 700: last row sees all */
+    a = fa2_kv_blocks(&r, 0, 64, 64); b = fa2_kv_blocks(&r, 4, 64, 64);
+    snprintf(why, sizeof why, "got %d %d, want 12 16", a, b);
+    report(a == 12 && b == 16, "fa2 causal range N_q=300 < N_kv=1000", why);
+    /* every (i, j) past the range is fully masked, every one inside has a visible entry */
+    int ok = 1;
+    for (int Nq = 1; Nq <= 130 && ok; Nq += 43)
+        for (int Nkv = 1; Nkv <= 130 && ok; Nkv += 37) {
+            attn_problem_t s = attn_problem(1, 1, 1, Nq, Nkv, 32, true);
+            for (int i = 0; i * 16 < Nq && ok; i++) {
+                int n = fa2_kv_blocks(&s, i, 16, 32);
+                for (int j = 0; j * 32 < Nkv && ok; j++) {
+                    int vis = 0;
+                    for (int row = i * 16; row < Nq && row < (i + 1) * 16; row++)
+                        for (int col = j * 32; col < Nkv && col < (j + 1) * 32; col++) vis |= attn_visible(&s, row, col);
+                    if ((j < n) != (vis != 0)) {
+                        ok = 0;
+                        snprintf(why, sizeof why, "Nq=%d Nkv=%d block (%d, %d): visits %d, visible %d", Nq, Nkv, i, j, j < n, vis);
+                    }
+                }
+            }
+        }
+    report(ok, "fa2 causal range = exactly the blocks with a visible entry", why);
+    /* the mask test: a block without masked entries needs no mask, one with them does */
+    ok = 1;
+    for (int Nkv = 50; Nkv <= 200 && ok; Nkv += 75) {
+        attn_problem_t s = attn_problem(1, 1, 1, 130, Nkv, 32, true);
+        for (int i = 0; i * 16 < 130 && ok; i++)
+            for (int j = 0; j < fa2_kv_blocks(&s, i, 16, 32) && ok; j++) {
+                int masked = 0;
+                for (int row = i * 16; row < (i + 1) * 16; row++)   /* rows past N_q too: the GPU computes them */
+                    for (int col = j * 32; col < (j + 1) * 32; col++)
+                        masked |= col >= Nkv || !attn_visible(&s, row, col);
+                int needs = fa2_block_needs_mask(&s, i, j, 16, 32);
+                if (masked && !needs) { ok = 0; snprintf(why, sizeof why, "Nkv=%d block (%d, %d) has masked entries", Nkv, i, j); }
+            }
+    }
+    report(ok, "fa2 blocks with a masked entry are the ones masked", why);
+}
+
+/* The model against the oracle (O and L, rel L2 < 1e-5), its bytes and non-matmul
+ * count against the formulas exactly, and its O against phase 3's FA1 model. */
+static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal, fa2_blocks_t b)
+{
+    char name[200], why[400] = "";
+    attn_problem_t p = attn_problem(B, H, Hkv, Nq, Nkv, d, causal);
+    attn_inputs_t in;
+    if (attn_inputs_make(&in, &p, 7, false) != 0) { report(0, "alloc", "out of memory"); return; }
+    size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
+    float *O = malloc(nq * 4), *L = malloc(nl * 4), *O1 = malloc(nq * 4), *l1 = malloc(nl * 4), *m1 = malloc(nl * 4);
+    double *Or = malloc(nq * 8), *Lr = malloc(nl * 8), nm = 0;
+    poison_f32(O, nq); poison_f32(L, nl);
+    hbm_meter_t meter;
+    hbm_reset(&meter);
+    size_t peak = fa2_cpu(&in, b, O, L, &meter, &nm);
+    oracle_fwd(&p, in.q, in.k, in.v, Or, Lr);
+    err_stats_t eO = err_compare(O, Or, nq, tol_cpu()), eL = err_compare(L, Lr, nl, tol_cpu());
+    snprintf(name, sizeof name, "fa2 model vs oracle B%d H%d/%d %dx%d d%d%s (%dx%d)", B, H, Hkv, Nq, Nkv, d,
+             causal ? " causal" : "", b.Br, b.Bc);
+    char w1[160], w2[160];
+    err_first_bad_str(&eO, d, "O", w1, sizeof w1);
+    err_first_bad_str(&eL, Nq, "L", w2, sizeof w2);
+    snprintf(why, sizeof why, "rel L2 O %.2e L %.2e; %s; %s", eO.rel_l2, eL.rel_l2, w1, w2);
+    report(err_pass(&eO, tol_cpu()) && err_pass(&eL, tol_cpu()), name, why);
+
+    double counted = (double)hbm_total(&meter), formula = fa2_hbm_bytes(&p, b);
+    snprintf(name, sizeof name, "fa2 bytes == formula B%d H%d/%d %dx%d d%d%s", B, H, Hkv, Nq, Nkv, d, causal ? " causal" : "");
+    snprintf(why, sizeof why, "counted %.0f, formula %.0f; SRAM peak %zu of %zu", counted, formula, peak, fa2_sram_bytes(d, b));
+    report(counted == formula && peak == fa2_sram_bytes(d, b), name, why);
+    snprintf(name, sizeof name, "fa2 non-matmul count == formula B%d H%d/%d %dx%d d%d%s", B, H, Hkv, Nq, Nkv, d, causal ? " causal" : "");
+    snprintf(why, sizeof why, "counted %.0f, formula %.0f", nm, fa2_nonmatmul_flops(&p, b));
+    report(nm == fa2_nonmatmul_flops(&p, b) && nm > 0, name, why);
+
+    fa1_blocks_t b1;
+    fa1_block_sizes(32 * 1024, d, &b1);
+    fa1_cpu(&in, b1, 32 * 1024, O1, l1, m1, NULL);
+    double num = 0, den = 0;
+    for (size_t e = 0; e < nq; e++) { num += (O[e] - O1[e]) * (double)(O[e] - O1[e]); den += (double)O1[e] * O1[e]; }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    snprintf(name, sizeof name, "fa2 model == phase 3 FA1 model B%d H%d/%d %dx%d d%d%s", B, H, Hkv, Nq, Nkv, d, causal ? " causal" : "");
+    snprintf(why, sizeof why, "rel L2 %.2e", rel);
+    report(rel < TOL_CPU_REL_L2, name, why);
+    free(O); free(L); free(O1); free(l1); free(m1); free(Or); free(Lr);
+    attn_inputs_free(&in);
+}
+
+/* The IO and non-matmul claims, on the formulas (tested against the counters above). */
+static void test_claims(void)
+{
+    char why[300];
+    attn_problem_t p = attn_problem(1, 1, 1, 4096, 4096, 64, false), pc = p;
+    pc.causal = true;
+    fa2_blocks_t b = fa2_mma_blocks(64);
+    fa1_blocks_t b1;
+    fa1_block_sizes(128 * 1024, 64, &b1);
+    /* non-causal: FA2 reads K, V Tr times but never moves O, l, m: fewer bytes than FA1 */
+    double f2 = fa2_hbm_bytes(&p, b), f1 = fa1_hbm_bytes(&p, b1.Bc);
+    snprintf(why, sizeof why, "fa1 %.0f, fa2 %.0f bytes", f1, f2);
+    report(f2 < f1, "fa2 moves fewer HBM bytes than fa1 (N=4096 d=64)", why);
+    /* causal: the K/V reads fall to about half (plus the diagonal blocks) */
+    double kv = fa2_hbm_traffic(&p, b).read_kv, kvc = fa2_hbm_traffic(&pc, b).read_kv;
+    snprintf(why, sizeof why, "K/V bytes causal / full = %.3f", kvc / kv);
+    report(kvc / kv > 0.5 && kvc / kv < 0.52, "fa2 causal reads ~half of K/V (block skip)", why);
+    /* non-matmul: FA2 does fewer than FA1, by > 1.25x at d = 64 (Bc 128 vs 127) and more when causal */
+    double n1 = fa1_nonmatmul_flops(&p, b1.Bc), n2 = fa2_nonmatmul_flops(&p, b), n2c = fa2_nonmatmul_flops(&pc, b);
+    snprintf(why, sizeof why, "fa1 %.3g, fa2 %.3g (%.2fx), fa2 causal %.3g", n1, n2, n1 / n2, n2c);
+    report(n1 / n2 > 1.25 && n2c < 0.6 * n2, "fa2 does fewer non-matmul FLOPs than fa1", why);
+    /* FA1's formula against a hand count: N = Bc = 64, d = 64, one row block of 64 rows:
+     * 64 rows x (5 x 64 + 1 x (4 x 64 + 10) + 2) = 64 x 588 = 37632 */
+    attn_problem_t s = attn_problem(1, 1, 1, 64, 64, 64, false);
+    snprintf(why, sizeof why, "got %.0f, want 37632", fa1_nonmatmul_flops(&s, 64));
+    report(fa1_nonmatmul_flops(&s, 64) == 37632, "fa1 non-matmul formula, hand count", why);
+}
+
+int main(void)
+{
+    test_range();
+    static const int Ns[] = {1, 17, 128, 1000};
+    for (int d = 32; d <= 128; d *= 2)
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c <= 1; c++)
+                model_case(1, Ns[k] >= 1000 ? 1 : 2, Ns[k] >= 1000 ? 1 : 2, Ns[k], Ns[k], d, c, fa2_mma_blocks(d));
+    fa2_blocks_t small = { 16, 32 };
+    model_case(1, 2, 2, 300, 1000, 64, 1, small);   /* N_q < N_kv, causal */
+    model_case(1, 2, 2, 100, 37, 64, 1, small);     /* N_q > N_kv: 63 fully masked rows */
+    model_case(2, 8, 1, 77, 130, 32, 1, small);     /* GQA 8:1, causal */
+    model_case(1, 6, 2, 65, 65, 128, 1, fa2_mma_blocks(128));
+    model_case(1, 1, 1, 129, 129, 256, 0, small);   /* d = 256 */
+    model_case(1, 2, 2, 200, 200, 16, 1, small);    /* d = 16 */
+    test_claims();
+    return fails ? 1 : 0;
+}

@@ -1,0 +1,35 @@
+# phase4_fa2/tests.sh - phase 4's tests (sourced by tools/run_tests.sh).
+t_units "$BUILD/test_phase4"
+
+P4="$BUILD/phase4"
+T4=$(mktemp -d "${TMPDIR:-/tmp}/phase4-tests.XXXXXX")
+t_run   "phase4 CPU rows pass (--cpu, default problem, causal)" "$P4" --cpu --quiet --csv "$T4/cpu.csv"
+t_run   "phase4 CPU rows pass (not causal, d=128, tails)" "$P4" --cpu --quiet --B 1 --H 2 --N 133 --d 128 --csv "$T4/cpu2.csv"
+t_run   "phase4 CPU rows pass (GQA 8:1, N_q != N_kv, causal)" "$P4" --cpu --quiet --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal --csv "$T4/cpu3.csv"
+t_run   "phase4 CPU rows pass (N_q > N_kv: fully masked rows)" "$P4" --cpu --quiet --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal --csv "$T4/cpu4.csv"
+t_run   "phase4 model sweep bytes and counts == formulas" bash -c "\"$P4\" --sweep --cpu --quiet --csv \"$T4/sweep.csv\" >\"$T4/sweep.log\" && grep -q 'sweep PASS' \"$T4/sweep.log\""
+t_run   "phase4 default run prints FA1 vs FA2 non-matmul counts" bash -c "\"$P4\" --cpu --csv \"$T4/d.csv\" | grep -q 'non-matmul FLOPs.*FA2 [0-9]* counted.*FA1 [0-9]*'"
+t_exit2 "phase4 rejects an unknown kernel"   "$P4" --kernel flash
+t_exit2 "phase4 rejects d=48"                "$P4" --d 48
+t_exit2 "phase4 rejects H % Hkv != 0"        "$P4" --H 6 --Hkv 4
+t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
+t_exit2 "phase4 rejects --kernel mma with d=256" "$P4" --kernel mma --d 256
+t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
+t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
+
+# GPU: phase 1's shape list, every kernel against the oracle, phase 3 and (small) phase 2
+for d in 32 64 128; do
+    for N in 1 17 128 1000 4096; do
+        for c in "" --causal; do
+            B=2; H=2; [ "$N" -ge 1000 ] && B=1
+            t_gpu "phase4 gpu d=$d N=$N ${c:-full} (simple, mma vs fa1, oracle, L)" \
+                "$P4" --quiet --iters 2 --B $B --H $H --N $N --d $d $c --csv "$T4/g.csv"
+        done
+    done
+done
+t_gpu "phase4 gpu N_q=300 N_kv=1000 causal" "$P4" --quiet --iters 2 --B 2 --H 2 --N 300 --Nkv 1000 --d 64 --causal --csv "$T4/g.csv"
+t_gpu "phase4 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P4" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 128 --causal --csv "$T4/g.csv"
+t_gpu "phase4 gpu GQA 8:1 H=16 Hkv=2 d=128 causal" "$P4" --quiet --iters 2 --B 2 --H 16 --Hkv 2 --N 333 --d 128 --causal --csv "$T4/g.csv"
+t_gpu "phase4 gpu GQA 8:1 H=8 Hkv=1 d=64 N_q != N_kv" "$P4" --quiet --iters 2 --B 3 --H 8 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T4/g.csv"
+t_gpu "phase4 gpu d=256 (simple; mma n/a)" "$P4" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T4/g.csv"
+t_gpu "phase4 gpu ablation ladder variants all pass (d=128)" "$P4" --kernel ladder --d 128 --iters 2 --csv "$T4/l.csv"

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""peers.py - the official FlashAttention-2 (and cuDNN) on the phase-4 sweep's shapes, as
+peer lines for phase 4's plots (DESIGN.md, "Peers"). Optional: without PyTorch it says so
+and writes nothing.
+
+    python3 tools/peers.py OUT.csv          (make phase4-sweep runs it)
+
+Shapes: the FA2 paper's setting the phase-4 sweep uses: fp16, hidden 2048 (H = 2048 / d),
+B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not. Backends: PyTorch's
+SDPA flash (FlashAttention-2 inside PyTorch) and cuDNN. The timing and the CSV format
+are tools/sdpa_peer.py's (this file only picks the shapes and the backends).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import torch  # noqa: F401  (sdpa_peer says the same, but before timing anything)
+except Exception as e:
+    print(f"peers: skipped: PyTorch not importable ({e})")
+    sys.exit(0)
+import sdpa_peer  # noqa: E402
+
+
+def shapes():
+    for causal in (0, 1):
+        for d in (64, 128):
+            N = 512
+            while N <= 16384:
+                yield f"{16384 // N},{2048 // d},{N},{d},{causal}"
+                N *= 2
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: peers.py OUT.csv")
+        sys.exit(2)
+    sdpa_peer.main([sys.argv[1]] + list(shapes()), backends=("flash", "cudnn"))

@@ -30,13 +30,29 @@ extern "C" {
 
 typedef struct { int Br, Bc; } fa2_blocks_t;
 
-/* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: 4 warps of 16 query
- * rows (Br = 64); Bc = 128 keys for d <= 64, 64 for d = 128 (the S and O registers of a
- * warp: Bc/2 + d/2 floats per thread). The CPU model uses the same blocks by default so
- * its bytes are the kernel's. */
+/* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: 4 warps of MT x 16
+ * query rows (Br = 64 MT), Bc keys. d = 32 and 64: MT = 1 (Q_i stays in registers),
+ * Bc = 128; d = 128: MT = 2, Bc = 32 (a thread holds MT (Bc/2 + d/2) accumulator floats:
+ * 160 of its 255 registers). The -D switches below build other choices (the chapter
+ * measures some). The CPU model uses the same blocks by default so its bytes are the
+ * kernel's. */
+#ifndef FA2_D64_MT
+#define FA2_D64_MT 1
+#endif
+#ifndef FA2_D64_BC
+#define FA2_D64_BC 128
+#endif
+#ifndef FA2_D128_MT
+#define FA2_D128_MT 2
+#endif
+#ifndef FA2_D128_BC
+#define FA2_D128_BC 32
+#endif
 static inline fa2_blocks_t fa2_mma_blocks(int d)
 {
-    fa2_blocks_t b = { 64, d <= 64 ? 128 : 64 };
+    fa2_blocks_t b = { 64, 128 };
+    if (d == 64) { b.Br = 64 * FA2_D64_MT; b.Bc = FA2_D64_BC; }
+    if (d == 128) { b.Br = 64 * FA2_D128_MT; b.Bc = FA2_D128_BC; }
     return b;
 }
 static inline bool fa2_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }

@@ -5,6 +5,8 @@ phase4_TEST := phase4_fa2/test_phase4.c
 phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu
 phase4_USES := phase3 phase2 phase1 phase0
 phase4_CUDA_LDLIBS := -lcublas
+# `make phase4 run`: the causal default problem (the ladder is causal too)
+phase4_RUN_ARGS := --causal
 
 # The sweep: the model's bytes and non-matmul counts vs N, then with a GPU the FA2 paper's
 # setting (fp16, hidden 2048, B x N = 16k tokens, d = 64 and 128, causal and not) for

@@ -3,7 +3,8 @@ t_units "$BUILD/test_phase4"
 
 P4="$BUILD/phase4"
 T4=$(mktemp -d "${TMPDIR:-/tmp}/phase4-tests.XXXXXX")
-t_run   "phase4 CPU rows pass (--cpu, default problem, causal)" "$P4" --cpu --quiet --csv "$T4/cpu.csv"
+t_run   "phase4 CPU rows pass (--cpu, default problem)" "$P4" --cpu --quiet --csv "$T4/cpu.csv"
+t_run   "phase4 CPU rows pass (--cpu, default problem, causal)" "$P4" --cpu --quiet --causal --csv "$T4/cpu1.csv"
 t_run   "phase4 CPU rows pass (not causal, d=128, tails)" "$P4" --cpu --quiet --B 1 --H 2 --N 133 --d 128 --csv "$T4/cpu2.csv"
 t_run   "phase4 CPU rows pass (GQA 8:1, N_q != N_kv, causal)" "$P4" --cpu --quiet --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal --csv "$T4/cpu3.csv"
 t_run   "phase4 CPU rows pass (N_q > N_kv: fully masked rows)" "$P4" --cpu --quiet --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal --csv "$T4/cpu4.csv"

@@ -116,7 +116,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
         /* l.9: m_new = max(m_i, rowmax S), P~ = exp(S - m_new), l_i = e^(m_i - m_new) l_i + rowsum P~ */
         float m_t = -INFINITY;
         for (int c = 0; c < kr; c++) m_t = fmaxf(m_t, s[c]);
-        const float m_new = fmaxf(mi[r], m_t);
+        const float m_new = fmaxf(m_t, mi[r]);   /* the larger of the two maxima */
         float rowsum = 0;
         for (int c = 0; c < kr; c++) {
             s[c] = m_new == -INFINITY ? 0.0f : expf(s[c] - m_new);   /* nothing seen yet: 0 */

@@ -584,8 +584,8 @@ int main(int argc, char **argv)
     int n = 0;
     attn_problem_t pc = cpu_problem(p);
     rows[n++] = run_cpu(&pc, &o, "-", true);
-    int nl = 0;
 #if HAVE_CUDA
+    int nl = 0;
     row_t ladder[5];
     if (gpu) {
         attn_inputs_t in;

@@ -104,8 +104,9 @@ set offsets 0, 0, 0, 0
 set terminal term size 900,600 font ',11'
 set output outdir.'/phase4_speedup.png'
 set title 'FlashAttention-2 / FlashAttention-1 speedup (fa2-mma over fa1-mma, same inputs, same run)'
-set ylabel 'speedup (x)'
-set yrange [0:*]
+set ylabel 'speedup (x, log scale)'
+set logscale y 2
+set yrange [1:64]
 set key top left
 plot rows('mma', 64, 0) using 7:24 with linespoints lw 2 pt 7 lc 1 title 'd = 64', \
      rows('mma', 128, 0) using 7:24 with linespoints lw 2 pt 5 lc 2 title 'd = 128', \

@@ -59,6 +59,18 @@ bool err_pass(const err_stats_t *e, tol_t tol)
     return true;
 }
 
+double rel_l2_f32(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i])) return NAN;
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 tol_t tol_cpu(void) { tol_t t = { TOL_CPU_REL_L2, INFINITY }; return t; }
 tol_t tol_fp16(double pipeline_max_abs)
 { tol_t t = { TOL_FP16_REL_L2, 2.0 * pipeline_max_abs + TOL_ABS_SLACK }; return t; }

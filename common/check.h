@@ -46,6 +46,10 @@ void err_init(err_stats_t *acc);
 
 bool err_pass(const err_stats_t *e, tol_t tol);
 
+/* rel L2 of a against b, two float arrays of n elements (a kernel against the previous
+ * phase's output); NaN when either holds a NaN. */
+double rel_l2_f32(const float *a, const float *b, size_t n);
+
 /* The tolerances of DESIGN.md as values. */
 tol_t tol_cpu(void);                            /* rel 1e-5, no abs bound            */
 tol_t tol_fp16(double pipeline_max_abs);        /* rel 3e-3, abs 2x pipeline + 1e-4 */

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "csv.h"
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,12 @@ void machine_info_cpu(machine_info_t *mi)
 {
     memset(mi, 0, sizeof *mi);
     snprintf(mi->gpu_name, sizeof mi->gpu_name, "none");
+}
+
+void csv_num(FILE *f, const char *fmt, double x)
+{
+    if (!isnan(x)) fprintf(f, fmt, x);
+    fputc(',', f);
 }
 
 int mkdir_p(const char *path)

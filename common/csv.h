@@ -28,6 +28,8 @@ void machine_info_cpu(machine_info_t *mi);  /* a CPU-only machine: gpu "none" */
  * stderr) if the file cannot be written. */
 FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns);
+/* One numeric cell and its comma; an empty cell for NaN (a value not measured). */
+void csv_num(FILE *f, const char *fmt, double x);
 /* Create a directory and its parents (like mkdir -p). 0 on success. */
 int mkdir_p(const char *path);
 /* The current git commit (short, "-dirty" when the tree has changes) or "unknown";

@@ -91,3 +91,19 @@ int attn_check_rows(const attn_problem_t *p, int max_rows, int *bhi)
     }
     return count;
 }
+
+attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops)
+{
+    if (attn_flops_fwd(p) <= max_flops) return *p;
+    int G = p->H / p->H_kv, Hkv = p->H_kv < 2 ? p->H_kv : 2, big = p->N_q > p->N_kv ? p->N_q : p->N_kv;
+    double f = big > 256 ? 256.0 / big : 1.0;
+    int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
+    return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
+}
+
+void *xmalloc(size_t n, const char *who)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "%s: out of host memory\n", who); exit(1); }
+    return p;
+}

@@ -89,6 +89,15 @@ typedef struct {
 int  attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad);
 void attn_inputs_free(attn_inputs_t *in);
 
+/* The problem a CPU model runs in place of p: p itself when its forward FLOPs are at most
+ * max_flops, else one that keeps d, the mask, the GQA grouping and the N_q : N_kv ratio
+ * (B = 1, at most 2 KV heads and 2 query heads a KV head, N <= 256). The CPU rows of a
+ * driver stay quick whatever the GPU problem is. */
+attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops);
+
+/* malloc that exits with "<who>: out of host memory" instead of returning NULL. */
+void *xmalloc(size_t n, const char *who);
+
 /* Rows checked against the oracle. Checking every row of a big problem against an fp64
  * reference would take the CPU minutes, so above max_rows rows a spread sample is
  * checked: max_rows (b, h, i) triples evenly over the flat row index, the first and the

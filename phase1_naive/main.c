@@ -27,6 +27,8 @@
 #include "timer.h"
 
 #define PHASE          "phase1"
+/* The CPU rows run the problem itself up to this many FLOPs, a smaller one like it above. */
+#define CPU_MAX_FLOPS (4.0 * (1 << 24))
 #define CHECK_ROWS     512    /* oracle rows checked per run (all rows when fewer)   */
 #define SWEEP_ROWS     128    /* ... per sweep point                                 */
 #define WALL_B         4      /* the fixed batch of the memory-wall sweep            */
@@ -90,17 +92,6 @@ static void table_start(table_t *t)
     static const char *const head[11] = {"kernel", "device", "problem", ">time ms", ">TFLOP/s",
         ">GB/s", ">HBM model", ">HBM meas.", ">max abs", ">rel L2", "verdict"};
     table_init(t, 11, head);
-}
-
-/* The problem the CPU model runs: the given one when small, else a reduction of it that
- * keeps d, the mask, the GQA grouping and the N_q : N_kv ratio (B = 1, N <= 256). */
-static attn_problem_t cpu_problem(const attn_problem_t *p)
-{
-    if ((double)p->B * p->H * p->N_q * p->N_kv * p->d <= (double)(1 << 24)) return *p;
-    int G = p->H / p->H_kv, Hkv = p->H_kv < 2 ? p->H_kv : 2, big = p->N_q > p->N_kv ? p->N_q : p->N_kv;
-    double f = big > 256 ? 256.0 / big : 1.0;
-    int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
-    return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
 }
 
 static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o)
@@ -362,7 +353,7 @@ int main(int argc, char **argv)
 
     row_t rows[4];
     int n = 0;
-    attn_problem_t pc = cpu_problem(p);
+    attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, &o);
 
 #if HAVE_CUDA

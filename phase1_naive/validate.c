@@ -22,13 +22,6 @@ typedef struct {
     double pipeline;     /* max abs error of the fp16 pipeline    */
 } sample_t;
 
-static void *xmalloc(size_t bytes)
-{
-    void *q = malloc(bytes ? bytes : 1);
-    if (!q) { fprintf(stderr, "validate: out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return q;
-}
-
 /* The oracle on the sampled rows, and the fp16 pipeline's error on them. */
 static sample_t sample_make(const attn_inputs_t *in, int max_rows)
 {
@@ -36,12 +29,12 @@ static sample_t sample_make(const attn_inputs_t *in, int max_rows)
     const int d = p->d;
     sample_t s;
     if (max_rows < 1) max_rows = 1;
-    s.bhi = xmalloc(3 * (size_t)max_rows * sizeof(int));
+    s.bhi = xmalloc(3 * (size_t)max_rows * sizeof(int), "validate");
     s.n = attn_check_rows(p, max_rows, s.bhi);
-    s.ref = xmalloc((size_t)s.n * d * sizeof(double));
-    s.refL = xmalloc((size_t)s.n * sizeof(double));
+    s.ref = xmalloc((size_t)s.n * d * sizeof(double), "validate");
+    s.refL = xmalloc((size_t)s.n * sizeof(double), "validate");
     s.pipeline = 0.0;
-    float *o = xmalloc((size_t)d * sizeof(float));
+    float *o = xmalloc((size_t)d * sizeof(float), "validate");
     for (int r = 0; r < s.n; r++) {
         int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
         double *ref = s.ref + (size_t)r * d;

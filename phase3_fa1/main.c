@@ -33,6 +33,8 @@
 #include "timer.h"
 
 #define PHASE       "phase3"
+/* The CPU rows run the problem itself up to this many FLOPs, a smaller one like it above. */
+#define CPU_MAX_FLOPS (2e9)
 #define DEFAULT_M   (128 * 1024)  /* --sram default: 128 KiB, of the H100's 228 KiB per SM */
 #define CHECK_ROWS  512           /* oracle rows checked per GPU run (all when fewer) */
 #define SWEEP_ROWS  96
@@ -69,8 +71,6 @@ static void fail(row_t *r, const char *fmt, const char *detail)
     r->verdict = "FAIL";
     snprintf(r->why, sizeof r->why, fmt, detail);
 }
-
-static void csv_num(FILE *f, const char *fmt, double x) { if (!isnan(x)) fprintf(f, fmt, x); fputc(',', f); }
 
 static void csv_row(FILE *f, const row_t *r)
 {
@@ -118,36 +118,6 @@ static void table_start(table_t *t)
     table_init(t, 12, head);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
-    return p;
-}
-
-/* rel L2 of a against b (both float, same length); NaN anywhere gives NaN. */
-static double rel_l2_f(const float *a, const float *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(a[i]) || isnan(b[i])) return NAN;
-        double d = (double)a[i] - b[i];
-        num += d * d; den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-/* The problem the CPU model runs: the given one when small, else one that keeps d, the
- * mask, the GQA grouping and the N_q : N_kv ratio (B = 1, H <= 4, N <= 256). */
-static attn_problem_t cpu_problem(const attn_problem_t *p)
-{
-    if (attn_flops_fwd(p) <= 2e9) return *p;
-    int G = p->H / p->H_kv, Hkv = p->H_kv < 2 ? p->H_kv : 2, big = p->N_q > p->N_kv ? p->N_q : p->N_kv;
-    double f = big > 256 ? 256.0 / big : 1.0;
-    int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
-    return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
-}
-
 /* ---- the CPU tile model ------------------------------------------------------------ */
 static row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o, const char *sweep, bool full_checks)
 {
@@ -157,8 +127,10 @@ static row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o, co
     attn_inputs_t in;
     if (attn_inputs_make(&in, pc, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
     size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);
-    float *O = xmalloc(nq * sizeof(float)), *l = xmalloc(nl * sizeof(float)), *m = xmalloc(nl * sizeof(float));
-    float *L = xmalloc(nl * sizeof(float));
+    float *O = xmalloc(nq * sizeof(float), PHASE);
+    float *l = xmalloc(nl * sizeof(float), PHASE);
+    float *m = xmalloc(nl * sizeof(float), PHASE);
+    float *L = xmalloc(nl * sizeof(float), PHASE);
     poison_f32(O, nq); poison_f32(l, nl); poison_f32(m, nl);
     hbm_meter_t meter;
     hbm_reset(&meter);
@@ -178,7 +150,8 @@ static row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o, co
         fail(&r, "the blocks use %s bytes of SRAM: Alg. 1 l.1 fills M", b2);
     }
     if (full_checks) {
-        double *Oref = xmalloc(nq * sizeof(double)), *Lref = xmalloc(nl * sizeof(double));
+        double *Oref = xmalloc(nq * sizeof(double), PHASE);
+        double *Lref = xmalloc(nl * sizeof(double), PHASE);
         oracle_fwd(pc, in.q, in.k, in.v, Oref, Lref);
         err_stats_t e = err_compare(O, Oref, nq, tol_cpu()), eL = err_compare(L, Lref, nl, tol_cpu());
         r.max_abs = e.max_abs; r.rel_l2 = e.rel_l2;
@@ -187,14 +160,14 @@ static row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o, co
         if (!err_pass(&eL, tol_cpu())) { err_first_bad_str(&eL, pc->N_q, "L", where, sizeof where); fail(&r, "vs oracle: %s", where); }
         /* the previous phases: phase 2's 1-pass attention (fp32, so the same 1e-5) and
          * phase 1's pipeline (S, P, O rounded to fp16: its own error, 3e-3) */
-        float *O2 = xmalloc(nq * sizeof(float)), *L2 = xmalloc(nl * sizeof(float));
+        float *O2 = xmalloc(nq * sizeof(float), PHASE), *L2 = xmalloc(nl * sizeof(float), PHASE);
         hbm_meter_t m2;
         hbm_reset(&m2);
         online_attn_cpu(&in, O2, L2, &m2);
-        r.rel_prev = rel_l2_f(O, O2, nq);
+        r.rel_prev = rel_l2_f32(O, O2, nq);
         if (!(r.rel_prev < TOL_CPU_REL_L2)) fail(&r, "%s", "differs from phase 2's 1-pass attention");
         naive_cpu(&in, O2, NULL, &m2);
-        if (!(rel_l2_f(O, O2, nq) < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 1's pipeline");
+        if (!(rel_l2_f32(O, O2, nq) < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 1's pipeline");
         if (o->dump_dir && attn_dump(o->dump_dir, &in, O, L, NULL, NULL, NULL) != 0)
             fprintf(stderr, PHASE ": could not write the dump to %s\n", o->dump_dir);
         free(O2); free(L2); free(Oref); free(Lref);
@@ -264,15 +237,15 @@ static row_t run_cublas(const attn_inputs_t *in, fa1_dev_t *d, const char *sweep
     if (profile) naive_gpu_profile(1);
     naive_gpu_forward(&g);
     if (profile) naive_gpu_profile(0);
-    uint16_t *Oh = xmalloc(nq * 2);
-    float *O = xmalloc(nq * sizeof(float));
+    uint16_t *Oh = xmalloc(nq * 2, PHASE);
+    float *O = xmalloc(nq * sizeof(float), PHASE);
     gpu_download(Oh, d->Oh, nq * 2);
     f16_to_f32_array(O, Oh, nq);
     free(Oh);
     attn_verdict_t v = attn_validate_fp16(in, O, NULL, check_rows);
     r.max_abs = v.O.max_abs; r.rel_l2 = v.O.rel_l2; r.pipe = v.pipeline_max_abs;
     if (!v.pass) { char w[160]; err_first_bad_str(&v.O, p->d, "O", w, sizeof w); fail(&r, "vs oracle: %s", w); }
-    if (prev->o2) r.rel_prev = rel_l2_f(O, prev->o2, nq);
+    if (prev->o2) r.rel_prev = rel_l2_f32(O, prev->o2, nq);
     if (v.pass) prev->o1 = O;   /* a reference for the FA1 kernels only once it passed itself */
     else free(O);
     if (v.pass) r.time_ms = gpu_time_ms(naive_gpu_forward_fn, &g, 2, iters);
@@ -298,8 +271,8 @@ static row_t run_fa1(const attn_inputs_t *in, fa1_dev_t *d, int mma, const char 
     fa1_fn(&ctx);
     if (profile) naive_gpu_profile(0);
     gpu_sync();
-    float *O = xmalloc(nq * sizeof(float)), *l = xmalloc(nl * sizeof(float));
-    float *m = xmalloc(nl * sizeof(float)), *L = xmalloc(nl * sizeof(float));
+    float *O = xmalloc(nq * sizeof(float), PHASE), *l = xmalloc(nl * sizeof(float), PHASE);
+    float *m = xmalloc(nl * sizeof(float), PHASE), *L = xmalloc(nl * sizeof(float), PHASE);
     gpu_download(O, d->O, nq * 4); gpu_download(l, d->l, nl * 4); gpu_download(m, d->m, nl * 4);
     fa1_lse(l, m, L, nl);
     attn_verdict_t v = attn_validate_fp16(in, O, L, check_rows);
@@ -312,11 +285,11 @@ static row_t run_fa1(const attn_inputs_t *in, fa1_dev_t *d, int mma, const char 
     }
     /* the previous phases on every element: phase 2's 1-pass (when run), phase 1's cuBLAS */
     if (prev->o2) {
-        r.rel_prev = rel_l2_f(O, prev->o2, nq);
+        r.rel_prev = rel_l2_f32(O, prev->o2, nq);
         if (!(r.rel_prev < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 2's 1-pass attention");
     }
     if (prev->o1) {
-        double e1 = rel_l2_f(O, prev->o1, nq);
+        double e1 = rel_l2_f32(O, prev->o1, nq);
         if (isnan(r.rel_prev)) r.rel_prev = e1;
         if (!(e1 < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 1's cuBLAS pipeline");
     }
@@ -334,8 +307,8 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     prev_t prev = { NULL, NULL };
     int n = 0;
     if (attn_flops_fwd(p) <= SMALL_FLOPS) {
-        prev.o2 = xmalloc(attn_q_elems(p) * sizeof(float));
-        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float));
+        prev.o2 = xmalloc(attn_q_elems(p) * sizeof(float), PHASE);
+        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
         hbm_meter_t m2;
         hbm_reset(&m2);
         online_attn_cpu(in, prev.o2, L2, &m2);
@@ -479,7 +452,7 @@ int main(int argc, char **argv)
 
     row_t rows[8];
     int n = 0;
-    attn_problem_t pc = cpu_problem(p);
+    attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, M, &o, "-", true);
 #if HAVE_CUDA
     if (gpu) {

@@ -34,6 +34,8 @@
 #include "timer.h"
 
 #define PHASE       "phase4"
+/* The CPU rows run the problem itself up to this many FLOPs, a smaller one like it above. */
+#define CPU_MAX_FLOPS (2e9)
 #define FA1_M       (128 * 1024)  /* phase 3's default SRAM for its CPU model */
 #define CHECK_ROWS  512
 #define SWEEP_ROWS  96
@@ -76,8 +78,6 @@ static void fail(row_t *r, const char *fmt, const char *detail)
 
 static double tflops(const row_t *r) { return isnan(r->time_ms) ? NAN : attn_flops_fwd(&r->p) / (r->time_ms * 1e-3) / 1e12; }
 
-static void csv_num(FILE *f, const char *fmt, double x) { if (!isnan(x)) fprintf(f, fmt, x); fputc(',', f); }
-
 static void csv_row(FILE *f, const row_t *r)
 {
     if (!f) return;
@@ -100,35 +100,6 @@ static void csv_row(FILE *f, const row_t *r)
     fflush(f);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
-    return p;
-}
-
-static double rel_l2_f(const float *a, const float *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(a[i]) || isnan(b[i])) return NAN;
-        double d = (double)a[i] - b[i];
-        num += d * d; den += (double)b[i] * b[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-/* The CPU model's problem: the given one when small, else one with the same d, mask,
- * GQA grouping and N_q : N_kv ratio (B = 1, H <= 4, N <= 256). */
-static attn_problem_t cpu_problem(const attn_problem_t *p)
-{
-    if (attn_flops_fwd(p) <= 2e9) return *p;
-    int G = p->H / p->H_kv, Hkv = p->H_kv < 2 ? p->H_kv : 2, big = p->N_q > p->N_kv ? p->N_q : p->N_kv;
-    double f = big > 256 ? 256.0 / big : 1.0;
-    int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
-    return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
-}
-
 /* ---- the CPU tile model ------------------------------------------------------------ */
 static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
 {
@@ -138,7 +109,7 @@ static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *
     attn_inputs_t in;
     if (attn_inputs_make(&in, pc, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
     size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);
-    float *O = xmalloc(nq * sizeof(float)), *L = xmalloc(nl * sizeof(float));
+    float *O = xmalloc(nq * sizeof(float), PHASE), *L = xmalloc(nl * sizeof(float), PHASE);
     poison_f32(O, nq); poison_f32(L, nl);
     hbm_meter_t meter;
     hbm_reset(&meter);
@@ -171,7 +142,8 @@ static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *
     }
     check_hint_exercises(strcmp(r.verdict, "PASS") == 0, "fa2.causal_range");
     if (full_checks) {
-        double *Oref = xmalloc(nq * sizeof(double)), *Lref = xmalloc(nl * sizeof(double));
+        double *Oref = xmalloc(nq * sizeof(double), PHASE);
+        double *Lref = xmalloc(nl * sizeof(double), PHASE);
         oracle_fwd(pc, in.q, in.k, in.v, Oref, Lref);
         err_stats_t e = err_compare(O, Oref, nq, tol_cpu()), eL = err_compare(L, Lref, nl, tol_cpu());
         r.max_abs = e.max_abs; r.rel_l2 = e.rel_l2; r.L_abs = eL.max_abs;
@@ -181,17 +153,19 @@ static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *
         if (!err_pass(&eL, tol_cpu())) { err_first_bad_str(&eL, pc->N_q, "L", where, sizeof where); fail(&r, "vs oracle: %s", where); }
         check_hint_exercises(err_pass(&eL, tol_cpu()), "fa2.lse");
         /* the previous phases: phase 3's FA1 model, phase 2's 1-pass attention (fp32: 1e-5) */
-        float *O2 = xmalloc(nq * sizeof(float)), *l2 = xmalloc(nl * sizeof(float)), *m2 = xmalloc(nl * sizeof(float));
+        float *O2 = xmalloc(nq * sizeof(float), PHASE);
+        float *l2 = xmalloc(nl * sizeof(float), PHASE);
+        float *m2 = xmalloc(nl * sizeof(float), PHASE);
         fa1_blocks_t b1b;
         if (fa1_block_sizes(FA1_M, pc->d, &b1b) == 0) {
             fa1_cpu(&in, b1b, FA1_M, O2, l2, m2, NULL);
-            r.rel_prev = rel_l2_f(O, O2, nq);
+            r.rel_prev = rel_l2_f32(O, O2, nq);
             if (!(r.rel_prev < TOL_CPU_REL_L2)) fail(&r, "%s", "differs from phase 3's FA1 model");
         }
         hbm_meter_t mm;
         hbm_reset(&mm);
         online_attn_cpu(&in, O2, l2, &mm);
-        if (!(rel_l2_f(O, O2, nq) < TOL_CPU_REL_L2)) fail(&r, "%s", "differs from phase 2's 1-pass attention");
+        if (!(rel_l2_f32(O, O2, nq) < TOL_CPU_REL_L2)) fail(&r, "%s", "differs from phase 2's 1-pass attention");
         if (o->dump_dir && attn_dump(o->dump_dir, &in, O, L, NULL, NULL, NULL) != 0)
             fprintf(stderr, PHASE ": could not write the dump to %s\n", o->dump_dir);
         free(O2); free(l2); free(m2); free(Oref); free(Lref);
@@ -310,17 +284,17 @@ static row_t run_kernel(const attn_inputs_t *in, fa2_dev_t *d, kind_t kind, fa2_
     run_fn(&c);
     if (profile) naive_gpu_profile(0);
     gpu_sync();
-    float *O = xmalloc(nq * sizeof(float)), *L = NULL;
+    float *O = xmalloc(nq * sizeof(float), PHASE), *L = NULL;
     if (kind == K_CUBLAS) {
-        uint16_t *Oh = xmalloc(nq * 2);
+        uint16_t *Oh = xmalloc(nq * 2, PHASE);
         gpu_download(Oh, d->Oh, nq * 2);
         f16_to_f32_array(O, Oh, nq);
         free(Oh);
     } else {
         gpu_download(O, d->O, nq * 4);
-        L = xmalloc(nl * sizeof(float));
+        L = xmalloc(nl * sizeof(float), PHASE);
         if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA) {
-            float *l = xmalloc(nl * 4), *m = xmalloc(nl * 4);
+            float *l = xmalloc(nl * 4, PHASE), *m = xmalloc(nl * 4, PHASE);
             gpu_download(l, d->l, nl * 4); gpu_download(m, d->m, nl * 4);
             fa1_lse(l, m, L, nl);
             free(l); free(m);
@@ -338,11 +312,11 @@ static row_t run_kernel(const attn_inputs_t *in, fa2_dev_t *d, kind_t kind, fa2_
     if (L && !(v.L.max_abs <= L_TOL)) fail(&r, "%s", "L more than 1e-3 from the oracle's log-sum-exp");
     /* the previous phases on every element */
     if (prev && prev->o2) {
-        r.rel_prev = rel_l2_f(O, prev->o2, nq);
+        r.rel_prev = rel_l2_f32(O, prev->o2, nq);
         if (!(r.rel_prev < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 2's 1-pass attention");
     }
     if (prev && prev->o3) {
-        double e3 = rel_l2_f(O, prev->o3, nq);
+        double e3 = rel_l2_f32(O, prev->o3, nq);
         r.rel_prev = e3;
         if (!(e3 < TOL_FP16_REL_L2)) fail(&r, "%s", "differs from phase 3's FA1 kernel");
     }
@@ -362,8 +336,8 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     prev_t prev = { NULL, NULL };
     int n = 0;
     if (attn_flops_fwd(p) <= SMALL_FLOPS) {
-        prev.o2 = xmalloc(attn_q_elems(p) * sizeof(float));
-        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float));
+        prev.o2 = xmalloc(attn_q_elems(p) * sizeof(float), PHASE);
+        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
         hbm_meter_t m2;
         hbm_reset(&m2);
         online_attn_cpu(in, prev.o2, L2, &m2);
@@ -582,7 +556,7 @@ int main(int argc, char **argv)
 
     row_t rows[16];
     int n = 0;
-    attn_problem_t pc = cpu_problem(p);
+    attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, &o, "-", true);
 #if HAVE_CUDA
     int nl = 0;

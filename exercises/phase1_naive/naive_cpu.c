@@ -50,24 +50,21 @@ static void pv_row(const attn_problem_t *p, const float *prow, const float *V, f
     }
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *q = malloc(bytes ? bytes : 1);
-    if (!q) { fprintf(stderr, "naive_cpu: out of host memory (%zu bytes)\n", bytes); exit(1); }
-    return q;
-}
-
 void naive_cpu(const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter)
 {
     const attn_problem_t *p = &in->p;
     const int Nq = p->N_q, Nkv = p->N_kv, d = p->d;
     /* "HBM": S and P of one head at a time (the GPU holds all heads; the traffic is
      * the same), and the fp16 output. "SRAM"/registers: the fp32 copies below. */
-    uint16_t *S_h = xmalloc((size_t)Nq * Nkv * 2), *P_h = xmalloc((size_t)Nq * Nkv * 2);
-    uint16_t *O_h = xmalloc((size_t)Nq * d * 2);
-    float *Qh = xmalloc((size_t)Nq * d * 4), *Kh = xmalloc((size_t)Nkv * d * 4);
-    float *Vh = xmalloc((size_t)Nkv * d * 4), *row = xmalloc((size_t)Nkv * 4);
-    float *prow = xmalloc((size_t)Nkv * 4), *Oh = xmalloc((size_t)Nq * d * 4);
+    uint16_t *S_h = xmalloc((size_t)Nq * Nkv * 2, "naive_cpu");
+    uint16_t *P_h = xmalloc((size_t)Nq * Nkv * 2, "naive_cpu");
+    uint16_t *O_h = xmalloc((size_t)Nq * d * 2, "naive_cpu");
+    float *Qh = xmalloc((size_t)Nq * d * 4, "naive_cpu");
+    float *Kh = xmalloc((size_t)Nkv * d * 4, "naive_cpu");
+    float *Vh = xmalloc((size_t)Nkv * d * 4, "naive_cpu");
+    float *row = xmalloc((size_t)Nkv * 4, "naive_cpu");
+    float *prow = xmalloc((size_t)Nkv * 4, "naive_cpu");
+    float *Oh = xmalloc((size_t)Nq * d * 4, "naive_cpu");
 
     for (int b = 0; b < p->B; b++)
         for (int h = 0; h < p->H; h++) {
@@ -104,7 +101,8 @@ void naive_cpu_row(const attn_problem_t *p, const float *Q, const float *K, cons
 {
     const float *q = Q + attn_q_offset(p, b, h) + (size_t)i * p->d;
     const float *Kh = K + attn_kv_offset(p, b, h), *Vh = V + attn_kv_offset(p, b, h);
-    float *s = xmalloc((size_t)p->N_kv * 4), *prow = xmalloc((size_t)p->N_kv * 4);
+    float *s = xmalloc((size_t)p->N_kv * 4, "naive_cpu");
+    float *prow = xmalloc((size_t)p->N_kv * 4, "naive_cpu");
     scores_row(p, q, Kh, s);
     softmax_row(s, p->N_kv, attn_visible_count(p, i), prow);
     pv_row(p, prow, Vh, o_row);

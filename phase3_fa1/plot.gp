@@ -6,6 +6,8 @@
 if (!exists("outdir")) outdir = 'results/phase3'
 if (!exists("term")) term = 'pngcairo'
 f = outdir.'/phase3_sweep.csv'
+# Every figure comes from the sweep (make phase3 sweep; its model rows need no GPU).
+if (system("test -f '".f."' && echo y") ne "y") { print 'phase3 plots: no '.f.' yet (make phase3 sweep draws them; its model part needs no GPU)'; exit }
 set datafile separator ','
 set datafile commentschars '#'
 set terminal term size 900,600 font ',11'

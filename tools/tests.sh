@@ -76,7 +76,11 @@ t_run "make help lists every target" bash -c \
     'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
 for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
     dir=$(ls -d ${p}_* 2>/dev/null | head -n 1)
-    if [ ! -f "$dir/rules.mk" ]; then
+    if [ -f "$dir/rules.mk" ]; then
+        # what a learner types first: it must pass here too (GPU rows skipped, plots drawn
+        # or skipped with a reason), never stop on a missing CSV
+        t_run "make $p run (into a temp results folder)" make --no-print-directory NO_DEPS=1 RESULTS="$T/results" "$p" run
+    else
         t_run "make $p run says the chapter is coming" bash -c "make --no-print-directory NO_DEPS=1 $p run | grep -q 'not written yet'"
     fi
 done

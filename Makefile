@@ -40,11 +40,18 @@ ACTION     := $(filter $(ACTIONS),$(MAKECMDGOALS))
 TARGET_PHASES := $(or $(SELECTED),$(WRITTEN))
 
 # ---- exercises: EX=1 builds the fill-in copies from exercises/ instead -----------------
+# `make phase2 run EX=1` cuts only phase 2's exercises: the earlier phases it links (and
+# the oracle it is checked against) stay the reference, so a FAIL points at phase 2.
+# With no phase named (make run EX=1, make phase2-build EX=1) every exercise is cut.
+# Each selection builds in its own folder, so objects never mix.
 EXDIR  ?= exercises
-BUILD  ?= build$(if $(EX),/ex)
+EX_DIRS := $(if $(SELECTED),$(foreach p,$(SELECTED),$(call dir_of,$(p))),common $(PHASE_DIRS))
+BUILD  ?= build$(if $(EX),/ex-$(if $(SELECTED),$(subst $(eval) ,-,$(SELECTED)),all))
 RESULTS ?= results
-# The source actually compiled for a reference file: its exercise copy under EX=1.
-src     = $(if $(EX),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1))
+# The source actually compiled for a reference file: its exercise copy under EX=1 when
+# the file belongs to a selected phase.
+in_ex   = $(filter $(EX_DIRS),$(firstword $(subst /, ,$(1))))
+src     = $(if $(EX),$(if $(call in_ex,$(1)),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1)),$(1))
 
 CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS)) $(if $(EX),-DEX_BUILD=1)
 

@@ -46,6 +46,13 @@ while read -r name file; do
     esac
 done < <(bash tools/exercises.sh list)
 
+# `make phase2 run EX=1` cuts phase 2's exercises only (the phase-0 oracle it is checked
+# against stays whole: its weights for [3, 1, 2] still print right), and a failing check
+# names the exercises behind it
+t_run "make phase2 run EX=1 fails on phase 2's exercises alone, naming them" bash -c '
+    out=$(make --no-print-directory NO_DEPS=1 EX=1 RESULTS="'"$T"'/ex-results" phase2 run 2>&1) && exit 1
+    grep -q "exercises behind this check: p2\." <<<"$out" && grep -qF "oracle [0.665, 0.090, 0.245]" <<<"$out"'
+
 t_run "make handout writes the student tarball" make --no-print-directory handout
 t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/handout.tar.gz"
 

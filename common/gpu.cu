@@ -9,6 +9,8 @@ extern "C" {
 #include "gpu.h"
 #include "cuda_check.cuh"
 #include <cuda_fp16.h>
+#include <cuda_profiler_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,3 +191,33 @@ void gpu_poison_f16(void *p, size_t n)
 void gpu_poison_f32(void *p, size_t n) { CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float))); }
 
 } /* extern "C" */
+
+void gpu_profile_range(int on)
+{
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop());
+}
+
+size_t gpu_smem_optin_bytes(void)
+{
+    int dev = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    size_t limit = (size_t)optin;
+    const char *env = getenv("FA_SMEM_LIMIT");   /* pretend to be a smaller GPU */
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0' && v < limit) limit = (size_t)v;
+    }
+    return limit;
+}
+
+int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len)
+{
+    size_t limit = gpu_smem_optin_bytes();
+    if (c->smem_bytes <= limit) return 1;
+    snprintf(why, len, "needs %.1f KiB of shared memory a block, this device gives %.1f KiB%s",
+             c->smem_bytes / 1024.0, limit / 1024.0, getenv("FA_SMEM_LIMIT") ? " (FA_SMEM_LIMIT)" : "");
+    return 0;
+}

@@ -9,10 +9,24 @@
 #define COMMON_GPU_H
 #include <stddef.h>
 #include "csv.h"
+#include "problem.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* What a tiled attention kernel needs to launch for one head dimension (each phase's
+ * <kernel>_config() fills it in). */
+typedef struct {
+    const char *name;       /* the --kernel name                                */
+    attn_blocks_t blocks;   /* Br x Bc it uses for this d                       */
+    size_t smem_bytes;      /* shared memory per thread block                   */
+    int threads;            /* threads per block                                */
+} gpu_kernel_config_t;
+
+/* Bracket one kernel run for `ncu --profile-from-start off` (tools/profile.sh):
+ * cudaProfilerStart() / Stop(). Nothing without a GPU. */
+void gpu_profile_range(int on);
 
 /* Is there a usable CUDA device? 1 yes; 0 no, with the reason in why (e.g. "built
  * without nvcc", "no CUDA device: cudaGetDeviceCount says ..."). Cheap after the first call. */
@@ -25,6 +39,16 @@ int gpu_machine_info(machine_info_t *mi);
 /* Device-to-device copy bandwidth in GB/s (bytes read + bytes written per second),
  * measured once on a buffer much larger than L2 and cached. 0 without a GPU. */
 double gpu_copy_bandwidth_gbps(void);
+
+/* The most shared memory one thread block may have after opting in
+ * (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on an H100, 163 KiB on an A100,
+ * 99 KiB on an RTX 30xx/40xx or an L4. The environment variable FA_SMEM_LIMIT (bytes)
+ * lowers it, to see what a smaller GPU would do. 0 without a GPU. */
+size_t gpu_smem_optin_bytes(void);
+
+/* Can a kernel with c's shared memory run here? 1 yes; 0 no, with a one-line reason in
+ * why ("needs 203.5 KiB of shared memory a block, this device gives 163.0 KiB"). */
+int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len);
 
 /* Free and total device memory in bytes. */
 int gpu_mem_info(size_t *free_bytes, size_t *total_bytes);

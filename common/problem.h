@@ -40,6 +40,10 @@ typedef struct {
     float scale;  /* softmax scale, 1/sqrt(d) by default    */
 } attn_problem_t;
 
+/* The tile sizes of a blocked kernel or CPU tile model: Br query rows by Bc keys
+ * (the papers' names; FA1 Alg. 1 l.1, FA2 Alg. 1 l.3). */
+typedef struct { int Br, Bc; } attn_blocks_t;
+
 /* A problem with the defaults filled in (scale = 1/sqrt(d), H_kv = H, N_kv = N_q). */
 attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal);
 

@@ -166,9 +166,9 @@ static row_t run_gpu(const attn_inputs_t *in, const devbufs_t *d, naive_kernel_t
     gpu_poison_f16(d->S, ns);
     gpu_poison_f16(d->P, ns);
     gpu_poison_f16(d->O, nq);
-    naive_gpu_profile(1);
+    gpu_profile_range(1);
     naive_gpu_forward(&g);
-    naive_gpu_profile(0);
+    gpu_profile_range(0);
 
     uint16_t *Oh = malloc(nq * 2);
     float *O = malloc(nq * sizeof(float));

@@ -66,8 +66,6 @@ double naive_device_bytes(const attn_problem_t *p);
 void naive_gpu_forward(const naive_gpu_t *g);
 /* naive_gpu_forward with the gpu_timed_fn signature (ctx is a naive_gpu_t *). */
 void naive_gpu_forward_fn(void *ctx);
-/* Bracket one run for `ncu --profile-from-start off` (tools/profile.sh). */
-void naive_gpu_profile(int on);
 /* Release the cuBLAS handle (before exit, so sanitizers see no leak). */
 void naive_gpu_teardown(void);
 #endif

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include "hbm.h"
 #include "problem.h"
+#include "gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,12 +30,11 @@ extern "C" {
 
 /* Block sizes of Alg. 1 l.1 from the SRAM size M (bytes; the CPU model's tiles are fp32,
  * so M holds M/4 elements). Returns 0, or -1 if M cannot hold even Br = Bc = 1. */
-typedef struct { int Br, Bc; } fa1_blocks_t;
-int fa1_block_sizes(size_t M_bytes, int d, fa1_blocks_t *b);
+int fa1_block_sizes(size_t M_bytes, int d, attn_blocks_t *b);
 
 /* Bytes of SRAM the CPU model takes for blocks b: Q_i, O_i (Br x d), K_j, V_j (Bc x d),
  * S_ij (Br x Bc), l_i, m_i (Br), all fp32. */
-size_t fa1_sram_bytes(int d, fa1_blocks_t b);
+size_t fa1_sram_bytes(int d, attn_blocks_t b);
 
 /* Smallest M the paper's rule accepts for head dimension d (the tiles of Br = Bc = 1). */
 size_t fa1_min_sram(int d);
@@ -51,7 +51,7 @@ double fa1_hbm_bytes(const attn_problem_t *p, int Bc);
  * Reads in->q_h, k_h, v_h (fp16, 2 bytes/element) through the meter; O [B][H][N_q][d],
  * l and m [B][H][N_q] are the fp32 "HBM" arrays of Alg. 1 (l.2 initialises them here).
  * meter may be NULL. Returns the SRAM peak in bytes. */
-size_t fa1_cpu(const attn_inputs_t *in, fa1_blocks_t b, size_t M_bytes,
+size_t fa1_cpu(const attn_inputs_t *in, attn_blocks_t b, size_t M_bytes,
                float *O, float *l, float *m, hbm_meter_t *meter);
 
 /* L = m + log(l) for n rows, with the project's rule: a row that saw no key (l = 0)
@@ -63,18 +63,12 @@ void fa1_lse(const float *l, const float *m, float *L, size_t n);
  * l, m fp32 [B][H][N_q]. One thread block per (batch, head): FA1's parallelism.
  * The launchers return 0, or -1 with a reason in why when the kernel cannot run this
  * problem (an unsupported d for mma). Nothing here synchronises. */
-typedef struct {
-    const char *name;     /* "simple" or "mma"                              */
-    fa1_blocks_t blocks;  /* Br, Bc it uses for this d                       */
-    size_t smem_bytes;    /* shared memory per thread block = the kernel's M */
-    int threads;          /* threads per block                               */
-} fa1_gpu_config_t;
 
 /* Head dimensions the mma kernel is built for (template instances in fa1_mma.cu). */
 static inline bool fa1_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }
 
-int fa1_simple_config(int d, fa1_gpu_config_t *c, char *why, size_t len);
-int fa1_mma_config(int d, fa1_gpu_config_t *c, char *why, size_t len);
+int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
                        float *o, float *l, float *m);
 void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,

@@ -315,7 +315,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
 }
 
 template <int D, int WR, int WC>
-static void config(fa1_gpu_config_t *c)
+static void config(gpu_kernel_config_t *c)
 {
     using C = Cfg<D, WR, WC>;
     c->blocks.Br = C::Br;
@@ -324,7 +324,7 @@ static void config(fa1_gpu_config_t *c)
     c->threads = C::THREADS;
 }
 
-extern "C" int fa1_mma_config(int d, fa1_gpu_config_t *c, char *why, size_t len)
+extern "C" int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "mma";
     if (!fa1_mma_supports(d)) {

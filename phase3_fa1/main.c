@@ -48,7 +48,7 @@ typedef struct {
     const char *kernel, *device, *sweep;
     attn_problem_t p;
     size_t sram;
-    fa1_blocks_t blocks;
+    attn_blocks_t blocks;
     double time_ms, hbm_model, hbm_formula;
     double max_abs, rel_l2, rel_prev, pipe;   /* NAN: not measured */
     const char *verdict;
@@ -234,9 +234,9 @@ static row_t run_cublas(const attn_inputs_t *in, fa1_dev_t *d, const char *sweep
     size_t nq = attn_q_elems(p);
     naive_gpu_t g = { *p, NAIVE_CUBLAS, d->Q, d->K, d->V, d->S, d->P, d->Oh };
     gpu_poison_f16(d->Oh, nq);
-    if (profile) naive_gpu_profile(1);
+    if (profile) gpu_profile_range(1);
     naive_gpu_forward(&g);
-    if (profile) naive_gpu_profile(0);
+    if (profile) gpu_profile_range(0);
     uint16_t *Oh = xmalloc(nq * 2, PHASE);
     float *O = xmalloc(nq * sizeof(float), PHASE);
     gpu_download(Oh, d->Oh, nq * 2);
@@ -257,7 +257,7 @@ static row_t run_fa1(const attn_inputs_t *in, fa1_dev_t *d, int mma, const char 
 {
     const attn_problem_t *p = &in->p;
     row_t r = row_new(mma ? "mma" : "simple", "gpu", sweep, p);
-    fa1_gpu_config_t cfg;
+    gpu_kernel_config_t cfg;
     char why[160];
     if ((mma ? fa1_mma_config : fa1_simple_config)(p->d, &cfg, why, sizeof why) != 0) {
         r.verdict = "n/a"; snprintf(r.why, sizeof r.why, "%s", why); return r;
@@ -267,9 +267,9 @@ static row_t run_fa1(const attn_inputs_t *in, fa1_dev_t *d, int mma, const char 
     size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
     gpu_poison_f32(d->O, nq); gpu_poison_f32(d->l, nl); gpu_poison_f32(d->m, nl);
     fa1_ctx_t ctx = { *p, d->Q, d->K, d->V, d->O, d->l, d->m, mma };
-    if (profile) naive_gpu_profile(1);
+    if (profile) gpu_profile_range(1);
     fa1_fn(&ctx);
-    if (profile) naive_gpu_profile(0);
+    if (profile) gpu_profile_range(0);
     gpu_sync();
     float *O = xmalloc(nq * sizeof(float), PHASE), *l = xmalloc(nl * sizeof(float), PHASE);
     float *m = xmalloc(nl * sizeof(float), PHASE), *L = xmalloc(nl * sizeof(float), PHASE);

@@ -21,7 +21,7 @@ static void report(int ok, const char *name, const char *why)
 static void test_blocks(void)
 {
     char why[200] = "";
-    fa1_blocks_t b;
+    attn_blocks_t b;
     /* M = 256 KiB = 65536 floats, d = 32: Bc = ceil(65536 / 128) = 512, Br = min(512, 32) = 32;
      * tiles 2*32*32 + 2*512*32 + 32*512 + 2*32 = 51264 floats <= 65536: the paper's blocks fit */
     int ok = fa1_block_sizes(256 * 1024, 32, &b) == 0 && b.Br == 32 && b.Bc == 512;
@@ -42,7 +42,7 @@ static void test_blocks(void)
             if (M < fa1_min_sram(d)) continue;
             if (fa1_block_sizes(M, d, &b) != 0) { ok = 0; snprintf(why, sizeof why, "M=%zu d=%d refused", M, d); break; }
             size_t paper = (M / 4 + 4 * (size_t)d - 1) / (4 * (size_t)d);
-            fa1_blocks_t up = { b.Bc + 1 < d ? b.Bc + 1 : d, b.Bc + 1 };
+            attn_blocks_t up = { b.Bc + 1 < d ? b.Bc + 1 : d, b.Bc + 1 };
             if (fa1_sram_bytes(d, b) > M || b.Br > b.Bc || b.Br > d || (size_t)b.Bc > paper ||
                 ((size_t)b.Bc < paper && fa1_sram_bytes(d, up) <= M)) {
                 ok = 0;
@@ -60,7 +60,7 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     attn_problem_t p = attn_problem(B, H, Hkv, Nq, Nkv, d, causal);
     attn_inputs_t in;
     if (attn_inputs_make(&in, &p, 42, false) != 0) { report(0, "alloc", "out of memory"); return; }
-    fa1_blocks_t b;
+    attn_blocks_t b;
     fa1_block_sizes(M, d, &b);
     size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
     float *O = malloc(nq * 4), *l = malloc(nl * 4), *m = malloc(nl * 4), *L = malloc(nl * 4);
@@ -95,20 +95,20 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
 static void test_complexity(void)
 {
     char why[200];
-    fa1_blocks_t b;
+    attn_blocks_t b;
     fa1_block_sizes(128 * 1024, 64, &b);
     attn_problem_t p1 = attn_problem(1, 1, 1, 4096, 4096, 64, false), p2 = attn_problem(1, 1, 1, 8192, 8192, 64, false);
     double r = fa1_hbm_bytes(&p2, b.Bc) / fa1_hbm_bytes(&p1, b.Bc);
     snprintf(why, sizeof why, "bytes(8192) / bytes(4096) = %.3f", r);
     report(r > 3.8 && r < 4.05, "fa1 traffic grows as N^2 at fixed M", why);
-    fa1_blocks_t big;
+    attn_blocks_t big;
     fa1_block_sizes(512 * 1024, 64, &big);
     double q = fa1_hbm_bytes(&p2, b.Bc) / fa1_hbm_bytes(&p2, big.Bc);
     snprintf(why, sizeof why, "bytes(M=128K) / bytes(M=512K) = %.3f (Bc %d vs %d)", q, b.Bc, big.Bc);
     report(q > 3.0 && q < 4.5, "fa1 traffic falls as 1/M (4x M, ~4x fewer bytes)", why);
     /* against standard attention the saving is ~M/d^2 (with fp32 O round trips at a
      * quarter of that): more than 1 at M = 128 KiB, and 8x larger with 8x the SRAM */
-    fa1_blocks_t huge;
+    attn_blocks_t huge;
     fa1_block_sizes(1024 * 1024, 64, &huge);
     double s = std_attn_traffic(&p2, 2).total / fa1_hbm_bytes(&p2, b.Bc);
     double s8 = std_attn_traffic(&p2, 2).total / fa1_hbm_bytes(&p2, huge.Bc);

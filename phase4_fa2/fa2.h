@@ -23,12 +23,11 @@
 #include <stdint.h>
 #include "hbm.h"
 #include "problem.h"
+#include "gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct { int Br, Bc; } fa2_blocks_t;
 
 /* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: 4 warps of MT x 16
  * query rows (Br = 64 MT), Bc keys. d = 32 and 64: MT = 1 (Q_i stays in registers),
@@ -48,9 +47,9 @@ typedef struct { int Br, Bc; } fa2_blocks_t;
 #ifndef FA2_D128_BC
 #define FA2_D128_BC 32
 #endif
-static inline fa2_blocks_t fa2_mma_blocks(int d)
+static inline attn_blocks_t fa2_mma_blocks(int d)
 {
-    fa2_blocks_t b = { 64, 128 };
+    attn_blocks_t b = { 64, 128 };
     if (d == 64) { b.Br = 64 * FA2_D64_MT; b.Bc = FA2_D64_BC; }
     if (d == 128) { b.Br = 64 * FA2_D128_MT; b.Bc = FA2_D128_BC; }
     return b;
@@ -66,12 +65,12 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc);
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc);
 
 /* SRAM of the CPU model: Q_i, O~_i (Br x d), K_j, V_j (Bc x d), S_ij (Br x Bc), m_i, l_i. */
-size_t fa2_sram_bytes(int d, fa2_blocks_t b);
+size_t fa2_sram_bytes(int d, attn_blocks_t b);
 
 /* The closed form above (bytes, all B x H heads), split by tensor. */
 typedef struct { double read_q, read_kv, write_o, write_l, total; } fa2_traffic_t;
-fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, fa2_blocks_t b);
-double fa2_hbm_bytes(const attn_problem_t *p, fa2_blocks_t b);
+fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b);
+double fa2_hbm_bytes(const attn_problem_t *p, attn_blocks_t b);
 
 /* Non-matmul floating-point operations (adds, multiplies, max, exp, divide, log; an exp
  * counts one) outside the two matmuls, counted line by line (docs/04_fa2.md):
@@ -81,23 +80,17 @@ double fa2_hbm_bytes(const attn_problem_t *p, fa2_blocks_t b);
  * fa2_cpu() counts its own as it runs (== fa2_nonmatmul_flops); FA1's is the formula
  * of phase 3's fa1_step with fa1's Bc. */
 double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc);
-double fa2_nonmatmul_flops(const attn_problem_t *p, fa2_blocks_t b);
+double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b);
 
 /* The CPU tile model of FA2's forward with blocks b. Reads in->q_h, k_h, v_h (fp16) via
  * the meter, writes O [B][H][N_q][d] and L [B][H][N_q] (fp32). meter and flops may be
  * NULL. Returns the SRAM peak in bytes (== fa2_sram_bytes). */
-size_t fa2_cpu(const attn_inputs_t *in, fa2_blocks_t b, float *O, float *L,
+size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
                hbm_meter_t *meter, double *flops);
 
 /* ---- GPU kernels (fa2_simple.cu, fa2_mma.cu) ----------------------------------------
  * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
  * L fp32 [B][H][N_q]. Grid: one thread block per (Q block, batch x head). Asynchronous. */
-typedef struct {
-    const char *name;
-    fa2_blocks_t blocks;
-    size_t smem_bytes;
-    int threads;
-} fa2_gpu_config_t;
 
 /* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu):
  *   PERSTEP   FA2's loop order and split-Q, but O_i normalised at every step as in FA1
@@ -107,8 +100,8 @@ typedef struct {
  *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H) */
 typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3 } fa2_variant_t;
 
-int fa2_simple_config(int d, fa2_gpu_config_t *c, char *why, size_t len);
-int fa2_mma_config(int d, fa2_gpu_config_t *c, char *why, size_t len);
+int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
                        float *o, float *L);
 void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t variant, const void *q,

@@ -321,7 +321,7 @@ static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const voi
     }
 }
 
-extern "C" int fa2_mma_config(int d, fa2_gpu_config_t *c, char *why, size_t len)
+extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "mma";
     if (!fa2_mma_supports(d)) {

@@ -118,7 +118,7 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     }
 }
 
-extern "C" int fa2_simple_config(int d, fa2_gpu_config_t *c, char *why, size_t len)
+extern "C" int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "simple";
     c->threads = S_THREADS;

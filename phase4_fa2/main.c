@@ -104,7 +104,7 @@ static void csv_row(FILE *f, const row_t *r)
 static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
 {
     row_t r = row_new("cpu-model", "cpu", sweep, pc);
-    fa2_blocks_t bl = fa2_mma_blocks(pc->d);
+    attn_blocks_t bl = fa2_mma_blocks(pc->d);
     r.Br = bl.Br; r.Bc = bl.Bc;
     attn_inputs_t in;
     if (attn_inputs_make(&in, pc, o->seed, false) != 0) { fprintf(stderr, PHASE ": out of host memory\n"); exit(1); }
@@ -156,7 +156,7 @@ static row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *
         float *O2 = xmalloc(nq * sizeof(float), PHASE);
         float *l2 = xmalloc(nl * sizeof(float), PHASE);
         float *m2 = xmalloc(nl * sizeof(float), PHASE);
-        fa1_blocks_t b1b;
+        attn_blocks_t b1b;
         if (fa1_block_sizes(FA1_M, pc->d, &b1b) == 0) {
             fa1_cpu(&in, b1b, FA1_M, O2, l2, m2, NULL);
             r.rel_prev = rel_l2_f32(O, O2, nq);
@@ -258,7 +258,7 @@ static row_t run_kernel(const attn_inputs_t *in, fa2_dev_t *d, kind_t kind, fa2_
         naive_gpu_t g = { *p, NAIVE_CUBLAS, d->Q, d->K, d->V, d->S, d->P, d->Oh };
         c.naive = g;
     } else if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA) {
-        fa1_gpu_config_t cfg;
+        gpu_kernel_config_t cfg;
         if ((kind == K_FA1_MMA ? fa1_mma_config : fa1_simple_config)(p->d, &cfg, why, sizeof why) != 0) {
             r.verdict = "n/a"; snprintf(r.why, sizeof r.why, "%s", why); return r;
         }
@@ -266,12 +266,12 @@ static row_t run_kernel(const attn_inputs_t *in, fa2_dev_t *d, kind_t kind, fa2_
         r.hbm_model = r.hbm_formula = fa1_hbm_bytes(p, cfg.blocks.Bc);
         r.nonmatmul = fa1_nonmatmul_flops(p, cfg.blocks.Bc);
     } else {
-        fa2_gpu_config_t cfg;
+        gpu_kernel_config_t cfg;
         if ((kind == K_FA2_MMA ? fa2_mma_config : fa2_simple_config)(p->d, &cfg, why, sizeof why) != 0) {
             r.verdict = "n/a"; snprintf(r.why, sizeof r.why, "%s", why); return r;
         }
         r.Br = cfg.blocks.Br; r.Bc = cfg.blocks.Bc;
-        fa2_blocks_t bl = cfg.blocks;
+        attn_blocks_t bl = cfg.blocks;
         /* without the causal skip every K/V block is read: the traffic of a full mask */
         attn_problem_t pf = *p;
         if (kind == K_FA2_MMA && var < FA2_FULL) pf.causal = false;
@@ -280,9 +280,9 @@ static row_t run_kernel(const attn_inputs_t *in, fa2_dev_t *d, kind_t kind, fa2_
     }
     if (kind == K_CUBLAS) gpu_poison_f16(d->Oh, nq);
     else { gpu_poison_f32(d->O, nq); gpu_poison_f32(d->L, nl); gpu_poison_f32(d->l, nl); gpu_poison_f32(d->m, nl); }
-    if (profile) naive_gpu_profile(1);   /* one run bracketed for tools/profile.sh */
+    if (profile) gpu_profile_range(1);   /* one run bracketed for tools/profile.sh */
     run_fn(&c);
-    if (profile) naive_gpu_profile(0);
+    if (profile) gpu_profile_range(0);
     gpu_sync();
     float *O = xmalloc(nq * sizeof(float), PHASE), *L = NULL;
     if (kind == K_CUBLAS) {
@@ -456,8 +456,8 @@ static int run_sweep(const cli_opts_t *o, int gpu, const char *why, FILE *csv)
     for (int c = 0; c <= 1; c++)
         for (int N = 256; N <= 16384; N *= 2) {
             attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
-            fa2_blocks_t bl = fa2_mma_blocks(64);
-            fa1_blocks_t b1;
+            attn_blocks_t bl = fa2_mma_blocks(64);
+            attn_blocks_t b1;
             fa1_block_sizes(FA1_M, 64, &b1);
             row_t r;
             if (N <= 1024) r = run_cpu(&p, o, "vsN", false);
@@ -587,8 +587,8 @@ int main(int argc, char **argv)
     }
 #endif
     if (!o.quiet) {
-        fa2_blocks_t bl = fa2_mma_blocks(pc.d);
-        fa1_blocks_t b1;
+        attn_blocks_t bl = fa2_mma_blocks(pc.d);
+        attn_blocks_t b1;
         fa1_block_sizes(FA1_M, pc.d, &b1);
         char ds[128];
         attn_problem_str(&pc, ds, sizeof ds);

@@ -74,7 +74,7 @@ static void test_range(void)
 
 /* The model against the oracle (O and L, rel L2 < 1e-5), its bytes and non-matmul
  * count against the formulas exactly, and its O against phase 3's FA1 model. */
-static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal, fa2_blocks_t b)
+static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal, attn_blocks_t b)
 {
     char name[200], why[400] = "";
     attn_problem_t p = attn_problem(B, H, Hkv, Nq, Nkv, d, causal);
@@ -105,7 +105,7 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     snprintf(why, sizeof why, "counted %.0f, formula %.0f", nm, fa2_nonmatmul_flops(&p, b));
     report(nm == fa2_nonmatmul_flops(&p, b) && nm > 0, name, why);
 
-    fa1_blocks_t b1;
+    attn_blocks_t b1;
     fa1_block_sizes(32 * 1024, d, &b1);
     fa1_cpu(&in, b1, 32 * 1024, O1, l1, m1, NULL);
     double num = 0, den = 0;
@@ -124,8 +124,8 @@ static void test_claims(void)
     char why[300];
     attn_problem_t p = attn_problem(1, 1, 1, 4096, 4096, 64, false), pc = p;
     pc.causal = true;
-    fa2_blocks_t b = fa2_mma_blocks(64);
-    fa1_blocks_t b1;
+    attn_blocks_t b = fa2_mma_blocks(64);
+    attn_blocks_t b1;
     fa1_block_sizes(128 * 1024, 64, &b1);
     /* non-causal: FA2 reads K, V Tr times but never moves O, l, m: fewer bytes than FA1 */
     double f2 = fa2_hbm_bytes(&p, b), f1 = fa1_hbm_bytes(&p, b1.Bc);
@@ -154,7 +154,7 @@ int main(void)
         for (int k = 0; k < 4; k++)
             for (int c = 0; c <= 1; c++)
                 model_case(1, Ns[k] >= 1000 ? 1 : 2, Ns[k] >= 1000 ? 1 : 2, Ns[k], Ns[k], d, c, fa2_mma_blocks(d));
-    fa2_blocks_t small = { 16, 32 };
+    attn_blocks_t small = { 16, 32 };
     model_case(1, 2, 2, 300, 1000, 64, 1, small);   /* N_q < N_kv, causal */
     model_case(1, 2, 2, 100, 37, 64, 1, small);     /* N_q > N_kv: 63 fully masked rows */
     model_case(2, 8, 1, 77, 130, 32, 1, small);     /* GQA 8:1, causal */

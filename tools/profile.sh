@@ -8,7 +8,7 @@
 # and writes the sum over the profiled kernels into the row's hbm_measured column.
 # Any phase can use it: its CSV needs the columns kernel, device, B, H, H_kv, N_q, N_kv,
 # d, causal, hbm_model, hbm_measured, verdict, and its driver brackets ONE run of the
-# selected kernel with cudaProfilerStart()/cudaProfilerStop() (phase 1: naive_gpu_profile),
+# selected kernel with cudaProfilerStart()/cudaProfilerStop() (phase 1: gpu_profile_range),
 # so ncu sees exactly one iteration of each of the pipeline's kernels, not the timing loop.
 # ncu flushes the caches before each kernel it profiles (--cache-control all, its default),
 # so the bytes are those of a cold L2, as the timed runs are.

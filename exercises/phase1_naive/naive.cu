@@ -21,7 +21,6 @@ extern "C" {
 #include <cublas_v2.h>            /* before cuda_check.cuh: it then defines CUBLAS_CHECK */
 #include "cuda_check.cuh"
 #include <cuda_fp16.h>
-#include <cuda_profiler_api.h>
 #include <math.h>
 
 /* ---- the simple GEMM: C = alpha * A B, one (b, h) head per blockIdx.z ------------------
@@ -225,12 +224,6 @@ extern "C" void naive_gpu_forward(const naive_gpu_t *g)
 }
 
 extern "C" void naive_gpu_forward_fn(void *ctx) { naive_gpu_forward((const naive_gpu_t *)ctx); }
-
-extern "C" void naive_gpu_profile(int on)
-{
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop());
-}
 
 extern "C" void naive_gpu_teardown(void)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t fa1_sram_bytes(int d, fa1_blocks_t b)
+size_t fa1_sram_bytes(int d, attn_blocks_t b)
 {
     size_t Br = (size_t)b.Br, Bc = (size_t)b.Bc, D = (size_t)d;
     return sizeof(float) * (2 * Br * D      /* Q_i, O_i  */
@@ -21,9 +21,9 @@ size_t fa1_sram_bytes(int d, fa1_blocks_t b)
                           + 2 * Br);        /* l_i, m_i  */
 }
 
-size_t fa1_min_sram(int d) { fa1_blocks_t one = { 1, 1 }; return fa1_sram_bytes(d, one); }
+size_t fa1_min_sram(int d) { attn_blocks_t one = { 1, 1 }; return fa1_sram_bytes(d, one); }
 
-int fa1_block_sizes(size_t M_bytes, int d, fa1_blocks_t *b)
+int fa1_block_sizes(size_t M_bytes, int d, attn_blocks_t *b)
 {
     size_t M = M_bytes / sizeof(float);      /* the paper counts M in elements */
     /* TODO EXERCISE fa1.blocks: block sizes from the SRAM size M (Alg. 1 l.1)
@@ -33,7 +33,7 @@ int fa1_block_sizes(size_t M_bytes, int d, fa1_blocks_t *b)
     /* The paper's rule is an O(M) statement: four d-wide tiles of M/4 each already fill M,
      * and S_ij (Br x Bc) and the row statistics need room too. Keep the paper's Bc as the
      * upper end and lower it until every tile fits; Br follows min(Bc, d). */
-    fa1_blocks_t t = { (int)Br, (int)Bc };
+    attn_blocks_t t = { (int)Br, (int)Bc };
     while (t.Bc > 1 && fa1_sram_bytes(d, t) > M_bytes) {
         t.Bc--;
         if (t.Br > t.Bc) t.Br = t.Bc;
@@ -111,7 +111,7 @@ static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
     }
 }
 
-size_t fa1_cpu(const attn_inputs_t *in, fa1_blocks_t bs, size_t M_bytes,
+size_t fa1_cpu(const attn_inputs_t *in, attn_blocks_t bs, size_t M_bytes,
                float *O, float *l, float *m, hbm_meter_t *meter)
 {
     const attn_problem_t *p = &in->p;

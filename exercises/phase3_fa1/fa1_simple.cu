@@ -149,7 +149,7 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     }
 }
 
-extern "C" int fa1_simple_config(int d, fa1_gpu_config_t *c, char *why, size_t len)
+extern "C" int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "simple";
     c->threads = SIMPLE_THREADS;
@@ -164,7 +164,7 @@ extern "C" int fa1_simple_config(int d, fa1_gpu_config_t *c, char *why, size_t l
 extern "C" void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k,
                                   const void *v, float *o, float *l, float *m)
 {
-    fa1_gpu_config_t c;
+    gpu_kernel_config_t c;
     char why[128];
     if (fa1_simple_config(p->d, &c, why, sizeof why) != 0) return;
     fa1_simple_kernel<<<p->B * p->H, c.threads, c.smem_bytes>>>(

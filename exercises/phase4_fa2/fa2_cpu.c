@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t fa2_sram_bytes(int d, fa2_blocks_t b)
+size_t fa2_sram_bytes(int d, attn_blocks_t b)
 {
     size_t Br = (size_t)b.Br, Bc = (size_t)b.Bc, D = (size_t)d;
     return sizeof(float) * (2 * Br * D + 2 * Bc * D + Br * Bc + 2 * Br);
@@ -42,7 +42,7 @@ bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
 
 /* The chapter's formula, written without fa2_kv_blocks(): the keys Q block i reads are
  * the first min(N_kv, ceil((r_last + N_kv - N_q + 1) / Bc) Bc) ones. */
-fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, fa2_blocks_t b)
+fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
 {
     const double heads = (double)p->B * p->H, d = p->d;
     const int Tr = (p->N_q + b.Br - 1) / b.Br;
@@ -66,7 +66,7 @@ fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, fa2_blocks_t b)
     return t;
 }
 
-double fa2_hbm_bytes(const attn_problem_t *p, fa2_blocks_t b) { return fa2_hbm_traffic(p, b).total; }
+double fa2_hbm_bytes(const attn_problem_t *p, attn_blocks_t b) { return fa2_hbm_traffic(p, b).total; }
 
 double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc)
 {
@@ -79,7 +79,7 @@ double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc)
     return rows * (5.0 * p->N_kv + Tc * (4.0 * p->d + 10.0) + 2.0);
 }
 
-double fa2_nonmatmul_flops(const attn_problem_t *p, fa2_blocks_t b)
+double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
 {
     const int Tr = (p->N_q + b.Br - 1) / b.Br;
     double f = 0;
@@ -132,7 +132,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
     }
 }
 
-size_t fa2_cpu(const attn_inputs_t *in, fa2_blocks_t bs, float *O, float *L,
+size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
                hbm_meter_t *meter, double *flops)
 {
     const attn_problem_t *p = &in->p;

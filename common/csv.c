@@ -90,3 +90,14 @@ FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
     fprintf(f, "\n%s\n", columns);
     return f;
 }
+
+int csv_close(FILE *f, const char *path, const char *phase)
+{
+    if (!f) return 0;
+    int bad = ferror(f);
+    int saved = errno;
+    if (fclose(f) != 0) { bad = 1; saved = errno; }
+    if (!bad) return 0;
+    fprintf(stderr, "%s: could not write %s: %s\n", phase, path, saved ? strerror(saved) : "write error");
+    return -1;
+}

@@ -28,6 +28,10 @@ void machine_info_cpu(machine_info_t *mi);  /* a CPU-only machine: gpu "none" */
  * stderr) if the file cannot be written. */
 FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns);
+/* Close a CSV opened by csv_open: 0 when every byte reached the file; otherwise one line
+ * "<phase>: could not write <path>: <reason>" on stderr and -1 (the run must then exit
+ * non-zero and never print "csv: <path>"). NULL f: nothing to close, 0. */
+int csv_close(FILE *f, const char *path, const char *phase);
 /* One numeric cell and its comma; an empty cell for NaN (a value not measured). */
 void csv_num(FILE *f, const char *fmt, double x);
 /* Create a directory and its parents (like mkdir -p). 0 on success. */

@@ -1,4 +1,4 @@
-/* cli.h - the command line every driver shares (DESIGN.md, "The driver contract"):
+/* cli.h - the command line every driver shares (docs/design.md, "The driver contract"):
  *
  *   phaseN [--B b] [--H h] [--Hkv h] [--N n] [--Nkv n] [--d d] [--causal] [--seed s]
  *          [--kernel name|all] [--iters k] [--sweep] [--csv file] [--dump dir]

@@ -11,7 +11,8 @@ Conventions it checks independently (common/problem.h):
   * causal is bottom-right aligned: row i sees column j iff j <= i + (N_kv - N_q);
   * a fully masked row has O = 0 and L = +inf, and contributes no gradient.
 Tolerance: the dumped tensors are fp32 (a CPU model, or the fp64 oracle rounded to fp32),
-so rel L2 < 1e-5 (DESIGN.md). GPU dumps (fp16 kernels): --tol 3e-3 --gtol 1e-2.
+so rel L2 < 1e-5 (docs/design.md, "Checks and tolerances"). GPU dumps (fp16 kernels):
+--tol 3e-3 --gtol 1e-2.
 
 Exit: 0 PASS, 1 FAIL, 2 bad usage or missing/malformed files.
 """

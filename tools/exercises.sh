@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/exercises.sh - the fill-in exercises (DESIGN.md, "Exercises").
+# tools/exercises.sh - the fill-in exercises (docs/design.md, "Exercises").
 #
 #   exercises.sh generate        write exercises/<path> for every marked source file
 #   exercises.sh check           exit 1 if exercises/ is out of date with the sources

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """peers.py - the official FlashAttention-2 (and cuDNN) on the phase-4 sweep's shapes, as
-peer lines for phase 4's plots (DESIGN.md, "Peers"). Optional: without PyTorch it says so
+peer lines for phase 4's plots (docs/design.md, "Peers"). Optional: without PyTorch it says so
 and writes nothing.
 
     python3 tools/peers.py OUT.csv          (make phase4-sweep runs it)

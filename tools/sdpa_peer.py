@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sdpa_peer.py - time PyTorch's scaled_dot_product_attention on the project's shapes,
-as a peer line for the plots (DESIGN.md, "Peers"). Nothing in the project needs it.
+as a peer line for the plots (docs/design.md, "Peers"). Nothing in the project needs it.
 
     python3 tools/sdpa_peer.py OUT.csv B,H,N,d,causal [B,H,N,d,causal ...]
 

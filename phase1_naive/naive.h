@@ -4,12 +4,14 @@
  *   2. P = softmax(S)     -> HBM (fp16)   (3-pass safe softmax: max, sum, normalise)
  *   3. O = P V            -> HBM (fp16)
  *
- * Its fp16 pipeline is also the yardstick of DESIGN.md's 2x rule: every later kernel's
- * max abs error must stay within 2x the error this pipeline makes (+1e-4).
+ * Its fp16 pipeline is also the yardstick of the 2x rule (docs/design.md, "Checks and
+ * tolerances"): every later kernel's max abs error must stay within 2x the error this
+ * pipeline makes (+1e-4).
  */
 #ifndef PHASE1_NAIVE_H
 #define PHASE1_NAIVE_H
 #include "check.h"
+#include "driver.h"
 #include "hbm.h"
 #include "problem.h"
 
@@ -34,9 +36,14 @@ typedef struct {
 
 /* Check O (float holding the kernel's output values) and L (may be NULL) of a
  * fp16-in / fp32-accumulate kernel against the oracle on the rows attn_check_rows(max_rows)
- * picks; the tolerance is DESIGN.md's 2x rule against this phase's fp16 pipeline. */
+ * picks; the tolerance is the 2x rule (docs/design.md, "Checks and tolerances") against
+ * this phase's fp16 pipeline. */
 attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
                                   int max_rows);
+
+/* The same check as a driver row (drv_check_fn): fills max_abs, rel_l2, pipe, L_abs and
+ * rows_checked, and FAILs the row with the first bad element (check_fp16.c). */
+void attn_check_fp16(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L, int check_rows);
 
 /* Just the yardstick: the fp16 pipeline's max abs error vs the oracle on those rows. */
 double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows);

@@ -1,6 +1,6 @@
 /* check.h - error metrics against a reference, and the PASS/FAIL verdict.
  *
- * Tolerances (DESIGN.md, "The driver contract"):
+ * Tolerances (docs/design.md, "Checks and tolerances"):
  *   fp32 CPU model vs the fp64 oracle ............ rel L2 < 1e-5
  *   fp16-in / fp32-accumulate GPU kernel ......... rel L2 < 3e-3, no NaN, and
  *       max abs <= 2 x (max abs error of phase 1's fp16 pipeline on the same inputs) + 1e-4
@@ -50,7 +50,7 @@ bool err_pass(const err_stats_t *e, tol_t tol);
  * phase's output); NaN when either holds a NaN. */
 double rel_l2_f32(const float *a, const float *b, size_t n);
 
-/* The tolerances of DESIGN.md as values. */
+/* The tolerances of docs/design.md as values. */
 tol_t tol_cpu(void);                            /* rel 1e-5, no abs bound            */
 tol_t tol_fp16(double pipeline_max_abs);        /* rel 3e-3, abs 2x pipeline + 1e-4 */
 tol_t tol_grad(double pipeline_max_abs);        /* rel 1e-2, abs 2x pipeline + 1e-4 */

@@ -1,5 +1,5 @@
 /* validate.c - checking a fp16-in / fp32-accumulate kernel against the fp64 oracle with
- * DESIGN.md's 2x rule, whose yardstick is this phase's fp16 pipeline:
+ * docs/design.md's 2x rule, whose yardstick is this phase's fp16 pipeline:
  *
  *   pass  <=>  rel L2 < 3e-3, no NaN, and
  *              max |O - O_oracle| <= 2 * max |O_naive - O_oracle| + 1e-4

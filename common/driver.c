@@ -13,7 +13,7 @@ drv_row_t drv_row(const char *kernel, const char *device, const char *sweep, con
     memset(&r, 0, sizeof r);
     r.kernel = kernel; r.device = device; r.sweep = sweep; r.what = ""; r.p = *p;
     r.sram = r.time_ms = r.hbm_model = r.hbm_formula = r.hbm_std = r.nonmatmul = NAN;
-    r.max_abs = r.rel_l2 = r.L_abs = r.rel_prev = r.pipe = r.speedup = r.free_bytes = NAN;
+    r.max_abs = r.rel_l2 = r.L_abs = r.rel_prev = r.pipe = r.speedup = r.sp_bytes = r.free_bytes = NAN;
     r.verdict = "PASS";
     return r;
 }
@@ -125,6 +125,7 @@ void drv_csv_row(const drv_t *D, const drv_row_t *r)
             else if (COL("hbm_formula"))  { x = r->hbm_formula; fmt = "%.0f"; }
             else if (COL("hbm_std"))      { x = r->hbm_std; fmt = "%.0f"; }
             else if (COL("nonmatmul"))    { x = r->nonmatmul; fmt = "%.0f"; }
+            else if (COL("sp_bytes"))     { x = r->sp_bytes; fmt = "%.0f"; }
             else if (COL("free_bytes"))   { x = r->free_bytes; fmt = "%.0f"; }
             else if (COL("speedup"))      { x = r->speedup; fmt = "%.3f"; }
             else if (COL("max_abs"))      x = r->max_abs;

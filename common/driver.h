@@ -43,7 +43,8 @@ typedef struct {
     double max_abs, rel_l2, L_abs;         /* vs the fp64 oracle                       */
     double rel_prev;                       /* rel L2 vs the nearest previous phase     */
     double pipe;                           /* phase 1's fp16 pipeline max abs error    */
-    double speedup, free_bytes;
+    double sp_bytes, free_bytes;           /* phase 1: S + P bytes; free device memory */
+    double speedup;
     int rows_checked;
     const char *verdict;                   /* PASS FAIL n/a skipped OOM                */
     char why[240];                         /* the first failure, or why not run        */

@@ -28,6 +28,7 @@
 #ifndef PHASE2_ONLINE_SOFTMAX_H
 #define PHASE2_ONLINE_SOFTMAX_H
 #include <stdint.h>
+#include <stdio.h>
 #include "hbm.h"
 #include "problem.h"
 
@@ -74,6 +75,14 @@ void online_attn_split_cpu(const attn_inputs_t *in, int Bc, int reverse,
                            float *O, float *L, hbm_meter_t *meter);
 /* sum over rows (b, h, i) of 2d + 4d * visible(i) + 4d + 4 bytes. */
 double online_attn_traffic(const attn_problem_t *p);
+
+/* The worked demonstrations (demos.c), each true when it shows what the chapter says:
+ * the streaming softmax of scores [3, 1, 2] step by step (printed unless quiet), equal to
+ * the oracle and the published weights [0.665, 0.090, 0.245]; and scores c + u for
+ * c = 0..120, where the naive softmax overflows past c ~ 88.7 and the safe and online
+ * ones stay within 1e-5 of the oracle (one CSV row per c into csv, which may be NULL). */
+bool online_streaming_example(bool quiet);
+bool softmax_overflow_demo(uint64_t seed, FILE *csv);
 
 /* ---- the GPU softmax benchmark's input, the same on host and device --------------- */
 /* x[idx] uniform in [-8, 8), from a hash of (seed, idx): the device fills a matrix of

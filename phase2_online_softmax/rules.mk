@@ -1,5 +1,5 @@
 # phase2_online_softmax - softmax 3-pass -> 2-pass -> 1-pass. Included by the top Makefile.
-phase2_LIB  := phase2_online_softmax/online_cpu.c
+phase2_LIB  := phase2_online_softmax/online_cpu.c phase2_online_softmax/demos.c
 phase2_MAIN := phase2_online_softmax/main.c
 phase2_TEST := phase2_online_softmax/test_phase2.c
 phase2_CU   := phase2_online_softmax/softmax.cu

@@ -103,6 +103,80 @@ static void test_check(void)
     expect(isnan(p[0]) && isnan(p[2]), "check: poison fills with NaN", "not NaN");
 }
 
+/* The rule for one element at infinity and NaN (check.h), and the finite max-abs bound
+ * of tol_cpu(): each fault alone makes err_pass false, and the unfaulted array passes. */
+static void test_check_inf(void)
+{
+    char buf[256];
+    /* row 0 = a fully masked row's L (+inf in the reference), then finite values */
+    double ref[4] = {INFINITY, 1.5, -2.0, 3.25};
+    float good[4] = {INFINITY, 1.5f, -2.0f, 3.25f}, out[4];
+    tol_t tc = tol_cpu(), tf = tol_fp16(1e-3);
+    err_stats_t e = err_compare(good, ref, 4, tc);
+    expect(err_pass(&e, tc) && err_pass(&e, tf) && e.inf_mismatch == 0 && e.max_abs == 0 && e.first_bad == 4,
+           "check: +inf == +inf (masked row L) and equal finite values pass", "the unfaulted array fails");
+
+    struct { int at; float v; const char *name; } faults[] = {
+        {0, -INFINITY, "check: L = -inf where the reference is +inf fails (cpu and fp16 tol)"},
+        {0, 0.0f,      "check: L = 0 where the reference is +inf fails (cpu and fp16 tol)"},
+        {0, 3.4e38f,   "check: a finite L (FLT_MAX) where +inf is due fails (cpu and fp16 tol)"},
+        {1, INFINITY,  "check: an element forced to +inf fails (cpu and fp16 tol)"},
+        {2, -INFINITY, "check: an element forced to -inf fails (cpu and fp16 tol)"},
+    };
+    for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
+        memcpy(out, good, sizeof out);
+        out[faults[f].at] = faults[f].v;
+        err_stats_t a = err_compare(out, ref, 4, tc), b = err_compare(out, ref, 4, tf);
+        err_first_bad_str(&a, 4, "L", buf, sizeof buf);
+        expect(!err_pass(&a, tc) && !err_pass(&b, tf) && a.inf_mismatch == 1 && a.nan_count == 0 &&
+               a.max_abs == INFINITY && a.first_bad == (size_t)faults[f].at && a.worst == (size_t)faults[f].at &&
+               strstr(buf, "not the same infinity") != NULL,
+               faults[f].name, buf);
+    }
+    /* rel L2 stays the L2 over the finite pairs: an inf mismatch does not make it inf */
+    memcpy(out, good, sizeof out);
+    out[0] = 0.0f; out[3] = 3.5f;
+    e = err_compare(out, ref, 4, tc);
+    double want = 0.25 / sqrt(1.5 * 1.5 + 2.0 * 2.0 + 3.25 * 3.25);
+    expect(fabs(e.rel_l2 - want) < 1e-12 && e.inf_mismatch == 1, "check: rel L2 is over the finite pairs only",
+           "rel L2 includes the infinite pair");
+
+    /* NaN on either side never equals anything, not even NaN */
+    double ref_nan[2] = {NAN, 1.0};
+    float out_nan[2] = {NAN, 1.0f};
+    e = err_compare(out_nan, ref_nan, 2, tc);
+    err_first_bad_str(&e, 2, "O", buf, sizeof buf);
+    expect(!err_pass(&e, tc) && e.nan_count == 1 && e.max_abs == INFINITY && e.first_bad == 0 && strstr(buf, "NaN"),
+           "check: NaN vs NaN fails (a NaN in the reference too)", buf);
+    out_nan[0] = 1.0f;
+    e = err_compare(out_nan, ref_nan, 2, tc);
+    expect(!err_pass(&e, tc) && e.nan_count == 1, "check: a finite value vs a NaN reference fails", "passed");
+
+    /* every tolerance is finite: tol_cpu's max abs, and a tol without one never passes */
+    expect(isfinite(tc.max_abs) && tc.max_abs == TOL_CPU_MAX_ABS && isfinite(tf.max_abs),
+           "check: tol_cpu and tol_fp16 have finite max-abs bounds", "a bound is not finite");
+    tol_t unbounded = { TOL_CPU_REL_L2, INFINITY };
+    e = err_compare(good, ref, 4, tc);
+    expect(!err_pass(&e, unbounded), "check: a tolerance with an infinite max abs never passes", "passed");
+
+    /* tol_cpu's max abs bites where rel L2 is diluted: one element 2e-4 off among 10^4 */
+    enum { NBIG = 10000 };
+    static float big[NBIG];
+    static double bigref[NBIG];
+    for (int i = 0; i < NBIG; i++) { bigref[i] = 1.0 + i % 7; big[i] = (float)bigref[i]; }
+    big[4321] += 2e-4f;
+    e = err_compare(big, bigref, NBIG, tc);
+    err_first_bad_str(&e, 100, "O", buf, sizeof buf);
+    expect(e.rel_l2 < TOL_CPU_REL_L2 && !err_pass(&e, tc) && e.first_bad == 4321 && strstr(buf, "row 43, col 21"),
+           "check: tol_cpu's max abs catches one element the rel L2 dilutes", buf);
+    /* a failure by rel L2 alone still names where the largest error is */
+    for (int i = 0; i < NBIG; i++) big[i] = (float)(bigref[i] * (1 + 1.3e-5));   /* at most 9.1e-5 off each */
+    e = err_compare(big, bigref, NBIG, tc);
+    err_first_bad_str(&e, 100, "O", buf, sizeof buf);
+    expect(!err_pass(&e, tc) && e.first_bad == NBIG && strstr(buf, "largest error O["),
+           "check: a rel-L2-only failure reports the largest error", buf);
+}
+
 static void test_problem(void)
 {
     attn_problem_t p = attn_problem(1, 1, 1, 3, 5, 64, true);   /* N_q < N_kv: offset 2 */
@@ -204,6 +278,7 @@ int main(void)
     test_fp16();
     test_rng();
     test_check();
+    test_check_inf();
     test_problem();
     test_hbm();
     test_npy();

@@ -4,7 +4,9 @@
  *     d in {32, 64, 128} x N in {1, 17, 128} x causal or not, N_q != N_kv both ways, GQA;
  *   - naive_cpu_row makes exactly the roundings of naive_cpu;
  *   - fully masked rows give O = 0 and L = +inf;
- *   - the validation has teeth: a perturbed output, a NaN, a wrong L fail.
+ *   - the validation has teeth: a perturbed output, a NaN, a wrong L fail; so do the
+ *     faults at infinity (O = +inf, O = NaN, a fully masked row's L = -inf, 0 or finite
+ *     where +inf is due, L = +inf where a finite L is due).
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +59,41 @@ static void shape_tests(attn_problem_t p)
     snprintf(why, sizeof why, "rel L2 %.3e, max abs %.3e (pipeline %.3e), L max abs %.3e, NaN %zu, rows %d",
              v.O.rel_l2, v.O.max_abs, v.pipeline_max_abs, v.L.max_abs, v.O.nan_count, v.rows_checked);
     report(v.pass && v.O.rel_l2 < TOL_FP16_REL_L2 && v.rows_checked == p.B * p.H * p.N_q, name, why);
+    run_free(&r);
+}
+
+/* Faults injected into a correct O, L (the CPU model's) of a problem with fully masked
+ * rows (causal, N_q = 40 > N_kv = 24: rows 0..15 see no key): attn_validate_fp16 must
+ * FAIL each one, and PASS the unfaulted output. */
+static void fault_tests(void)
+{
+    attn_problem_t p = attn_problem(1, 2, 1, 40, 24, 32, true);
+    run_t r = run(p, 13);
+    size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
+    const int masked = p.N_q - p.N_kv;                 /* rows 0..15 of each head */
+    float *O = malloc(nq * sizeof(float)), *L = malloc(nl * sizeof(float));
+    attn_verdict_t v = attn_validate_fp16(&r.in, r.O, r.L, 1000);
+    report(v.pass && isinf(r.L[0]) && r.L[0] > 0 && isfinite(r.L[masked]),
+           "faults (phase 1 check): the unfaulted O, L with masked rows pass", "failed, or no masked row");
+    struct { int is_L; size_t at; float val; const char *name; } f[] = {
+        {0, 5 * 32 + 3,          INFINITY,  "faults (phase 1 check): O = +inf fails"},
+        {0, 20 * 32 + 7,         NAN,       "faults (phase 1 check): O = NaN fails"},
+        {1, 3,                   -INFINITY, "faults (phase 1 check): masked row L = -inf (ref +inf) fails"},
+        {1, 40 + 15,             0.0f,      "faults (phase 1 check): masked row L = 0 (ref +inf) fails"},
+        {1, 7,                   5.0f,      "faults (phase 1 check): masked row L finite where +inf is due fails"},
+        {1, 30,                  INFINITY,  "faults (phase 1 check): L = +inf where a finite L is due fails"},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        memcpy(O, r.O, nq * sizeof(float));
+        memcpy(L, r.L, nl * sizeof(float));
+        if (f[k].is_L) L[f[k].at] = f[k].val; else O[f[k].at] = f[k].val;
+        v = attn_validate_fp16(&r.in, O, L, 1000);
+        const err_stats_t *e = f[k].is_L ? &v.L : &v.O;
+        char where[200];
+        err_first_bad_str(e, f[k].is_L ? p.N_q : p.d, f[k].is_L ? "L" : "O", where, sizeof where);
+        report(!v.pass && e->first_bad == f[k].at && (e->nan_count + e->inf_mismatch) == 1, f[k].name, where);
+    }
+    free(O); free(L);
     run_free(&r);
 }
 
@@ -156,5 +193,6 @@ int main(void)
         attn_problem_t p = attn_problem(32, 8, 8, 2048, 2048, 64, false);
         report(naive_sp_bytes(&p) == 4.0 * 1073741824.0, "S + P of B=32 H=8 N=2048 is 4 GiB", "wrong size");
     }
+    fault_tests();
     return failures ? 1 : 0;
 }

@@ -4,10 +4,19 @@
  *          [--kernel name|all] [--iters k] [--sweep] [--csv file] [--dump dir]
  *          [--cpu] [--quiet] [--help]   (+ the phase's own extras, e.g. --sram)
  *
- * Parsed with getopt_long. Anything wrong (unknown flag, missing or non-numeric value,
- * N < 1, d outside {16, 32, 64, 128, 256}, H % Hkv != 0, a kernel name the phase does not
- * have, a problem whose host buffers exceed this machine's memory) prints ONE line on
- * stderr and exits with code 2, before the driver allocates anything.
+ * Parsed with getopt_long_only. Anything wrong (unknown flag, an ambiguous prefix such as
+ * --s for --seed/--sweep, missing or non-numeric value, N < 1, d outside
+ * {16, 32, 64, 128, 256}, H % Hkv != 0, a kernel name the phase does not have, --dump in a
+ * phase that writes none, a problem whose host buffers exceed this machine's memory, an
+ * output that cannot be written) prints ONE line on stderr and exits with code 2, before
+ * the driver allocates or computes anything.
+ *
+ * Outputs are probed, never left behind: the CSV path (--csv, or the phase's default) is
+ * checked by creating its missing parent folders as the CSV writer would (mkdir -p), then
+ * opening the file for append (an existing one: untouched) or creating it (a new one: then
+ * removed), then removing the folders the probe made. --dump DIR is probed the same way
+ * with a temporary file inside DIR. An empty path, a file used as a folder
+ * (/etc/passwd/x.csv), /proc/..., a folder without write permission: one line, exit 2.
  */
 #ifndef COMMON_CLI_H
 #define COMMON_CLI_H
@@ -26,8 +35,10 @@ typedef struct {
     bool sweep;
     bool cpu_only;         /* skip the GPU rows                   */
     bool quiet;
-    const char *csv_path;  /* NULL: results/<phase>/<phase>.csv   */
-    const char *dump_dir;  /* NULL: no .npy dump                  */
+    const char *csv_path;  /* never NULL after cli_parse: --csv, else the phase's
+                              default (cli_spec_t.default_csv / default_sweep_csv);
+                              probed writable                      */
+    const char *dump_dir;  /* NULL: no .npy dump; else probed writable */
     long long sram_bytes;  /* --sram (phases that take it), else 0 */
 } cli_opts_t;
 
@@ -38,13 +49,18 @@ typedef struct {
     const char *const *kernels;    /* NULL-terminated kernel names, or NULL        */
     bool takes_sram;               /* accept --sram BYTES                          */
     attn_problem_t defaults;       /* the default problem                          */
-    /* Host bytes the run would allocate for problem p (for the memory check),
-     * or NULL to use the generic estimate (inputs + outputs in fp32 and fp16). */
-    double (*host_bytes)(const attn_problem_t *p, const cli_opts_t *o);
+    /* The CSV written without --csv; NULL: "results/<phase>/<phase>.csv". */
+    const char *default_csv;
+    /* The CSV written with --sweep and without --csv; NULL: default_csv (its path
+     * as just resolved). Phases 1, 3, 4: "results/phaseN/phaseN_sweep.csv". */
+    const char *default_sweep_csv;
+    /* The phase writes no tensor dump: --dump is refused (one line, exit 2). Phase 2.
+     * (Named this way round so that a spec that says nothing keeps accepting --dump.) */
+    bool no_dump;
 } cli_spec_t;
 
 /* Parse argv into o; on any error prints one line and exits 2. --help prints usage
- * and exits 0. */
+ * and exits 0. o->csv_path may point into a static buffer of cli.c (one parse per run). */
 void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o);
 
 /* Print one line "<phase>: <message>" on stderr and exit 2. */

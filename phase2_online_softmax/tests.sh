@@ -1,6 +1,6 @@
 # phase2_online_softmax/tests.sh - phase 2's tests (sourced by tools/run_tests.sh).
 t_units "$BUILD/test_phase2"
-P2OUT="$LOGDIR/phase2_out"
+P2OUT=$(mktemp -d "${TMPDIR:-/tmp}/phase2-tests.XXXXXX")   # under testlib's run folder, removed at exit
 t_run   "phase2 driver: default run passes (CPU rows; GPU rows where a GPU is)" \
         "$BUILD/phase2" --quiet --csv "$P2OUT/default/phase2.csv"
 t_run   "phase2 driver: causal GQA with fully masked rows (N_q > N_kv)" \

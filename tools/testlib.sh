@@ -3,15 +3,28 @@
 #   t_run   NAME CMD...   passes when CMD exits 0
 #   t_fail  NAME CMD...   passes when CMD exits non-zero but not 2 (a check that must FAIL)
 #   t_exit2 NAME CMD...   passes when CMD exits 2 with exactly one line on stderr, nothing on stdout
+#   t_exit2_says NAME REGEX CMD...   t_exit2, and that line matches REGEX (grep -E)
 #   t_units CMD...        runs a unit-test program that prints "PASS name", "FAIL name: why"
 #                         and "SKIP name: why" lines; each line counts as one test
 #   t_gpu   NAME CMD...   t_run on a machine with a usable CUDA device, else SKIP with the reason
 #   t_skip  NAME WHY      records a skipped test
 # Each test's output goes to $LOGDIR/<name>.log; a failure prints its last lines.
+#
+# Temporary files: sourcing this makes one folder for the whole run and exports it as
+# TMPDIR, so every `mktemp` of every tests.sh (and of the programs they start) lands in it;
+# it is removed when the run exits, however it exits (EXIT trap; INT, TERM and HUP exit
+# through it). A tests.sh must not set its own EXIT trap (it would replace this one).
 
 BUILD=${BUILD:-build}
 LOGDIR=${LOGDIR:-$BUILD/testlogs}
 mkdir -p "$LOGDIR"
+T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/fa-tests.XXXXXX") || { echo "testlib: cannot make a temporary folder" >&2; exit 1; }
+export TMPDIR=$T_ROOT
+_t_cleanup() { [ -n "${T_ROOT:-}" ] && chmod -R u+rwx "$T_ROOT" 2>/dev/null; rm -rf "${T_ROOT:?}"; }
+trap _t_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 PASSED=0; FAILED=0; SKIPPED=0; FAILED_NAMES=()
 
 _log() { echo "$LOGDIR/$(echo "$1" | tr -c 'A-Za-z0-9_.-' '_').log"; }
@@ -41,6 +54,14 @@ t_exit2() {
     local lines; lines=$(wc -l <"$log")
     if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && [ ! -s "$log.out" ]; then _pass "$name"
     else _failed "$name" "want exit 2 and one stderr line; got exit $rc, $lines lines" "$log"; fi
+}
+
+t_exit2_says() {
+    local name=$1 re=$2; shift 2; local log; log=$(_log "$name"); local rc=0
+    "$@" >"$log.out" 2>"$log" || rc=$?
+    local lines; lines=$(wc -l <"$log")
+    if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && [ ! -s "$log.out" ] && grep -qE -- "$re" "$log"; then _pass "$name"
+    else _failed "$name" "want exit 2 and one stderr line matching /$re/; got exit $rc, $lines lines" "$log"; fi
 }
 
 t_units() {

@@ -1,8 +1,7 @@
 # tools/tests.sh - project-wide tests (sourced by tools/run_tests.sh after the phases):
 # exercises, handout, a sanitized and warning-free host build, the make targets.
 PYTHON=${PYTHON:-python3}
-T=$(mktemp -d "${TMPDIR:-/tmp}/fa-tests.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d "${TMPDIR:-/tmp}/tools-tests.XXXXXX")   # under testlib's run folder, removed at exit
 
 # --- exercises: up to date; each cut compiles and FAILS its phase's check ----------
 t_run "exercises/ up to date with the markers" bash tools/exercises.sh check

@@ -8,7 +8,8 @@ and writes nothing.
 Shapes: the FA2 paper's setting the phase-4 sweep uses: fp16, hidden 2048 (H = 2048 / d),
 B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not. Backends: PyTorch's
 SDPA flash (FlashAttention-2 inside PyTorch) and cuDNN. The timing and the CSV format
-are tools/sdpa_peer.py's (this file only picks the shapes and the backends).
+are tools/sdpa_peer.py's (this file only picks the shapes and the backends), and so is
+the CSV's metadata header (common/csv.c's format: GPU, git commit, date, the command).
 """
 import os
 import sys
@@ -35,4 +36,4 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         print("usage: peers.py OUT.csv")
         sys.exit(2)
-    sdpa_peer.main([sys.argv[1]] + list(shapes()), backends=("flash", "cudnn"))
+    sdpa_peer.main([sys.argv[1]] + list(shapes()), backends=("flash", "cudnn"), phase="phase4 (peers)")

@@ -11,11 +11,39 @@
 # selected kernel with cudaProfilerStart()/cudaProfilerStop() (phase 1: gpu_profile_range),
 # so ncu sees exactly one iteration of each of the pipeline's kernels, not the timing loop.
 # ncu flushes the caches before each kernel it profiles (--cache-control all, its default),
-# so the bytes are those of a cold L2, as the timed runs are.
+# so the bytes are those of a cold L2, as the timed runs are. The CSV keeps its header
+# ('#' lines, common/csv.c) and gains one line saying which ncu measured which rows, when,
+# at which commit, with which command.
+#
+# tools/profile.sh --stamp FILE PHASE COMMAND... - put the project's metadata header
+# (common/csv.c's '#' lines: phase, GPU, CUDA, git, date, host, CPU, the command) on top
+# of FILE, a raw CSV ncu wrote (e.g. make phase2 profile's phase2_ncu.csv), which has none.
 set -u
-bin=$1; csv=$2; maxn=${3:-}; filter=${4:-True}
 NCU=${NCU:-ncu}
 PYTHON=${PYTHON:-python3}
+
+# git commit of the tree: FA_GIT_COMMIT for a copy without .git (as common/csv.c does)
+commit() { [ -n "${FA_GIT_COMMIT:-}" ] && { echo "$FA_GIT_COMMIT"; return; }
+           git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown; }
+now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+ncu_version() { "$NCU" --version 2>/dev/null | tail -n 1 | sed 's/^ *//'; }
+
+if [ "${1:-}" = "--stamp" ]; then
+    file=$2; phase=$3; shift 3
+    [ -f "$file" ] || { echo "profile --stamp: no $file"; exit 1; }
+    gpu=$(nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    gpu=${gpu:-unknown, unknown}
+    cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
+    { echo "# phase: $phase (profile: Nsight Compute)"
+      echo "# gpu: ${gpu%%,*} | sm_clock_mhz/mem_clock_mhz/driver: $(echo "${gpu#*,}" | sed 's/^ *//')"
+      echo "# ncu: $(ncu_version || true)"
+      echo "# git: $(commit) | date: $(now) | host: $(uname -n) | cpu: ${cpu:-unknown}"
+      echo "# command: $*"
+      cat "$file"; } >"$file.stamped" && mv "$file.stamped" "$file"
+    exit 0
+fi
+
+bin=$1; csv=$2; maxn=${3:-}; filter=${4:-True}
 if ! command -v "$NCU" >/dev/null 2>&1; then
     echo "profile skipped: Nsight Compute (ncu) not found; hbm_measured stays empty in $csv"
     exit 0
@@ -74,12 +102,14 @@ PY
     echo "         ${bytes% *} bytes over ${bytes#* } kernel launches"
 done <"$tmp/jobs"
 
-# Merge into the CSV (header lines kept) and show model vs measured.
-"$PYTHON" - "$csv" "$tmp/measured" <<'PY'
+# Merge into the CSV (header lines kept, plus one saying how hbm_measured was measured)
+# and show model vs measured.
+stamp="# profile: hbm_measured of $(wc -l <"$tmp/measured") rows by $(ncu_version) (dram__bytes_read.sum + dram__bytes_write.sum) | git: $(commit) | date: $(now) | command: tools/profile.sh $*"
+"$PYTHON" - "$csv" "$tmp/measured" "$stamp" <<'PY'
 import csv, io, sys
-path, meas = sys.argv[1], sys.argv[2]
+path, meas, stamp = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = open(path).read().splitlines(keepends=True)
-head = [l for l in lines if l.startswith('#')]
+head = [l for l in lines if l.startswith('#')] + [stamp + '\n']
 rows = list(csv.DictReader([l for l in lines if not l.startswith('#')]))
 fields = list(csv.DictReader([l for l in lines if not l.startswith('#')]).fieldnames)
 got = dict(l.split() for l in open(meas) if l.strip())

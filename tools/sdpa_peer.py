@@ -9,7 +9,16 @@ inside PyTorch) prints and writes: backend,B,H,N,d,causal,time_ms,tflops. fp16 i
 drawn N(0,1), the median of 10 CUDA-event timed runs after 3 warm-up runs (no L2
 flush: the math backend's intermediates dwarf the L2 anyway). A backend that cannot
 run a shape (out of memory, unsupported) gets an empty time and the reason.
+
+The CSV opens with the project's metadata header (common/csv.c's '#' lines: GPU, CUDA,
+git commit, date, host, CPU, the command), then a '# peer:' line naming the torch version.
+Note: SDPA's is_causal=True is the TOP-LEFT aligned mask (row i sees keys j <= i); the
+project's mask is bottom-right aligned. The two agree on the square (N_q = N_kv) shapes
+timed here.
 """
+import os
+import platform
+import subprocess
 import sys
 import time
 
@@ -35,19 +44,61 @@ def time_ms(fn, warmup=3, iters=10):
     return ts[len(ts) // 2]
 
 
+def git_commit():
+    """The commit the tree is at: FA_GIT_COMMIT when set (a copy without .git), else git."""
+    env = os.environ.get("FA_GIT_COMMIT")
+    if env:
+        return env
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def header(phase, argv):
+    """The metadata header every CSV of the project opens with (common/csv.c's format):
+    phase, GPU, CUDA, git commit, date, host, CPU, the command; then the peer's own line.
+    PyTorch does not report clocks, the driver or the copy bandwidth: those say unknown."""
+    p = torch.cuda.get_device_properties(0)
+    l2 = getattr(p, "L2_cache_size", None)
+    date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return "".join([
+        f"# phase: {phase}\n",
+        f"# gpu: {p.name} | sm_count: {p.multi_processor_count} | sm_clock_mhz: unknown | mem_clock_mhz: unknown\n",
+        f"# cuda_runtime: {torch.version.cuda} (PyTorch's) | driver: unknown | l2_bytes: "
+        f"{l2 if l2 is not None else 'unknown'} | global_mem_bytes: {p.total_memory} | copy_gbps: unknown\n",
+        f"# git: {git_commit()} | date: {date} | host: {platform.node() or 'unknown'} | cpu: {cpu_name()}\n",
+        "# command: python3 " + " ".join(argv) + "\n",
+        f"# peer: torch {torch.__version__} scaled_dot_product_attention | gpu: {p.name} | date: {date}\n",
+    ])
+
+
 BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
 
 
-def main(argv=None, backends=("math", "flash")):
+def main(argv=None, backends=("math", "flash"), phase="peer", command=None):
     """argv: [OUT.csv, spec...]; backends: names from BACKENDS (tools/peers.py asks for
-    flash and cudnn)."""
+    flash and cudnn); phase and command: what the CSV's header says (command defaults to
+    this process's own command line)."""
     argv = sys.argv[1:] if argv is None else argv
+    command = sys.argv if command is None else command
     if len(argv) < 2 or not torch.cuda.is_available():
         print("usage: sdpa_peer.py OUT.csv B,H,N,d,causal ... (needs a CUDA device)")
         sys.exit(0 if not torch.cuda.is_available() else 2)
     out = open(argv[0], "w")
-    out.write(f"# peer: torch {torch.__version__} scaled_dot_product_attention | gpu: "
-              f"{torch.cuda.get_device_name()} | date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+    out.write(header(phase, command))
     out.write("backend,B,H,N,d,causal,time_ms,tflops,note\n")
     for spec in argv[1:]:
         B, H, N, d, causal = (int(x) for x in spec.split(","))

@@ -9,8 +9,12 @@
  * reads KV head h / (H / H_kv). No copies: kernels index into the shared K/V head.
  *
  * Causal masking is aligned to the bottom-right corner of the N_q x N_kv score matrix
- * (the convention of FlashAttention-2 and PyTorch's is_causal with a KV cache):
+ * (the convention of FlashAttention >= 2.1 and of PyTorch's
+ * torch.nn.attention.bias.causal_lower_right; the last query row is the newest token,
+ * as when decoding with a KV cache):
  *   query row i may attend key column j  iff  j <= i + (N_kv - N_q).
+ * PyTorch SDPA's is_causal=True is the TOP-LEFT aligned mask (j <= i) instead; the two
+ * differ only when N_q != N_kv.
  * With N_q = N_kv this is the usual lower triangle. With N_q > N_kv the first
  * N_q - N_kv rows see no key at all: such a FULLY MASKED ROW returns O = 0 and
  * L = +inf (so that the backward pass's P = exp(S - L) is 0 there), in every phase.

@@ -2,8 +2,13 @@
  *
  *   cp_async16()       16-byte global -> shared copy that does not stall the thread
  *   cp_async4()        the same for one 4-byte word (unaligned rows, e.g. l and m)
+ *   cp_async_tile()    a tile's rows global -> shared with cp_async16, tail rows zeroed
  *   ldmatrix_x4()      four 8x8 fp16 tiles from shared memory into mma fragments
- *   ldmatrix_x4_trans  the same, transposed (for a row-major B operand such as V)
+ *   ldmatrix_x4_trans  the same, transposed
+ *   load_a_16x16()     the A operand: a 16x16 row-major tile (e.g. Q_i, for S = Q K^T)
+ *   load_b_nk()        the B operand of two 8-wide n-tiles over k16, from an array stored
+ *                      N x K (rows = n): K_j for S = Q K^T
+ *   load_b_kn_trans()  the same from an array stored K x N (rows = k): V_j for P V
  *   mma_16816()        D = A B + D, A 16x16 fp16, B 16x8 fp16, C/D 16x8 fp32
  *
  * Fragment layouts of mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (PTX ISA,
@@ -34,8 +39,8 @@
  *  - ldmatrix.x4: lanes 8q..8q+7 give the row addresses of 8x8 tile q (16 bytes each);
  *    every lane receives, of each tile q, the two elements (row lane/4, cols 2(lane%4),
  *    +1) in register q: the A/B/C pattern above. With .trans a lane receives
- *    (rows 2(lane%4), +1 of col lane/4) instead, which turns a row-major [k][n] tile
- *    into the B fragment.
+ *    (rows 2(lane%4), +1 of col lane/4) instead. The three loaders below only choose
+ *    which lane points at which 8x8 tile; each draws its choice once.
  */
 #ifndef COMMON_MMA_CUH
 #define COMMON_MMA_CUH
@@ -69,9 +74,8 @@ __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.c
 template <int N>
 __device__ __forceinline__ void cp_async_wait(void) { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
-/* Four 8x8 fp16 tiles. For a 16x16 A tile at (r0, k0) of a row-major array with
- * `stride` halves per row, lane l passes &a[(r0 + l % 16) * stride + k0 + (l / 16) * 8]:
- * r[0..3] are then a0a1, a2a3, a4a5, a6a7. */
+/* Four 8x8 fp16 tiles: lane l passes the address of row l % 8 of tile l / 8 (16 bytes,
+ * 16-byte aligned); register q receives tile q (see above). The loaders below say which. */
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -81,6 +85,84 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *sme
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(smem)));
+}
+
+/* The lane's index in its warp (every kernel here is one-dimensional). */
+__device__ __forceinline__ int lane_id(void) { return threadIdx.x % 32; }
+
+/* A operand: the 16x16 tile whose element (0, 0) is at `tile`, in a row-major array of
+ * `ld` halves per row (e.g. Q_i in shared memory, one k16 slice at a time):
+ *
+ *                  cols 0..7                cols 8..15
+ *   rows 0..7    tile 0 <- lanes  0..7    tile 2 <- lanes 16..23
+ *   rows 8..15   tile 1 <- lanes  8..15   tile 3 <- lanes 24..31
+ *
+ *   lane l points at row l % 16, col (l / 16) * 8;   a[q] = tile q:
+ *   a[0] = a0a1 (rows 0..7, cols 0..7)   a[1] = a2a3 (rows 8..15, cols 0..7)
+ *   a[2] = a4a5 (rows 0..7, cols 8..15)  a[3] = a6a7 (rows 8..15, cols 8..15)
+ */
+__device__ __forceinline__ void load_a_16x16(uint32_t a[4], const __half *tile, int ld)
+{
+    const int l = lane_id();
+    ldmatrix_x4(a, tile + (l % 16) * ld + (l / 16) * 8);
+}
+
+/* B operand of two n-tiles (n 0..7 and 8..15) over one k16 slice, from an array stored
+ * N x K: row n holds (k = 0, 1, ...), `ld` halves per row. This is K_j in S = Q_i K_j^T
+ * (n = key, k = head dimension): the "col" B layout is exactly K's rows, so no transpose.
+ *
+ *                  k 0..7                   k 8..15
+ *   n 0..7       tile 0 <- lanes  0..7    tile 1 <- lanes  8..15   -> n-tile 0
+ *   n 8..15      tile 2 <- lanes 16..23   tile 3 <- lanes 24..31   -> n-tile 1
+ *
+ *   lane l points at row n = (l / 16) * 8 + l % 8, col k = (l / 8 % 2) * 8; a lane
+ *   receives (row g, cols 2t, 2t+1) of each tile = (n = g, k = 2t, 2t+1): b0b1.
+ *   b[0] = b0b1, b[1] = b2b3 of n-tile 0;  b[2] = b0b1, b[3] = b2b3 of n-tile 1:
+ *   mma_16816(c0, a, b) and mma_16816(c1, a, b + 2).
+ */
+__device__ __forceinline__ void load_b_nk(uint32_t b[4], const __half *tile, int ld)
+{
+    const int l = lane_id();
+    ldmatrix_x4(b, tile + ((l / 16) * 8 + l % 8) * ld + (l / 8 % 2) * 8);
+}
+
+/* The same two n-tiles from an array stored K x N: row k holds (n = 0, 1, ...), `ld`
+ * halves per row. This is V_j in O += P~_ij V_j (k = key, n = head dimension); .trans
+ * turns each 8x8 tile over, so a lane receives (rows 2t, 2t+1 of col g) = (k = 2t, 2t+1,
+ * n = g): b0b1 again.
+ *
+ *                  n 0..7                   n 8..15
+ *   k 0..7       tile 0 <- lanes  0..7    tile 2 <- lanes 16..23
+ *   k 8..15      tile 1 <- lanes  8..15   tile 3 <- lanes 24..31
+ *                  = n-tile 0               = n-tile 1
+ *
+ *   lane l points at row k = (l / 8 % 2) * 8 + l % 8, col n = (l / 16) * 8;
+ *   b[0], b[1] = n-tile 0 (tiles 0, 1);  b[2], b[3] = n-tile 1 (tiles 2, 3).
+ */
+__device__ __forceinline__ void load_b_kn_trans(uint32_t b[4], const __half *tile, int ld)
+{
+    const int l = lane_id();
+    ldmatrix_x4_trans(b, tile + ((l / 8 % 2) * 8 + l % 8) * ld + (l / 16) * 8);
+}
+
+/* A tile's `rows` rows of COLS halves from global memory (row stride COLS: a head's Q, K
+ * or V) into shared memory (row stride LD >= COLS), 16 bytes per cp.async, spread over
+ * the NT threads of the block. Rows at or past `valid` are zero-filled and not read (the
+ * tail of the last block). Commit and wait are the caller's (cp_async_commit/wait).
+ *
+ *   global  src: | row 0: COLS halves | row 1 | ... | row valid-1 |   (nothing read below)
+ *   shared  dst: | row 0 | pad | row 1 | pad | ... | zeros ... |     (LD halves a row)
+ *   copy c (thread c, c + NT, ...): row c / (COLS/8), halves (c % (COLS/8)) * 8 .. +7
+ */
+template <int COLS, int LD, int NT>
+__device__ __forceinline__ void cp_async_tile(__half *dst, const __half *src, int rows, int valid)
+{
+    static_assert(COLS % 8 == 0 && LD % 8 == 0, "rows must be whole 16-byte chunks");
+    for (int c = threadIdx.x; c < rows * (COLS / 8); c += NT) {
+        const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
+        const bool ok = r < valid;
+        cp_async16(dst + r * LD + k, ok ? src + (size_t)r * COLS + k : src, ok);
+    }
 }
 
 /* d += a * b on the tensor cores: m16n8k16, fp16 inputs, fp32 accumulate. */
@@ -98,4 +180,12 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi)
     __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&h);
 }
+
+/* The opt-in shared memory a thread block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)
+ * on each target of the build: the kernels static_assert their layout against the
+ * smallest target they promise to run on, and check the device at run time
+ * (gpu_kernel_fits()) for the rest. */
+constexpr size_t SMEM_OPTIN_SM86 = 99 * 1024;    /* sm_86, sm_89 (RTX 30xx/40xx, L4, A10) */
+constexpr size_t SMEM_OPTIN_SM80 = 163 * 1024;   /* sm_80 (A100)                          */
+constexpr size_t SMEM_OPTIN_SM90 = 227 * 1024;   /* sm_90 (H100, H200)                    */
 #endif

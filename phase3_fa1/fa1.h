@@ -19,10 +19,12 @@
 #define PHASE3_FA1_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include "hbm.h"
 #include "problem.h"
 #include "gpu.h"
+#include "fa1_blocks.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,17 +60,58 @@ size_t fa1_cpu(const attn_inputs_t *in, attn_blocks_t b, size_t M_bytes,
  * gets L = +inf. */
 void fa1_lse(const float *l, const float *m, float *L, size_t n);
 
+/* e^(m_old - m_new): brings a sum taken against the old row max to the new one (Alg. 1
+ * l.11-12; FA2's alpha, Alg. 1 l.9-10 of FA2). The rule for a row that has seen no key
+ * yet (m_old = -inf): 0. Its l is 0 and its O is 0, so its old part weighs nothing
+ * whatever the factor, and -inf - (-inf) would be NaN. Every model and kernel of
+ * phases 3 and 4 uses this rule (fa2_mma.cu in log2 units), so they agree bit for bit
+ * on the rows that see no key. One source for the CPU models and the simple kernels. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline float fa1_rescale(float m_old, float m_new)
+{
+#ifdef __CUDA_ARCH__
+    return m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);   /* the SFU's exp */
+#else
+    return m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+#endif
+}
+
 /* ---- GPU kernels (fa1_simple.cu, fa1_mma.cu) ----------------------------------------
  * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
  * l, m fp32 [B][H][N_q]. One thread block per (batch, head): FA1's parallelism.
- * The launchers return 0, or -1 with a reason in why when the kernel cannot run this
- * problem (an unsupported d for mma). Nothing here synchronises. */
+ * Nothing here synchronises. */
 
-/* Head dimensions the mma kernel is built for (template instances in fa1_mma.cu). */
-static inline bool fa1_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }
+/* Head dimensions the mma kernel is built for: the rows of FA1_MMA_TABLE (fa1_blocks.h).
+ * Needs no GPU (the driver checks --kernel mma --d against it). */
+static inline bool fa1_mma_supports(int d)
+{
+#define FA1_SUPPORTS_ROW(D, WR, WC) if (d == (D)) return true;
+    FA1_MMA_TABLE(FA1_SUPPORTS_ROW)
+#undef FA1_SUPPORTS_ROW
+    return false;
+}
 
+/* What a kernel needs for head dimension d (its blocks, shared memory, threads), and
+ * whether it can run here:
+ *    0   it can: c is filled in, the launcher may be called with this d;
+ *   -1   it is not built for d (why says so; c->name only);
+ *    1   it is built for d (c is filled in) but cannot run on this device: its shared
+ *        memory exceeds the device's opt-in limit (gpu_kernel_fits(), which FA_SMEM_LIMIT
+ *        lowers), or there is no usable device; why says which.
+ * The caller marks the row "n/a" (-1) or "skipped" (1) and goes on: the launchers must
+ * only be called after a 0 (they check nothing, so as to cost nothing in a timed loop). */
 int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+
+/* The last step of every *_config() of phases 3 and 4: 0 when c can run on this device,
+ * else 1 with why (no device, or too little shared memory). */
+static inline int fa1_config_fits(const gpu_kernel_config_t *c, char *why, size_t len)
+{
+    if (!gpu_available(why, len)) return 1;
+    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+}
 void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
                        float *o, float *l, float *m);
 void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,

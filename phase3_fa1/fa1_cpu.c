@@ -67,12 +67,11 @@ void fa1_lse(const float *l, const float *m, float *L, size_t n)
     for (size_t r = 0; r < n; r++) L[r] = l[r] > 0 ? m[r] + logf(l[r]) : INFINITY;
 }
 
-/* e^(m_old - m_new), with 0 when m_old = -inf: a row that has seen no key yet has
- * l = 0 and O = 0, so its old part weighs nothing (and -inf - -inf would be NaN). */
-static float rescale(float m_old, float m_new) { return m_old == -INFINITY ? 0.0f : expf(m_old - m_new); }
-
 /* One step (i, j) of Alg. 1 l.9-13 on tiles already in SRAM: qr valid rows of Q_i
- * (global row i0 + r), kr valid rows of K_j, V_j (global column j0 + c). */
+ * (global row i0 + r: i0 = i Br, Q_i's first row), kr valid rows of K_j, V_j (global
+ * key j0 + c: j0 = j Bc). m_t, l_t are the paper's m~_ij, l~_ij (this block's row max
+ * and sum); mi, li the running m_i, l_i. The factors e^(m_old - m_new) are fa1_rescale()
+ * (fa1.h): 0 for a row that has seen no key yet. */
 static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
                      const float *Qi, const float *Kj, const float *Vj,
                      float *Oi, float *li, float *mi, float *S)
@@ -95,13 +94,13 @@ static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
         }
         /* EXERCISE fa1.ml: the new running max and sum (Alg. 1 l.11)
          * HINT: m_new is the larger of the old max m_i[r] and this block's m_t;
-         * HINT: both sums are rescaled to m_new before adding: use rescale(m_old, m_new). */
+         * HINT: both sums are rescaled to m_new before adding: use fa1_rescale(m_old, m_new). */
         float m_new = fmaxf(mi[r], m_t);
-        float l_new = rescale(mi[r], m_new) * li[r] + rescale(m_t, m_new) * l_t;
+        float l_new = fa1_rescale(mi[r], m_new) * li[r] + fa1_rescale(m_t, m_new) * l_t;
         /* STUB: float m_new = mi[r], l_new = li[r]; */
         /* END EXERCISE */
         /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j) */
-        float a = rescale(mi[r], m_new) * li[r], b = rescale(m_t, m_new);
+        float a = fa1_rescale(mi[r], m_new) * li[r], b = fa1_rescale(m_t, m_new);
         float inv = l_new > 0 ? 1.0f / l_new : 0.0f;    /* no key seen yet: O stays 0 */
         for (int k = 0; k < d; k++) {
             float pv = 0;

@@ -3,9 +3,9 @@
  *   mma   one thread block per (batch, head), KV-outer loop j, inner loop i, as in
  *         fa1_simple.cu; S_ij and P~_ij V_j on mma.sync m16n8k16 (fp16 in, fp32 out);
  *         the warps split the K/V block ("split-K"): WR x WC warps, warp (wr, wc) takes
- *         query rows 16 wr.. and keys 64 wc.. of the step, so the row max, the row sum
- *         and the partial O of a row live in WC warps and are reduced through shared
- *         memory.                                      build/phase3 --kernel mma
+ *         query rows 16 wr.. and keys FA1_WARP_KEYS wc.. of the step (fa1_blocks.h), so
+ *         the row max, the row sum and the partial O of a row live in WC warps and are
+ *         reduced through shared memory.               build/phase3 --kernel mma
  *
  * Why split-K: it is how FlashAttention-1's own kernels divide a step (4 warps across
  * the K/V block), and it is what FlashAttention-2 removes: there each warp owns whole
@@ -13,7 +13,7 @@
  * phase-4 ablation measure that change. The cost is visible below: every step writes
  * WARPS x 16 x d partial sums to shared memory and reads them back, with two barriers.
  *
- * Blocks (the kernel's M is its shared memory, fa1_mma_config()):
+ * Blocks: FA1_MMA_TABLE in fa1_blocks.h (the kernel's M is its shared memory, Cfg::SMEM):
  *   d = 32, 64 : Br = 32, Bc = 256 (2 x 4 warps)     d = 128 : Br = 64, Bc = 128 (4 x 2)
  * HBM traffic is Alg. 1's, the same as the CPU model with these blocks (fa1_hbm_bytes):
  * O, l, m initialised in HBM (l.2), K_j and V_j read once, Q_i, O_i, l_i, m_i read and
@@ -28,19 +28,15 @@
 #include "mma.cuh"
 #include "fa1.h"
 
-/* Two speed-ups that change no result, each with a switch (1 = on) so that their effect
- * can be measured: K_j kept in registers across the inner loop (d <= 64), and no mask
- * arithmetic on warp tiles that are entirely visible. */
-#ifndef FA1_K_IN_REGISTERS
-#define FA1_K_IN_REGISTERS 1
-#endif
-#ifndef FA1_SKIP_FULL_MASK
-#define FA1_SKIP_FULL_MASK 1
-#endif
+/* FA1_K_IN_REGISTERS, FA1_SKIP_FULL_MASK: two speed-ups that change no result, each a
+ * make variable (fa1_blocks.h). */
+
+/* WN: the n-tiles (8 keys each) of a warp's FA1_WARP_KEYS keys. */
+constexpr int WN = FA1_WARP_KEYS / 8;
 
 template <int D, int WR, int WC>
 struct Cfg {
-    static constexpr int Br = 16 * WR, Bc = 64 * WC, WARPS = WR * WC, THREADS = 32 * WARPS;
+    static constexpr int Br = 16 * WR, Bc = FA1_WARP_KEYS * WC, WARPS = WR * WC, THREADS = 32 * WARPS;
     static constexpr int LDH = D + 8;  /* halves per row of Q, K, V tiles: +16 bytes so the 8
                                           rows of an ldmatrix tile fall in different banks */
     static constexpr int LDO = D + 8;  /* floats per row of a warp's partial O (same reason) */
@@ -57,23 +53,6 @@ struct Cfg {
     static constexpr size_t RL_OFF = RM_OFF + sizeof(float) * WC * Br;  /* m~, l~ per warp */
     static constexpr size_t SMEM = RL_OFF + sizeof(float) * WC * Br;
 };
-
-__device__ __forceinline__ float rescale(float m_old, float m_new)   /* as in fa1_cpu.c */
-{
-    return m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
-}
-
-/* rows x D halves from src (row stride D) into dst (row stride LDH), 16 bytes a copy;
- * rows at or past `valid` are zero-filled (tails). */
-template <int D, int LDH, int THREADS>
-__device__ __forceinline__ void load_f16_rows(__half *dst, const __half *src, int rows, int valid)
-{
-    for (int c = threadIdx.x; c < rows * (D / 8); c += THREADS) {
-        int r = c / (D / 8), k = (c % (D / 8)) * 8;
-        bool ok = r < valid;
-        cp_async16(dst + r * LDH + k, ok ? src + (size_t)r * D + k : src, ok);
-    }
-}
 
 /* O_i (fp32, Br x D) and l_i, m_i of query block i into one O buffer (Alg. 1 l.8);
  * rows past N_q are zero-filled and never written back. */
@@ -109,7 +88,7 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     float *redO = (float *)(smem + C::RO_OFF), *redM = (float *)(smem + C::RM_OFF), *redL = (float *)(smem + C::RL_OFF);
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int wr = warp / WC, wc = warp % WC;    /* rows 16 wr.., keys 64 wc.. of a step */
+    const int wr = warp / WC, wc = warp % WC;    /* rows 16 wr.., keys FA1_WARP_KEYS wc.. */
     const int g = lane / 4, t = lane % 4;        /* mma fragment coordinates (mma.cuh)    */
 
     const int b = blockIdx.x / p.H, h = blockIdx.x % p.H;          /* FA1: a block per head */
@@ -127,23 +106,24 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 
     for (int j = 0; j < Tc; j++) {                                           /* l.5 */
         /* l.6: K_j, V_j (and the first Q block) into shared memory */
-        load_f16_rows<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
-        load_f16_rows<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
-        load_f16_rows<D, LDH, NT>(Qs, Q, Br, p.N_q);
+        cp_async_tile<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
+        cp_async_tile<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
+        cp_async_tile<D, LDH, NT>(Qs, Q, Br, p.N_q);
         if (OST == 2) load_olm<D, Br, NT>(Obuf, O, l, m, 0, p.N_q);
         cp_async_commit();
         cp_async_wait<0>();
         __syncthreads();   /* K_j, V_j, Q_0 (and O_0) landed and are visible to every warp */
-        /* For d <= 64 a warp keeps its 64 keys of K_j in registers, as B fragments, for the
-         * whole inner loop: K_j is read from shared memory once per pass instead of once
-         * per step (d = 128 would need 128 registers for it). */
-        uint32_t kf[KREG ? D / 16 : 1][4][4];
+        /* For d <= 64 a warp keeps its FA1_WARP_KEYS keys of K_j in registers, as B
+         * fragments, for the whole inner loop: K_j is read from shared memory once per
+         * pass instead of once per step (d = 128 would need 128 registers for it). */
+        const __half *Kw = Ks + wc * FA1_WARP_KEYS * LDH, *Vw = Vs + wc * FA1_WARP_KEYS * LDH;
+        uint32_t kf[KREG ? D / 16 : 1][WN / 2][4];
         if constexpr (KREG) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
 #pragma unroll
-                for (int n2 = 0; n2 < 4; n2++)
-                    ldmatrix_x4(kf[kk][n2], Ks + (wc * 64 + n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+                for (int n2 = 0; n2 < WN / 2; n2++)
+                    load_b_nk(kf[kk][n2], Kw + n2 * 16 * LDH + kk * 16, LDH);
         }
 
         for (int i = 0; i < Tr; i++) {                                       /* l.7 */
@@ -153,25 +133,25 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             float *ls = Os + Br * D, *ms = ls + Br;
             if (OST == 1) load_olm<D, Br, NT>(Os, O, l, m, i, p.N_q);
             if (i + 1 < Tr)
-                load_f16_rows<D, LDH, NT>(Qs + ((i + 1) % 2) * Br * LDH, Q + (size_t)(i + 1) * Br * D,
+                cp_async_tile<D, LDH, NT>(Qs + ((i + 1) % 2) * Br * LDH, Q + (size_t)(i + 1) * Br * D,
                                           Br, p.N_q - (i + 1) * Br);
             cp_async_commit();   /* (possibly empty: the group count stays regular) */
 
-            /* l.9: S = Q_i K_j^T for this warp's 16 rows x 64 keys (8 n-tiles of 8 keys) */
-            const __half *Qw = Qs + (i % 2) * Br * LDH + wr * 16 * LDH, *Kw = Ks + wc * 64 * LDH;
-            float s[8][4] = {};
+            /* l.9: S = Q_i K_j^T for this warp's 16 rows x FA1_WARP_KEYS keys (WN n-tiles) */
+            const __half *Qw = Qs + (i % 2) * Br * LDH + wr * 16 * LDH;
+            float s[WN][4] = {};
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) {
                 uint32_t a[4];
-                ldmatrix_x4(a, Qw + (lane % 16) * LDH + kk * 16 + (lane / 16) * 8);
+                load_a_16x16(a, Qw + kk * 16, LDH);
 #pragma unroll
-                for (int n2 = 0; n2 < 4; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
+                for (int n2 = 0; n2 < WN / 2; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
                     if constexpr (KREG) {
                         mma_16816(s[2 * n2], a, kf[kk][n2]);
                         mma_16816(s[2 * n2 + 1], a, kf[kk][n2] + 2);
                     } else {
                         uint32_t bf[4];
-                        ldmatrix_x4(bf, Kw + (n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+                        load_b_nk(bf, Kw + n2 * 16 * LDH + kk * 16, LDH);
                         mma_16816(s[2 * n2], a, bf);
                         mma_16816(s[2 * n2 + 1], a, bf + 2);
                     }
@@ -180,59 +160,60 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             /* mask (tails and causal, elementwise), then l.10: m~ = rowmax over this warp's
              * keys. A thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3); the 4 lanes of
              * a quad hold one row between them. */
-            const int row0 = i * Br + wr * 16 + g, col0 = j * Bc + wc * 64 + 2 * t;
+            const int row0 = i * Br + wr * 16 + g, col0 = j * Bc + wc * FA1_WARP_KEYS + 2 * t;
             /* Only a warp tile that crosses N_kv or the causal diagonal needs the mask; the
              * test is the same for the whole warp (its first row, its last key). */
-            const int last_key = j * Bc + wc * 64 + 63;
+            const int last_key = j * Bc + (wc + 1) * FA1_WARP_KEYS - 1;
             const bool crosses = last_key >= p.N_kv ||
                                  (p.causal && last_key > i * Br + wr * 16 + (p.N_kv - p.N_q));
             if (!FA1_SKIP_FULL_MASK || crosses) {
 #pragma unroll
-                for (int n = 0; n < 8; n++)
+                for (int n = 0; n < WN; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         int row = row0 + (e / 2) * 8, col = col0 + n * 8 + e % 2;
                         if (col >= p.N_kv || !attn_visible(&p, row, col)) s[n][e] = -INFINITY;
                     }
             }
-            float mt[2] = { -INFINITY, -INFINITY };
+            /* m_t, l_t: the paper's m~_ij, l~_ij of rows g (x = 0) and g + 8 (x = 1), over
+             * this warp's keys; raw scores until written out */
+            float m_t[2] = { -INFINITY, -INFINITY };
 #pragma unroll
-            for (int n = 0; n < 8; n++)
+            for (int n = 0; n < WN; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) mt[e / 2] = fmaxf(mt[e / 2], s[n][e]);
-            float lt[2] = { 0.0f, 0.0f };
+                for (int e = 0; e < 4; e++) m_t[e / 2] = fmaxf(m_t[e / 2], s[n][e]);
+            float l_t[2] = { 0.0f, 0.0f };
 #pragma unroll
             for (int x = 0; x < 2; x++) {
-                mt[x] = fmaxf(mt[x], __shfl_xor_sync(0xffffffffu, mt[x], 1));
-                mt[x] = fmaxf(mt[x], __shfl_xor_sync(0xffffffffu, mt[x], 2));
+                m_t[x] = fmaxf(m_t[x], __shfl_xor_sync(0xffffffffu, m_t[x], 1));
+                m_t[x] = fmaxf(m_t[x], __shfl_xor_sync(0xffffffffu, m_t[x], 2));
             }
             /* l.10: P~ = exp(scale (S - m~)) = 2^(S sl2 - m~ sl2), l~ = rowsum(P~) */
-            const float mu[2] = { mt[0] == -INFINITY ? 0.0f : mt[0] * sl2,
-                                  mt[1] == -INFINITY ? 0.0f : mt[1] * sl2 };
+            const float mu[2] = { m_t[0] == -INFINITY ? 0.0f : m_t[0] * sl2,   /* m~ sl2 */
+                                  m_t[1] == -INFINITY ? 0.0f : m_t[1] * sl2 };
 #pragma unroll
-            for (int n = 0; n < 8; n++)
+            for (int n = 0; n < WN; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     s[n][e] = exp2f(s[n][e] * sl2 - mu[e / 2]);
-                    lt[e / 2] += s[n][e];
+                    l_t[e / 2] += s[n][e];
                 }
 #pragma unroll
             for (int x = 0; x < 2; x++) {
-                lt[x] += __shfl_xor_sync(0xffffffffu, lt[x], 1);
-                lt[x] += __shfl_xor_sync(0xffffffffu, lt[x], 2);
+                l_t[x] += __shfl_xor_sync(0xffffffffu, l_t[x], 1);
+                l_t[x] += __shfl_xor_sync(0xffffffffu, l_t[x], 2);
             }
             /* partial P~ V_j: P~ straight from the S registers as the A operand (mma.cuh),
              * V from shared memory through ldmatrix.trans */
-            const __half *Vw = Vs + wc * 64 * LDH;
             float o[D / 8][4] = {};
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) {
+            for (int kk = 0; kk < WN / 2; kk++) {   /* k16 slices of the warp's keys */
                 uint32_t a[4] = { pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
                                   pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
 #pragma unroll
                 for (int n2 = 0; n2 < D / 16; n2++) {
                     uint32_t bf[4];
-                    ldmatrix_x4_trans(bf, Vw + (kk * 16 + (lane / 8 % 2) * 8 + lane % 8) * LDH + n2 * 16 + (lane / 16) * 8);
+                    load_b_kn_trans(bf, Vw + kk * 16 * LDH + n2 * 16, LDH);
                     mma_16816(o[2 * n2], a, bf);
                     mma_16816(o[2 * n2 + 1], a, bf + 2);
                 }
@@ -246,10 +227,10 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             }
             if (t == 0) {
                 const int r = wr * 16 + g;
-                redM[wc * Br + r] = mt[0] == -INFINITY ? -INFINITY : mt[0] * p.scale;
-                redM[wc * Br + r + 8] = mt[1] == -INFINITY ? -INFINITY : mt[1] * p.scale;
-                redL[wc * Br + r] = lt[0];
-                redL[wc * Br + r + 8] = lt[1];
+                redM[wc * Br + r] = m_t[0] == -INFINITY ? -INFINITY : m_t[0] * p.scale;
+                redM[wc * Br + r + 8] = m_t[1] == -INFINITY ? -INFINITY : m_t[1] * p.scale;
+                redL[wc * Br + r] = l_t[0];
+                redL[wc * Br + r + 8] = l_t[1];
             }
             /* O_i, l_i, m_i must have landed: with two O buffers they are the older of the
              * two groups in flight (the newer one is Q_{i+1}) */
@@ -272,11 +253,11 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 float m_new = m_old;
 #pragma unroll
                 for (int w = 0; w < WC; w++) m_new = fmaxf(m_new, redM[w * Br + r]);
-                const float a_old = rescale(m_old, m_new) * ls[r];
+                const float a_old = fa1_rescale(m_old, m_new) * ls[r];   /* 0: no key seen yet */
                 float l_new = a_old, fw[WC];
 #pragma unroll
                 for (int w = 0; w < WC; w++) {
-                    fw[w] = rescale(redM[w * Br + r], m_new);
+                    fw[w] = fa1_rescale(redM[w * Br + r], m_new);
                     l_new += fw[w] * redL[w * Br + r];
                 }
                 const float inv = l_new > 0.0f ? 1.0f / l_new : 0.0f;  /* no key seen: O = 0 */
@@ -297,6 +278,23 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         }
     }
 }
+
+/* What must hold for every row of FA1_MMA_TABLE (fa1_blocks.h). Shared memory: fa1-mma
+ * needs 134.5 KiB at d = 64 and 203.5 KiB at d = 128, more than sm_86/89 (99 KiB) or
+ * sm_80 (163 KiB) give, so it promises only sm_90's 227 KiB here; on a smaller device
+ * fa1_mma_config() returns 1 and the driver skips the row. */
+static_assert(FA1_WARP_KEYS % 16 == 0 && FA1_WARP_KEYS > 0,
+              "FA1_WARP_KEYS: whole k16 slices (P V) and pairs of n-tiles (one ldmatrix.x4 of K)");
+#define FA1_ASSERT_ROW(D_, WR_, WC_)                                                          \
+    static_assert((D_) % 16 == 0, "fa1-mma: d must be whole k16 slices");                       \
+    static_assert((WR_) >= 1 && (WC_) >= 1 && 32 * (WR_) * (WC_) <= 1024,                       \
+                  "fa1-mma: WR x WC warps, at most 1024 threads");                              \
+    static_assert(Cfg<D_, WR_, WC_>::Br == 16 * (WR_) && Cfg<D_, WR_, WC_>::Bc % 16 == 0,      \
+                  "fa1-mma: Br = 16 WR, Bc = FA1_WARP_KEYS WC");                                \
+    static_assert(Cfg<D_, WR_, WC_>::SMEM <= SMEM_OPTIN_SM90,                                   \
+                  "fa1-mma: shared memory above sm_90's 227 KiB opt-in limit (fa1_blocks.h)");
+FA1_MMA_TABLE(FA1_ASSERT_ROW)
+#undef FA1_ASSERT_ROW
 
 template <int D, int WR, int WC>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
@@ -327,14 +325,13 @@ static void config(gpu_kernel_config_t *c)
 extern "C" int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "mma";
-    if (!fa1_mma_supports(d)) {
-        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", d);
+    switch (d) {   /* the rows of FA1_MMA_TABLE */
+#define FA1_CONFIG_ROW(D_, WR_, WC_) case D_: config<D_, WR_, WC_>(c); return fa1_config_fits(c, why, len);
+    FA1_MMA_TABLE(FA1_CONFIG_ROW)
+#undef FA1_CONFIG_ROW
+    default:
+        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (fa1_blocks.h), not d = %d (use --kernel simple)", d);
         return -1;
-    }
-    switch (d) {
-    case 32:  config<32, 2, 4>(c); return 0;
-    case 64:  config<64, 2, 4>(c); return 0;
-    default:  config<128, 4, 2>(c); return 0;
     }
 }
 
@@ -342,9 +339,9 @@ extern "C" void fa1_mma_launch(const attn_problem_t *p, const void *q, const voi
                                const void *v, float *o, float *l, float *m)
 {
     switch (p->d) {
-    case 32:  launch<32, 2, 4>(p, q, k, v, o, l, m); break;
-    case 64:  launch<64, 2, 4>(p, q, k, v, o, l, m); break;
-    case 128: launch<128, 4, 2>(p, q, k, v, o, l, m); break;
-    default:  break;   /* fa1_mma_config() said no; the driver never gets here */
+#define FA1_LAUNCH_ROW(D_, WR_, WC_) case D_: launch<D_, WR_, WC_>(p, q, k, v, o, l, m); break;
+    FA1_MMA_TABLE(FA1_LAUNCH_ROW)
+#undef FA1_LAUNCH_ROW
+    default: break;   /* fa1_mma_config() said -1; the driver never gets here */
     }
 }

@@ -24,37 +24,34 @@
 #include "hbm.h"
 #include "problem.h"
 #include "gpu.h"
+#include "fa1.h"          /* fa1_rescale(), fa1_config_fits(): phase 4 links phase 3 */
+#include "fa2_blocks.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: 4 warps of MT x 16
- * query rows (Br = 64 MT), Bc keys. d = 32 and 64: MT = 1 (Q_i stays in registers),
- * Bc = 128; d = 128: MT = 2, Bc = 32 (a thread holds MT (Bc/2 + d/2) accumulator floats:
- * 160 of its 255 registers). The -D switches below build other choices (the chapter
- * measures some). The CPU model uses the same blocks by default so its bytes are the
- * kernel's. */
-#ifndef FA2_D64_MT
-#define FA2_D64_MT 1
-#endif
-#ifndef FA2_D64_BC
-#define FA2_D64_BC 128
-#endif
-#ifndef FA2_D128_MT
-#define FA2_D128_MT 2
-#endif
-#ifndef FA2_D128_BC
-#define FA2_D128_BC 32
-#endif
+/* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: the row of
+ * FA2_MMA_TABLE (fa2_blocks.h), Br = 16 FA2_WARPS MT query rows, Bc keys. The CPU model
+ * and the driver use the same blocks so that the model's bytes are the kernel's. A d the
+ * kernel is not built for gets the d = 64 row's blocks (the CPU model runs every d). */
 static inline attn_blocks_t fa2_mma_blocks(int d)
 {
-    attn_blocks_t b = { 64, 128 };
-    if (d == 64) { b.Br = 64 * FA2_D64_MT; b.Bc = FA2_D64_BC; }
-    if (d == 128) { b.Br = 64 * FA2_D128_MT; b.Bc = FA2_D128_BC; }
+    attn_blocks_t b = { 16 * FA2_WARPS * FA2_D64_MT, FA2_D64_BC };
+#define FA2_BLOCKS_ROW(D, MT, BC, LADDER) \
+    if (d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
+    FA2_MMA_TABLE(FA2_BLOCKS_ROW)
+#undef FA2_BLOCKS_ROW
     return b;
 }
-static inline bool fa2_mma_supports(int d) { return d == 32 || d == 64 || d == 128; }
+/* Head dimensions the mma kernel is built for (the rows of FA2_MMA_TABLE); needs no GPU. */
+static inline bool fa2_mma_supports(int d)
+{
+#define FA2_SUPPORTS_ROW(D, MT, BC, LADDER) if (d == (D)) return true;
+    FA2_MMA_TABLE(FA2_SUPPORTS_ROW)
+#undef FA2_SUPPORTS_ROW
+    return false;
+}
 
 /* The K/V blocks [0, n) Q block i (rows i Br .. min(N_q, (i+1) Br) - 1) must visit:
  * all Tc without a mask; with the causal mask only up to the block holding the last
@@ -63,6 +60,10 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc);
 /* Does block (i, j) hold any masked entry (causal diagonal or a key past N_kv)? Only
  * those need the elementwise mask. */
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc);
+/* Check fa2_kv_blocks against a brute-force scan of the causal mask of p's shape (the
+ * blocks that hold a visible entry): 0, or -1 with the first wrong Q block in why
+ * (fa2_check.c). */
+int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len);
 
 /* SRAM of the CPU model: Q_i, O~_i (Br x d), K_j, V_j (Bc x d), S_ij (Br x Bc), m_i, l_i. */
 size_t fa2_sram_bytes(int d, attn_blocks_t b);
@@ -100,6 +101,15 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
  *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H) */
 typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3 } fa2_variant_t;
 
+/* The kernel's blocks, shared memory and threads for head dimension d, and whether it
+ * can run here (as fa1.h's fa1_*_config()):
+ *    0   it can run this d on this device: the launcher may be called;
+ *   -1   it is not built for d (simple: d not a multiple of 32 up to 256; mma: d not a
+ *        row of fa2_blocks.h); why says so;
+ *    1   built for d (c filled in), but its shared memory exceeds this device's opt-in
+ *        limit (gpu_kernel_fits(); FA_SMEM_LIMIT lowers it), or there is no device.
+ * The driver marks the row "n/a" (-1) or "skipped" (1) and goes on; the launchers are
+ * never called after -1 or 1 (they check nothing: they sit in the timed loop). */
 int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,

@@ -98,8 +98,10 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
     return f * p->B * p->H;
 }
 
-/* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r),
- * kr rows of K_j, V_j (global key j0 + c). O~_i, m_i, l_i are updated in place. */
+/* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r:
+ * i0 = i Br, Q_i's first row), kr rows of K_j, V_j (global key j0 + c: j0 = j Bc).
+ * O~_i, m_i, l_i (the tiles Oi, mi, li) are updated in place; m_t is this block's row
+ * max (the paper's m~_ij), as in phase 3's fa1_step. */
 static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bool mask,
                      const float *Qi, const float *Kj, const float *Vj,
                      float *Oi, float *mi, float *li, float *S, double *flops)
@@ -122,7 +124,9 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
             s[c] = m_new == -INFINITY ? 0.0f : expf(s[c] - m_new);   /* nothing seen yet: 0 */
             rowsum += s[c];
         }
-        const float alpha = mi[r] == -INFINITY ? 0.0f : expf(mi[r] - m_new);
+        /* alpha = e^(m_i - m_new) by phase 3's rule (fa1_rescale(), fa1.h): 0 while the row
+         * has seen no key (its O~ and l are 0; -inf - -inf would be NaN), as in the kernels */
+        const float alpha = fa1_rescale(mi[r], m_new);
         li[r] = alpha * li[r] + rowsum;
         mi[r] = m_new;
         /* l.10: O~_i = diag(e^(m_i - m_new)) O~_i + P~ V_j, NOT divided by l */

@@ -1,12 +1,12 @@
 /* fa2_mma.cu - FlashAttention-2's forward on the tensor cores (common/mma.cuh).
  *
  *   mma   grid (num_m_blocks, B x H): a thread block per Q block, 4 warps, each warp owns
- *         its query rows for the whole K/V loop (split-Q): d <= 64: 16 rows a warp
- *         (Br = 64), Bc = 128 keys, Q_i in registers; d = 128: 32 rows a warp (Br = 128),
- *         Bc = 32, Q_i read from shared memory (fa2_mma_blocks() in fa2.h). K_j and V_j
- *         double-buffered in shared memory with cp.async, S and P in registers, O~
- *         unnormalised in registers and divided by l once; causal blocks past the
- *         diagonal skipped.
+ *         its query rows for the whole K/V loop (split-Q). Blocks: FA2_MMA_TABLE in
+ *         fa2_blocks.h; by default d <= 64: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
+ *         in registers; d = 128: 32 rows a warp (Br = 128), Bc = 32, Q_i read from
+ *         shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
+ *         and P in registers, O~ unnormalised in registers and divided by l once; causal
+ *         blocks past the diagonal skipped.
  *                                                   build/phase4 --kernel mma [--causal]
  *   The ablation ladder (build/phase4 prints it) runs the same source with compile-time
  *   switches (template parameters), fa2_variant_t in fa2.h:
@@ -35,13 +35,13 @@
 #include "mma.cuh"
 #include "fa2.h"
 
-#define WARPS 4
+#define WARPS FA2_WARPS
 #define THREADS (32 * WARPS)
 
-/* MT: 16-row m-tiles per warp. MT = 1 keeps Q_i in registers; MT = 2 (d = 128) gives a
- * warp 32 rows, so every K or V fragment read from shared memory feeds two mma's (the
- * shared-memory reads per FLOP halve), and Q_i is read from shared memory per block
- * instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
+/* D, BC, MT: a row of FA2_MMA_TABLE (fa2_blocks.h). MT: 16-row m-tiles per warp. MT = 1
+ * keeps Q_i in registers; MT = 2 (d = 128) gives a warp 32 rows, so every K or V fragment
+ * read from shared memory feeds two mma's (the shared-memory reads per FLOP halve), and
+ * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
 template <int D, int BC, int MT>
 struct Cfg {
     static constexpr int BR = 16 * WARPS * MT;
@@ -59,18 +59,6 @@ __device__ __forceinline__ float ex2(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
-}
-
-/* rows x D halves from src (row stride D) into dst (row stride LDH), 16 bytes per copy;
- * rows at or past `valid` are zero-filled (tails). */
-template <int D, int LDH>
-__device__ __forceinline__ void load_tile(__half *dst, const __half *src, int rows, int valid)
-{
-    for (int c = threadIdx.x; c < rows * (D / 8); c += THREADS) {
-        const int r = c / (D / 8), k = (c % (D / 8)) * 8;
-        const bool ok = r < valid;
-        cp_async16(dst + r * LDH + k, ok ? src + (size_t)r * D + k : src, ok);
-    }
 }
 
 /* DEFER: O~ unnormalised, divided at the end (else normalised every step, as in FA1).
@@ -99,40 +87,41 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * BR * D;
     const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
     float *O = Og + attn_q_offset(&p, b, h), *L = Lg + attn_l_offset(&p, b, h);
-    const int q0 = i * BR, shift = p.N_kv - p.N_q;   /* row r sees keys <= r + shift */
+    const int i0 = i * BR, shift = p.N_kv - p.N_q;   /* row r sees keys <= r + shift */
     const float sl2 = p.scale * 1.4426950408889634f; /* exp(scale x) = 2^(sl2 x)      */
 
     /* the K/V blocks this Q block visits (fa2_kv_blocks() in fa2_cpu.c) */
     int n_blocks = Tc;
     if (SKIP && p.causal) {
-        const long last_key = (long)min(p.N_q, q0 + BR) - 1 + shift;
+        const long last_key = (long)min(p.N_q, i0 + BR) - 1 + shift;
         n_blocks = last_key < 0 ? 0 : (int)min((long)Tc, last_key / BC + 1);
     }
-    /* this thread's rows: m-tile mt, x = 0 / 1 -> row0 + 16 mt + 8 x */
-    const int row0 = q0 + warp * 16 * MT + g;
+    /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
+    const int row0 = i0 + warp * 16 * MT + g;
     if (n_blocks == 0) {   /* every row fully masked: O = 0, L = +inf (common/problem.h) */
         for (int e = threadIdx.x; e < BR * D; e += THREADS)
-            if (q0 + e / D < p.N_q) O[(size_t)q0 * D + e] = 0.0f;
+            if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
         for (int r = threadIdx.x; r < BR; r += THREADS)
-            if (q0 + r < p.N_q) L[q0 + r] = INFINITY;
+            if (i0 + r < p.N_q) L[i0 + r] = INFINITY;
         return;
     }
 
     /* Alg. 1 l.4: Q_i, and the first K/V block, into shared memory */
-    load_tile<D, LDH>(Qs, Q, BR, p.N_q - q0);
-    load_tile<D, LDH>(Ks, K, BC, p.N_kv);
-    load_tile<D, LDH>(Vs, V, BC, p.N_kv);
+    cp_async_tile<D, LDH, THREADS>(Qs, Q, BR, p.N_q - i0);
+    cp_async_tile<D, LDH, THREADS>(Ks, K, BC, p.N_kv);
+    cp_async_tile<D, LDH, THREADS>(Vs, V, BC, p.N_kv);
     cp_async_commit();
 
-    uint32_t qf[QREG ? D / 16 : 1][4];    /* MT = 1: Q_i's 16 rows as A fragments    */
-    float o[MT][D / 8][4];                /* O~_i: 16 MT rows x D, fp32 accumulators */
-    float m[MT][2], l[MT][2];             /* raw-score row max, (partial) row sum     */
+    uint32_t qf[QREG ? D / 16 : 1][4];    /* MT = 1: Q_i's 16 rows as A fragments     */
+    float o[MT][D / 8][4];                /* O~_i: 16 MT rows x D, fp32 accumulators  */
+    float m_i[MT][2], l_i[MT][2];         /* m_i (raw-score row max), l_i (this thread's
+                                             part of the row sum), rows g and g + 8  */
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        m[mt][0] = m[mt][1] = -INFINITY;
-        l[mt][0] = l[mt][1] = 0.0f;
+    for (int mtile = 0; mtile < MT; mtile++) {
+        m_i[mtile][0] = m_i[mtile][1] = -INFINITY;
+        l_i[mtile][0] = l_i[mtile][1] = 0.0f;
 #pragma unroll
-        for (int n = 0; n < D / 8; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        for (int n = 0; n < D / 8; n++) o[mtile][n][0] = o[mtile][n][1] = o[mtile][n][2] = o[mtile][n][3] = 0.0f;
     }
 
     for (int j = 0; j < n_blocks; j++) {                                     /* l.6 */
@@ -143,11 +132,11 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         if (QREG && j == 0) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
-                ldmatrix_x4(qf[kk], Qs + (warp * 16 + lane % 16) * LDH + kk * 16 + (lane / 16) * 8);
+                load_a_16x16(qf[kk], Qs + warp * 16 * LDH + kk * 16, LDH);
         }
         if (j + 1 < n_blocks) {   /* l.7: block j + 1 streams in while this one is computed */
-            load_tile<D, LDH>(Ks + (1 - st) * BC * LDH, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
-            load_tile<D, LDH>(Vs + (1 - st) * BC * LDH, V + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+            cp_async_tile<D, LDH, THREADS>(Ks + (1 - st) * BC * LDH, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+            cp_async_tile<D, LDH, THREADS>(Vs + (1 - st) * BC * LDH, V + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
             cp_async_commit();
         }
         const __half *Kj = Ks + st * BC * LDH, *Vj = Vs + st * BC * LDH;
@@ -155,85 +144,89 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         /* l.8: S_ij = Q_i K_j^T, 16 MT rows x BC keys, in registers (BC/8 n-tiles) */
         float s[MT][BC / 8][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
-            for (int n = 0; n < BC / 8; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+            for (int n = 0; n < BC / 8; n++) s[mtile][n][0] = s[mtile][n][1] = s[mtile][n][2] = s[mtile][n][3] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t qa[MT][4];
             if constexpr (!QREG) {
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-                    ldmatrix_x4(qa[mt], Qs + (warp * 16 * MT + mt * 16 + lane % 16) * LDH + kk * 16 + (lane / 16) * 8);
+                for (int mtile = 0; mtile < MT; mtile++)
+                    load_a_16x16(qa[mtile], Qs + (warp * MT + mtile) * 16 * LDH + kk * 16, LDH);
             }
 #pragma unroll
             for (int n2 = 0; n2 < BC / 16; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
                 uint32_t bf[4];
-                ldmatrix_x4(bf, Kj + (n2 * 16 + (lane / 16) * 8 + lane % 8) * LDH + kk * 16 + (lane / 8 % 2) * 8);
+                load_b_nk(bf, Kj + n2 * 16 * LDH + kk * 16, LDH);
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {   /* one K fragment, MT m-tiles */
-                    const uint32_t *a = QREG ? qf[kk] : qa[mt];
-                    mma_16816(s[mt][2 * n2], a, bf);
-                    mma_16816(s[mt][2 * n2 + 1], a, bf + 2);
+                for (int mtile = 0; mtile < MT; mtile++) {   /* one K fragment, MT m-tiles */
+                    const uint32_t *a = QREG ? qf[kk] : qa[mtile];
+                    mma_16816(s[mtile][2 * n2], a, bf);
+                    mma_16816(s[mtile][2 * n2 + 1], a, bf + 2);
                 }
             }
         }
         /* the mask: with SKIP only on blocks that cross the diagonal or N_kv */
         const long last_key = (long)(j + 1) * BC - 1;
-        const bool mask = last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)q0 + shift));
+        const bool mask = last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)i0 + shift));
         if (mask) {
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+            for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
                 for (int n = 0; n < BC / 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int row = row0 + 16 * mt + 8 * (e / 2), col = j * BC + n * 8 + 2 * t + e % 2;
-                        if (col >= p.N_kv || (p.causal && col > row + shift)) s[mt][n][e] = -INFINITY;
+                        const int row = row0 + 16 * mtile + 8 * (e / 2), col = j * BC + n * 8 + 2 * t + e % 2;
+                        if (col >= p.N_kv || (p.causal && col > row + shift)) s[mtile][n][e] = -INFINITY;
                     }
         }
-        /* l.9: m_new = max(m, rowmax S) over the quad; P~ = 2^(sl2 S - sl2 m_new) */
+        /* l.9: m_new = max(m_i, rowmax S) over the quad; P~ = 2^(sl2 S - sl2 m_new) */
         float alpha[MT][2];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
         for (int x = 0; x < 2; x++) {
-            float mx = m[mt][x];
+            float mx = m_i[mtile][x];
 #pragma unroll
-            for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * x], s[mt][n][2 * x + 1]));
+            for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[mtile][n][2 * x], s[mtile][n][2 * x + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            /* e^(scale (m_old - m_new)); a row that has seen nothing keeps O~ = 0, l = 0 */
-            alpha[mt][x] = mx == -INFINITY ? 1.0f : ex2((m[mt][x] - mx) * sl2);
+            /* alpha = e^(scale (m_old - m_new)), with fa1_rescale()'s rule (fa1.h), as in the
+             * CPU model: 0 while the row has seen no key (m_old = -inf; its O~ and l are 0
+             * anyway). Testing m_new gives the same values (m_new = -inf forces m_old =
+             * -inf, and a finite m_new makes ex2(-inf) = 0) without keeping m_old live:
+             * testing m_old made the d = 128 perstep variant spill on sm_90. */
+            alpha[mtile][x] = mx == -INFINITY ? 0.0f : ex2((m_i[mtile][x] - mx) * sl2);
             const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
-            m[mt][x] = mx;
+            m_i[mtile][x] = mx;
             float rs = 0.0f;
 #pragma unroll
             for (int n = 0; n < BC / 8; n++)
 #pragma unroll
                 for (int e = 2 * x; e < 2 * x + 2; e++) {
-                    s[mt][n][e] = ex2(fmaf(s[mt][n][e], sl2, -msc));
-                    rs += s[mt][n][e];
+                    s[mtile][n][e] = ex2(fmaf(s[mtile][n][e], sl2, -msc));
+                    rs += s[mtile][n][e];
                 }
             if (DEFER) {
                 /* l.9-10: l and O~ brought to the new max; no division (it comes at l.12) */
-                l[mt][x] = alpha[mt][x] * l[mt][x] + rs;   /* this thread's columns only */
+                l_i[mtile][x] = alpha[mtile][x] * l_i[mtile][x] + rs;   /* this thread's columns only */
             } else {
                 /* FA1's way: O kept normalised. O = (l_old alpha O + P~ V) / l_new needs
                  * the whole row's sum every step (two more shuffles) and a divide */
                 rs += __shfl_xor_sync(0xffffffffu, rs, 1);
                 rs += __shfl_xor_sync(0xffffffffu, rs, 2);
-                const float l_new = alpha[mt][x] * l[mt][x] + rs;
-                alpha[mt][x] *= l[mt][x];   /* un-normalise O (re-normalised after P~ V) */
-                l[mt][x] = l_new;
+                const float l_new = alpha[mtile][x] * l_i[mtile][x] + rs;
+                alpha[mtile][x] *= l_i[mtile][x];   /* un-normalise O (re-normalised after P~ V) */
+                l_i[mtile][x] = l_new;
             }
         }
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
             for (int n = 0; n < D / 8; n++) {
-                o[mt][n][0] *= alpha[mt][0]; o[mt][n][1] *= alpha[mt][0];
-                o[mt][n][2] *= alpha[mt][1]; o[mt][n][3] *= alpha[mt][1];
+                o[mtile][n][0] *= alpha[mtile][0]; o[mtile][n][1] *= alpha[mtile][0];
+                o[mtile][n][2] *= alpha[mtile][1]; o[mtile][n][3] *= alpha[mtile][1];
             }
         /* l.10: O~ += P~ V_j; P~ goes from the S accumulators straight into A fragments
          * (mma.cuh), V_j through ldmatrix.trans (one V fragment, MT m-tiles) */
@@ -241,31 +234,32 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int kk = 0; kk < BC / 16; kk++) {
             uint32_t a[MT][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                a[mt][0] = pack_half2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                a[mt][1] = pack_half2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                a[mt][2] = pack_half2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                a[mt][3] = pack_half2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            for (int mtile = 0; mtile < MT; mtile++) {
+                a[mtile][0] = pack_half2(s[mtile][2 * kk][0], s[mtile][2 * kk][1]);
+                a[mtile][1] = pack_half2(s[mtile][2 * kk][2], s[mtile][2 * kk][3]);
+                a[mtile][2] = pack_half2(s[mtile][2 * kk + 1][0], s[mtile][2 * kk + 1][1]);
+                a[mtile][3] = pack_half2(s[mtile][2 * kk + 1][2], s[mtile][2 * kk + 1][3]);
             }
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];
-                ldmatrix_x4_trans(bf, Vj + (kk * 16 + (lane / 8 % 2) * 8 + lane % 8) * LDH + n2 * 16 + (lane / 16) * 8);
+                load_b_kn_trans(bf, Vj + kk * 16 * LDH + n2 * 16, LDH);
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    mma_16816(o[mt][2 * n2], a[mt], bf);
-                    mma_16816(o[mt][2 * n2 + 1], a[mt], bf + 2);
+                for (int mtile = 0; mtile < MT; mtile++) {
+                    mma_16816(o[mtile][2 * n2], a[mtile], bf);
+                    mma_16816(o[mtile][2 * n2 + 1], a[mtile], bf + 2);
                 }
             }
         }
         if (!DEFER) {   /* ... divided by the new l at every step */
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                const float i0 = l[mt][0] > 0.0f ? 1.0f / l[mt][0] : 0.0f, i1 = l[mt][1] > 0.0f ? 1.0f / l[mt][1] : 0.0f;
+            for (int mtile = 0; mtile < MT; mtile++) {
+                const float inv0 = l_i[mtile][0] > 0.0f ? 1.0f / l_i[mtile][0] : 0.0f;
+                const float inv1 = l_i[mtile][1] > 0.0f ? 1.0f / l_i[mtile][1] : 0.0f;
 #pragma unroll
                 for (int n = 0; n < D / 8; n++) {
-                    o[mt][n][0] *= i0; o[mt][n][1] *= i0;
-                    o[mt][n][2] *= i1; o[mt][n][3] *= i1;
+                    o[mtile][n][0] *= inv0; o[mtile][n][1] *= inv0;
+                    o[mtile][n][2] *= inv1; o[mtile][n][3] *= inv1;
                 }
             }
         }
@@ -273,24 +267,38 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 
     /* l.12-13: O_i = O~_i / l_i once; L_i = m_i + log(l_i) (+inf for a row that saw nothing) */
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+    for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
     for (int x = 0; x < 2; x++) {
         if (DEFER) {   /* the quad's partial sums, added once */
-            l[mt][x] += __shfl_xor_sync(0xffffffffu, l[mt][x], 1);
-            l[mt][x] += __shfl_xor_sync(0xffffffffu, l[mt][x], 2);
+            l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 1);
+            l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 2);
         }
-        const float inv = DEFER ? (l[mt][x] > 0.0f ? 1.0f / l[mt][x] : 0.0f) : 1.0f;
-        const int row = row0 + 16 * mt + 8 * x;
+        const float inv = DEFER ? (l_i[mtile][x] > 0.0f ? 1.0f / l_i[mtile][x] : 0.0f) : 1.0f;
+        const int row = row0 + 16 * mtile + 8 * x;
         if (row < p.N_q) {
 #pragma unroll
             for (int n = 0; n < D / 8; n++)
                 *reinterpret_cast<float2 *>(O + (size_t)row * D + n * 8 + 2 * t) =
-                    make_float2(o[mt][n][2 * x] * inv, o[mt][n][2 * x + 1] * inv);
-            if (t == 0) L[row] = l[mt][x] > 0.0f ? m[mt][x] * p.scale + logf(l[mt][x]) : INFINITY;
+                    make_float2(o[mtile][n][2 * x] * inv, o[mtile][n][2 * x + 1] * inv);
+            if (t == 0) L[row] = l_i[mtile][x] > 0.0f ? m_i[mtile][x] * p.scale + logf(l_i[mtile][x]) : INFINITY;
         }
     }
 }
+
+/* What must hold for every row of FA2_MMA_TABLE (fa2_blocks.h). Shared memory: fa2-mma
+ * promises every GPU of the build (sm_80 and up), so its layout must fit the smallest
+ * opt-in limit, sm_86/89's 99 KiB; fa2_mma_config() still asks the device (FA_SMEM_LIMIT). */
+#define FA2_ASSERT_ROW(D_, MT_, BC_, LADDER_)                                                  \
+    static_assert((D_) % 16 == 0, "fa2-mma: d must be whole k16 slices (S = Q K^T)");           \
+    static_assert((BC_) % 16 == 0 && (BC_) > 0,                                                \
+                  "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
+    static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
+    static_assert(Cfg<D_, BC_, MT_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
+    static_assert(Cfg<D_, BC_, MT_>::SMEM <= SMEM_OPTIN_SM86,                                  \
+                  "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
+FA2_MMA_TABLE(FA2_ASSERT_ROW)
+#undef FA2_ASSERT_ROW
 
 template <int D, int BC, int MT, bool DEFER, bool SKIP, bool MFIRST>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
@@ -309,38 +317,44 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     CUDA_CHECK_LAUNCH();
 }
 
-template <int D, int BC, int MT>
+/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. */
+template <int D, int BC, int MT, int LADDER>
 static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const void *q, const void *k,
                            const void *v, float *o, float *L)
 {
+    if (!LADDER) var = FA2_FULL;
     switch (var) {
-    case FA2_PERSTEP:  launch<D, BC, MT, false, false, true>(p, q, k, v, o, L); break;
-    case FA2_DEFERRED: launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, false, false, true>(p, q, k, v, o, L); break;
+    case FA2_DEFERRED: if constexpr (LADDER != 0) launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
     case FA2_FULL:     launch<D, BC, MT, true, true, true>(p, q, k, v, o, L); break;
-    case FA2_GRID_BH:  launch<D, BC, MT, true, true, false>(p, q, k, v, o, L); break;
+    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, BC, MT, true, true, false>(p, q, k, v, o, L); break;
     }
 }
 
 extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "mma";
-    if (!fa2_mma_supports(d)) {
-        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", d);
+    c->threads = THREADS;
+    switch (d) {   /* the rows of FA2_MMA_TABLE; fa2_mma_blocks() reads the same */
+#define FA2_CONFIG_ROW(D_, MT_, BC_, LADDER_) \
+    case D_: c->blocks = fa2_mma_blocks(D_); c->smem_bytes = Cfg<D_, BC_, MT_>::SMEM; break;
+    FA2_MMA_TABLE(FA2_CONFIG_ROW)
+#undef FA2_CONFIG_ROW
+    default:
+        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
         return -1;
     }
-    c->blocks = fa2_mma_blocks(d);
-    c->threads = THREADS;
-    c->smem_bytes = d == 32 ? Cfg<32, 128, 1>::SMEM : d == 64 ? Cfg<64, FA2_D64_BC, FA2_D64_MT>::SMEM : Cfg<128, FA2_D128_BC, FA2_D128_MT>::SMEM;
-    return 0;
+    return fa1_config_fits(c, why, len);
 }
 
 extern "C" void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t var, const void *q,
                                const void *k, const void *v, float *o, float *L)
 {
     switch (p->d) {   /* the blocks of fa2_mma_blocks() */
-    case 32:  launch<32, 128, 1, true, true, true>(p, q, k, v, o, L); break;   /* no ladder at d = 32 */
-    case 64:  launch_variant<64, FA2_D64_BC, FA2_D64_MT>(p, var, q, k, v, o, L); break;
-    case 128: launch_variant<128, FA2_D128_BC, FA2_D128_MT>(p, var, q, k, v, o, L); break;
-    default:  break;   /* fa2_mma_config() said no; the driver never gets here */
+#define FA2_LAUNCH_ROW(D_, MT_, BC_, LADDER_) \
+    case D_: launch_variant<D_, BC_, MT_, LADDER_>(p, var, q, k, v, o, L); break;
+    FA2_MMA_TABLE(FA2_LAUNCH_ROW)
+#undef FA2_LAUNCH_ROW
+    default: break;   /* fa2_mma_config() said -1; the driver never gets here */
     }
 }

@@ -44,10 +44,10 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
 
     /* l.5: this warp's rows r0 .. r0 + 3: O~ = 0, m = -inf, l = 0, in registers */
     const int r0 = warp * S_R;
-    float o[S_R][S_MAXD / 32], m[S_R], l[S_R];
+    float o[S_R][S_MAXD / 32], m_i[S_R], l_i[S_R];   /* O~_i, m_i, l_i of the warp's rows */
 #pragma unroll
     for (int r = 0; r < S_R; r++) {
-        m[r] = -INFINITY; l[r] = 0.0f;
+        m_i[r] = -INFINITY; l_i[r] = 0.0f;
 #pragma unroll
         for (int k = 0; k < S_MAXD / 32; k++) o[r][k] = 0.0f;
     }
@@ -81,11 +81,11 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
             const int row = i * S_BR + r0 + r;
             s[r] = (col < p.N_kv && (!p.causal || col <= row + shift)) ? s[r] * p.scale : -INFINITY;
             /* l.9: m_new, P~ = exp(S - m_new), l = e^(m - m_new) l + rowsum P~ */
-            const float m_new = fmaxf(m[r], warp_max(s[r]));
+            const float m_new = fmaxf(m_i[r], warp_max(s[r]));
             const float pc = m_new == -INFINITY ? 0.0f : __expf(s[r] - m_new);
-            const float alpha = m[r] == -INFINITY ? 0.0f : __expf(m[r] - m_new);
-            l[r] = alpha * l[r] + warp_sum(pc);
-            m[r] = m_new;
+            const float alpha = fa1_rescale(m_i[r], m_new);   /* 0 while no key seen (fa1.h) */
+            l_i[r] = alpha * l_i[r] + warp_sum(pc);
+            m_i[r] = m_new;
             s[r] = pc;
             /* l.10: O~ = diag(alpha) O~ (the P~ V_j part follows) */
 #pragma unroll
@@ -110,11 +110,11 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     for (int r = 0; r < S_R; r++) {
         const int row = i * S_BR + r0 + r;
         if (r0 + r >= qr) break;
-        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        const float inv = l_i[r] > 0.0f ? 1.0f / l_i[r] : 0.0f;
 #pragma unroll
         for (int k = 0; k < S_MAXD / 32; k++)
             if (lane + 32 * k < d) O[(size_t)row * d + lane + 32 * k] = o[r][k] * inv;
-        if (lane == 0) L[row] = l[r] > 0.0f ? m[r] + logf(l[r]) : INFINITY;
+        if (lane == 0) L[row] = l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : INFINITY;
     }
 }
 
@@ -125,11 +125,11 @@ extern "C" int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_
     c->blocks.Br = S_BR;
     c->blocks.Bc = S_BC;
     c->smem_bytes = simple_smem(d);
-    if (d % 32 != 0 || d > S_MAXD) {
+    if (d % 32 != 0 || d <= 0 || d > S_MAXD) {
         snprintf(why, len, "simple: d must be a multiple of 32 up to %d, not %d", S_MAXD, d);
         return -1;
     }
-    return 0;
+    return fa1_config_fits(c, why, len);   /* d = 256: 96 KiB */
 }
 
 extern "C" void fa2_simple_launch(const attn_problem_t *p, const void *q, const void *k,

@@ -34,3 +34,35 @@ t_gpu "phase4 gpu GQA 8:1 H=16 Hkv=2 d=128 causal" "$P4" --quiet --iters 2 --B 2
 t_gpu "phase4 gpu GQA 8:1 H=8 Hkv=1 d=64 N_q != N_kv" "$P4" --quiet --iters 2 --B 3 --H 8 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T4/g.csv"
 t_gpu "phase4 gpu d=256 (simple; mma n/a)" "$P4" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T4/g.csv"
 t_gpu "phase4 gpu ablation ladder variants all pass (d=128)" "$P4" --kernel ladder --d 128 --iters 2 --csv "$T4/l.csv"
+
+# One source for the blocks (fa2_blocks.h, make variables): phase 4 alone, built into a
+# temporary folder with another Bc for d = 64. The CPU model's row must report Br x Bc
+# with the new Bc and still meet the HBM formula (its PASS); on a GPU the mma kernel,
+# compiled with the same Bc, must pass too. Without a GPU the build is gcc only (fast).
+FA2_ALT_BC=64
+TB4="$BUILD/tmp-phase4-bc$FA2_ALT_BC"
+rm -rf "$TB4"
+gpu_why=$(gpu_skip_reason)
+alt_flags=(NO_CUDA=1)
+if [ -z "$gpu_why" ]; then   # the device's architecture only, when nvidia-smi tells it
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+    alt_flags=(${cc:+CUDA_ARCH=sm_$cc})
+fi
+t_run "phase4 builds with FA2_D64_BC=$FA2_ALT_BC (${alt_flags[*]:-all targets})" \
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j4 BUILD="$TB4" NO_DEPS=1 \
+        FA2_D64_BC=$FA2_ALT_BC "${alt_flags[@]}" phase4-build
+if [ -x "$TB4/phase4" ]; then
+    t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: CPU row is 64x$FA2_ALT_BC, bytes == formula (PASS)" bash -c "
+        \"$TB4/phase4\" --cpu --d 64 --causal --B 1 --H 2 --N 300 --csv \"$T4/bc.csv\" >\"$T4/bc.log\" 2>&1 || exit 1
+        awk '\$1 == \"cpu-model\" { for (f = 2; f <= NF; f++) if (\$f == \"64x$FA2_ALT_BC\") hit = 1;
+                                  if (hit && \$NF == \"PASS\") ok = 1 } END { exit !ok }' \"$T4/bc.log\""
+    if [ -n "$gpu_why" ]; then
+        t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" "$gpu_why"
+    else
+        t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" \
+            "$TB4/phase4" --kernel mma --d 64 --causal --B 2 --H 2 --N 1000 --iters 2 --quiet --csv "$T4/bcg.csv"
+    fi
+else
+    t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: CPU row and mma kernel" "the build above failed"
+fi
+rm -rf "$TB4"

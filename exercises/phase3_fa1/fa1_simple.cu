@@ -19,12 +19,6 @@
 #define SIMPLE_THREADS 512
 #define R 4             /* query rows a warp works on at once */
 
-/* e^(m_old - m_new), 0 when the row has seen no key yet (as in fa1_cpu.c) */
-__device__ __forceinline__ float rescale(float m_old, float m_new)
-{
-    return m_old == -INFINITY ? 0.0f : __expf(m_old - m_new);
-}
-
 __global__ void __launch_bounds__(SIMPLE_THREADS)
 fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                   float *Og, float *lg, float *mg, int Br, int Bc)
@@ -66,7 +60,6 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
             for (int r = tid; r < qr; r += nt) { li[r] = l[i * Br + r]; mi[r] = m[i * Br + r]; }
             __syncthreads();   /* Q_i, O_i, l_i, m_i (and K_j, V_j at i = 0) are in SRAM */
 
-            /* l.9-13, one warp per query row r: rows are independent */
             /* l.9-13. A warp takes R query rows at a time (rows are independent): every K_j
              * or V_j value it reads from shared memory then serves R rows, and each lane
              * has R sums in flight instead of one long chain. */
@@ -113,8 +106,8 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
                      * HINT: as in fa1_cpu.c; every lane holds the row's m_t and l_t after the shuffles. */
                     m_new[rr] = m_i; l_new[rr] = l_i;
                     /* the factors of l.12 */
-                    a[rr] = rescale(m_i, m_new[rr]) * l_i;
-                    bb[rr] = rescale(m_t, m_new[rr]);
+                    a[rr] = fa1_rescale(m_i, m_new[rr]) * l_i;
+                    bb[rr] = fa1_rescale(m_t, m_new[rr]);
                     inv[rr] = l_new[rr] > 0.0f ? 1.0f / l_new[rr] : 0.0f;
                 }
                 __syncwarp();  /* the P~ rows are complete before each lane reads all of them */
@@ -149,7 +142,9 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     }
 }
 
-extern "C" int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+/* Blocks from the 48 KiB the kernel asks for (fa1_block_sizes()); -1 when d's tiles do
+ * not fit in it. No device query: the launcher calls this too. */
+static int simple_blocks(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "simple";
     c->threads = SIMPLE_THREADS;
@@ -161,12 +156,18 @@ extern "C" int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_
     return 0;
 }
 
+extern "C" int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    if (simple_blocks(d, c, why, len) != 0) return -1;
+    return fa1_config_fits(c, why, len);   /* 48 KiB: every device, but asked all the same */
+}
+
 extern "C" void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k,
                                   const void *v, float *o, float *l, float *m)
 {
     gpu_kernel_config_t c;
     char why[128];
-    if (fa1_simple_config(p->d, &c, why, sizeof why) != 0) return;
+    if (simple_blocks(p->d, &c, why, sizeof why) != 0) return;   /* fa1_simple_config() said -1 */
     fa1_simple_kernel<<<p->B * p->H, c.threads, c.smem_bytes>>>(
         *p, (const __half *)q, (const __half *)k, (const __half *)v, o, l, m, c.blocks.Br, c.blocks.Bc);
     CUDA_CHECK_LAUNCH();

@@ -1,0 +1,60 @@
+/* fa2_blocks.h - the blocks of fa2-mma (fa2_mma.cu), one row per head dimension.
+ *
+ * The one place they are chosen. gcc reads it (fa2_mma_blocks(): the CPU model and the
+ * driver use the kernel's Br x Bc, so the model's bytes are the kernel's) and nvcc reads
+ * it (the kernel's template parameters, fa2_mma_config()). Each value is a make variable:
+ *
+ *   make FA2_D64_BC=64 phase4-build
+ *
+ * writes it into the build's generated $(BUILD)/gen/fa2_blocks_set.h (included below),
+ * which both compilers see and which every object that includes this file depends on:
+ * changing a value rebuilds exactly those objects. A hand compile without make (no
+ * -DFA_BLOCKS_GEN) gets the defaults.
+ *
+ * A thread block is FA2_WARPS warps; each warp owns MT m-tiles of 16 query rows for the
+ * whole K/V loop (split-Q), so
+ *
+ *   Br = 16 * FA2_WARPS * MT        Bc = keys per K/V block (a multiple of 16)
+ *
+ * Defaults: d = 32 and 64: MT = 1 (Q_i stays in registers), Bc = 128; d = 128: MT = 2,
+ * Bc = 32 (a thread holds MT (Bc/2 + d/2) accumulator floats: 160 of its 255 registers).
+ * fa2_mma.cu static_asserts what must hold (Bc % 16 == 0, shared memory within the
+ * 99 KiB of sm_86/89); `make phase4-spills` says whether a choice spills registers.
+ */
+#ifndef PHASE4_FA2_BLOCKS_H
+#define PHASE4_FA2_BLOCKS_H
+
+#ifdef FA_BLOCKS_GEN
+#include "fa2_blocks_set.h"   /* $(BUILD)/gen/: the make variables that were set */
+#endif
+
+#define FA2_WARPS 4   /* warps per thread block (a constant of the kernel, not a choice) */
+
+#ifndef FA2_D32_MT
+#define FA2_D32_MT 1
+#endif
+#ifndef FA2_D32_BC
+#define FA2_D32_BC 128
+#endif
+#ifndef FA2_D64_MT
+#define FA2_D64_MT 1
+#endif
+#ifndef FA2_D64_BC
+#define FA2_D64_BC 128
+#endif
+#ifndef FA2_D128_MT
+#define FA2_D128_MT 2
+#endif
+#ifndef FA2_D128_BC
+#define FA2_D128_BC 32
+#endif
+
+/* The table: X(d, MT, Bc, LADDER) for every head dimension the kernel is built for.
+ * LADDER = 1 also builds the ablation ladder's variants (fa2_variant_t) for that d; with
+ * 0 only the full kernel exists and every variant runs it. */
+#define FA2_MMA_TABLE(X)                           \
+    X(32,  FA2_D32_MT,  FA2_D32_BC,  0)            \
+    X(64,  FA2_D64_MT,  FA2_D64_BC,  1)            \
+    X(128, FA2_D128_MT, FA2_D128_BC, 1)
+
+#endif

@@ -2,7 +2,7 @@
 t_units "$BUILD/test_phase1"
 
 P1="$BUILD/phase1"
-T1=$(mktemp -d "${TMPDIR:-/tmp}/phase1-tests.XXXXXX")
+T1=$(mktemp -d "${TMPDIR:-/tmp}/phase1-tests.XXXXXX")   # under testlib's run folder, removed at exit
 t_run   "phase1 CPU rows pass (--cpu, default problem)" "$P1" --cpu --quiet --csv "$T1/cpu.csv"
 t_run   "phase1 CPU rows pass (GQA, N_q != N_kv, causal)" "$P1" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal --csv "$T1/cpu2.csv"
 t_exit2 "phase1 rejects an unknown kernel"   "$P1" --kernel flash
@@ -10,6 +10,16 @@ t_exit2 "phase1 rejects d=48"               "$P1" --d 48
 t_exit2 "phase1 rejects H % Hkv != 0"        "$P1" --H 6 --Hkv 4
 t_exit2 "phase1 rejects N=0"                 "$P1" --N 0
 t_exit2 "phase1 rejects an unknown flag"     "$P1" --frobnicate
+
+# The CPU path of a CUDA build under valgrind: the CUDA runtime and cuBLAS load (dlopen) at
+# start, where the system loader over-reads; tools/valgrind.supp suppresses exactly that.
+if command -v valgrind >/dev/null 2>&1; then
+    t_run "phase1 --cpu under valgrind (no invalid access, no leak; loader suppressed)" \
+          valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tools/valgrind.supp \
+          "$P1" --cpu --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T1/vg" --csv "$T1/vg/phase1.csv"
+else
+    t_skip "phase1 --cpu under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
+fi
 
 # GPU: the shapes, both variants (skipped with the reason where there is no GPU)
 for d in 32 64 128; do

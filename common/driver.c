@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "dump.h"
 #include "fp16.h"
 
 /* ---- rows ------------------------------------------------------------------------------ */
@@ -155,6 +156,24 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet)
     return fails || bad_csv ? 1 : 0;
 }
 
+void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...)
+{
+    if (o->quiet) return;
+    char what[256], desc[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    attn_problem_str(&o->p, desc, sizeof desc);
+    printf("%s: %s (%s)\n", D->phase, what, desc);
+}
+
+int drv_sweep_end(drv_t *D, int fails)
+{
+    printf("%s: sweep %s (%d failed points)\n", D->phase, fails ? "FAIL" : "PASS", fails);
+    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+}
+
 int drv_csv_close(drv_t *D, bool quiet)
 {
     if (!D->csv) return 0;
@@ -223,6 +242,17 @@ void drv_table_add(table_t *t, const char *const *columns, const drv_row_t *r, c
     table_add(t, cells);
 }
 
+void drv_print_rows(const drv_t *D, const char *const *columns, const drv_row_t *rows, int n)
+{
+    static table_t t;   /* 200 KiB: not on the stack */
+    drv_table_init(&t, columns);
+    for (int i = 0; i < n; i++) {
+        drv_table_add(&t, columns, &rows[i], &rows[0]);
+        drv_csv_row(D, &rows[i]);
+    }
+    table_print(&t, stdout);
+}
+
 /* ---- the FA2 paper's setting ------------------------------------------------------------------ */
 attn_problem_t drv_tokens16k(int N, int d, bool causal)
 {
@@ -242,6 +272,12 @@ void drv_sweep_line(const drv_row_t *rows, int n)
     }
     printf("\n");
     fflush(stdout);
+}
+
+void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase)
+{
+    if (o->dump_dir && attn_dump(o->dump_dir, in, O, L, NULL, NULL, NULL) != 0)
+        fprintf(stderr, "%s: could not write the dump to %s\n", phase, o->dump_dir);
 }
 
 void drv_inputs(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad, const char *phase)

@@ -92,6 +92,11 @@ void drv_start(drv_t *D, const char *phase, const cli_opts_t *o);
 void drv_csv_open(drv_t *D, const char *path, int argc, char **argv, const char *const *columns);
 /* One CSV row of r under the columns given to drv_csv_open. */
 void drv_csv_row(const drv_t *D, const drv_row_t *r);
+/* Unless o->quiet, the run's first line: "<phase>: <what> (<the problem>)". */
+void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The end of a --sweep: "<phase>: sweep PASS|FAIL (k failed points)", the CSV closed;
+ * returns the exit code. */
+int drv_sweep_end(drv_t *D, int fails);
 /* Close the CSV: "csv: PATH" unless quiet; 0, or -1 (and one stderr line) when it could not
  * be written. drv_finish calls it; a sweep that prints no table calls it alone. */
 int drv_csv_close(drv_t *D, bool quiet);
@@ -106,6 +111,9 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet);
  * vs_first). */
 void drv_table_init(table_t *t, const char *const *columns);
 void drv_table_add(table_t *t, const char *const *columns, const drv_row_t *r, const drv_row_t *first);
+/* The whole table of rows[0..n) under the columns, on stdout ("vs_first" compares with
+ * rows[0]); each row also goes to the CSV. */
+void drv_print_rows(const drv_t *D, const char *const *columns, const drv_row_t *rows, int n);
 
 /* ---- the FlashAttention-2 paper's benchmark setting ---------------------------------
  * fp16, hidden size 2048 (H = 2048 / d), B x N = 16k tokens, N = 512 .. 16384. */
@@ -115,6 +123,10 @@ attn_problem_t drv_tokens16k(int N, int d, bool causal);
 /* The progress line of one sweep point: "  sweep tokens16k d= 64 full   N= 512 B=32 H=32:"
  * then each row's TFLOP/s (or its verdict and reason). */
 void drv_sweep_line(const drv_row_t *rows, int n);
+
+/* --dump DIR: the inputs and O, L as .npy for tools/check_numpy.py (a failure is said on
+ * stderr and does not fail the run). Nothing when o->dump_dir is NULL. */
+void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase);
 
 /* Host inputs of p from the seed, or exit 1 ("<phase>: out of host memory"). */
 void drv_inputs(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad, const char *phase);

@@ -14,6 +14,7 @@
  */
 #ifndef PHASE0_ORACLE_H
 #define PHASE0_ORACLE_H
+#include "driver.h"
 #include "problem.h"
 
 /* One query row i of head (b, h): o_row[d] and *L. */
@@ -23,6 +24,12 @@ void oracle_fwd_row(const attn_problem_t *p, const float *Q, const float *K, con
 /* The whole forward: O [B][H][N_q][d], L [B][H][N_q] (L may be NULL). */
 void oracle_fwd(const attn_problem_t *p, const float *Q, const float *K, const float *V,
                 double *O, double *L);
+
+/* A CPU model's row checked against the whole forward on its own inputs: O and L within
+ * the fp32 tolerance (tol_cpu), the errors recorded in r (max_abs, rel_l2 of O; L_abs),
+ * and in an exercise build the exercises behind a failing O or L named (oracle_check.c). */
+void oracle_check_cpu_row(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L,
+                          const char *exercises_O, const char *exercises_L);
 
 /* The whole backward: dQ like Q, dK and dV like K. */
 void oracle_bwd(const attn_problem_t *p, const float *Q, const float *K, const float *V,

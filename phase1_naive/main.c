@@ -19,7 +19,6 @@
 #include <string.h>
 #include "cost.h"
 #include "driver.h"
-#include "dump.h"
 #include "naive.h"
 #include "timer.h"
 
@@ -65,8 +64,7 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o)
         drv_fail(&r, "counted %.0f HBM bytes, the phase-0 formula says %.0f", (double)hbm_total(&m), r.hbm_model);
     attn_check_fp16(&r, &in, O, L, pc->B * pc->H * pc->N_q);   /* every row */
     check_hint_exercises(drv_passed(&r), "naive.cpu_softmax");
-    if (o->dump_dir && attn_dump(o->dump_dir, &in, O, L, NULL, NULL, NULL) != 0)
-        fprintf(stderr, PHASE ": could not write the dump to %s\n", o->dump_dir);
+    drv_dump(o, &in, O, L, PHASE);
     free(O); free(L);
     attn_inputs_free(&in);
     return r;
@@ -179,8 +177,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
     }
     naive_gpu_teardown();
 #endif
-    printf("%s: sweep %s (%d failed points)\n", PHASE, fails ? "FAIL" : "PASS", fails);
-    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+    return drv_sweep_end(D, fails);
 }
 
 int main(int argc, char **argv)
@@ -210,9 +207,7 @@ int main(int argc, char **argv)
                  argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
-    char desc[128];
-    attn_problem_str(p, desc, sizeof desc);
-    if (!o.quiet) printf("%s: standard attention, S and P in HBM (%s)\n", PHASE, desc);
+    drv_banner(&D, &o, "standard attention, S and P in HBM");
 
     drv_row_t rows[4];
     int n = 0;
@@ -226,10 +221,7 @@ int main(int argc, char **argv)
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);
 
-    table_t t;
-    drv_table_init(&t, TABLE_COLS);
-    for (int i = 0; i < n; i++) { drv_table_add(&t, TABLE_COLS, &rows[i], NULL); drv_csv_row(&D, &rows[i]); }
-    table_print(&t, stdout);
+    drv_print_rows(&D, TABLE_COLS, rows, n);
     if (!o.quiet) {
         printf("time: CPU one run; GPU median of %d runs after warm-up (CUDA events, L2 flushed between runs); "
                "HBM meas.: make phase1 profile\n", o.iters);

@@ -1,13 +1,26 @@
-/* demos.c - phase 2's two worked demonstrations, each a check that returns PASS or FAIL:
+/* demos.c - phase 2's 1-pass attention as the later phases' reference, and its two
+ * worked demonstrations, each a check that returns PASS or FAIL:
  * the streaming softmax of three scores step by step, and the overflow that the safe and
  * online softmaxes avoid. The driver adds each as one row of its table. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "check.h"
 #include "online_softmax.h"
 #include "oracle.h"
 
 enum { OVF_N = 1024 };
+
+float *online_attn_reference(const attn_inputs_t *in, double max_flops)
+{
+    if (attn_flops_fwd(&in->p) > max_flops) return NULL;
+    float *O = xmalloc(attn_q_elems(&in->p) * sizeof(float), "phase2");
+    float *L = xmalloc(attn_l_elems(&in->p) * sizeof(float), "phase2");
+    hbm_meter_t meter;
+    online_attn_cpu(in, O, L, &meter);
+    free(L);
+    return O;
+}
 
 /* The chapter's worked example: scores [3, 1, 2], values = the unit vectors, so the
  * unnormalised o IS the vector of unnormalised weights. Checked against the oracle and

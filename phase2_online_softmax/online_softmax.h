@@ -75,6 +75,10 @@ void online_attn_split_cpu(const attn_inputs_t *in, int Bc, int reverse,
                            float *O, float *L, hbm_meter_t *meter);
 /* sum over rows (b, h, i) of 2d + 4d * visible(i) + 4d + 4 bytes. */
 double online_attn_traffic(const attn_problem_t *p);
+/* 1-pass attention's O as the reference the later phases check against: a malloc'd
+ * [B][H][N_q][d] array (the caller frees it), or NULL when the problem has more than
+ * max_flops forward FLOPs (the CPU would take too long). */
+float *online_attn_reference(const attn_inputs_t *in, double max_flops);
 
 /* The worked demonstrations (demos.c), each true when it shows what the chapter says:
  * the streaming softmax of scores [3, 1, 2] step by step (printed unless quiet), equal to

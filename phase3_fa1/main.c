@@ -21,7 +21,6 @@
 #include <string.h>
 #include "cost.h"
 #include "driver.h"
-#include "dump.h"
 #include "fa1.h"
 #include "naive.h"
 #include "online_softmax.h"
@@ -70,10 +69,7 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
     if (2 * peak < M) drv_fail(&r, "the blocks use %zu of %zu bytes of SRAM: Alg. 1 l.1 fills M", peak, M);
     check_hint_exercises(drv_passed(&r), "fa1.blocks");
     if (full_checks) {
-        double *Oref = xmalloc(nq * sizeof(double), PHASE), *Lref = xmalloc(nl * sizeof(double), PHASE);
-        oracle_fwd(pc, in.q, in.k, in.v, Oref, Lref);
-        drv_compare(&r, "vs oracle", "O", O, Oref, nq, pc->d, tol_cpu(), true, "fa1.ml, fa1.rescale");
-        drv_compare(&r, "vs oracle", "L", L, Lref, nl, pc->N_q, tol_cpu(), false, "fa1.ml");
+        oracle_check_cpu_row(&r, &in, O, L, "fa1.ml, fa1.rescale", "fa1.ml");
         /* the previous phases: phase 2's 1-pass attention (fp32, so the same 1e-5) and
          * phase 1's pipeline (S, P, O rounded to fp16: its own error, 3e-3) */
         float *O2 = xmalloc(nq * sizeof(float), PHASE);
@@ -82,9 +78,8 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
         drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, TOL_CPU_REL_L2);
         naive_cpu(&in, O2, NULL, &m2);
         drv_compare_prev(&r, "phase 1's pipeline", O, O2, nq, TOL_FP16_REL_L2);
-        if (o->dump_dir && attn_dump(o->dump_dir, &in, O, L, NULL, NULL, NULL) != 0)
-            fprintf(stderr, PHASE ": could not write the dump to %s\n", o->dump_dir);
-        free(O2); free(Oref); free(Lref);
+        drv_dump(o, &in, O, L, PHASE);
+        free(O2);
     }
     free(O); free(l); free(m); free(L);
     attn_inputs_free(&in);
@@ -111,14 +106,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     drv_gpu_bufs_t b = drv_gpu_alloc(in, DRV_SP_IF_ROOM);
     /* the previous phases on the same inputs, nearest first: phase 2's 1-pass attention on
      * the CPU (small problems), phase 1's cuBLAS pipeline (once it passed its own check) */
-    float *o1 = NULL, *o2 = NULL;
-    if (attn_flops_fwd(p) <= SMALL_FLOPS) {
-        o2 = xmalloc(attn_q_elems(p) * sizeof(float), PHASE);
-        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
-        hbm_meter_t m2;
-        online_attn_cpu(in, o2, L2, &m2);
-        free(L2);
-    }
+    float *o1 = NULL, *o2 = online_attn_reference(in, SMALL_FLOPS);
     int n = 0;
     launch_t x = { *p, &b, 0, { *p, NAIVE_CUBLAS, b.Q, b.K, b.V, b.S, b.P, b.Oh } };
     drv_prev_t prev[2] = { { o2, "phase 2's 1-pass attention" }, { NULL, "phase 1's cuBLAS pipeline" } };
@@ -207,8 +195,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
         naive_gpu_teardown();
     }
 #endif
-    printf("%s: sweep %s (%d failed points)\n", PHASE, fails ? "FAIL" : "PASS", fails);
-    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+    return drv_sweep_end(D, fails);
 }
 
 int main(int argc, char **argv)
@@ -236,9 +223,7 @@ int main(int argc, char **argv)
                  argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
-    char desc[128];
-    attn_problem_str(p, desc, sizeof desc);
-    if (!o.quiet) printf("%s: FlashAttention-1, KV-outer tiling (%s), CPU model with M = %zu bytes\n", PHASE, desc, M);
+    drv_banner(&D, &o, "FlashAttention-1, KV-outer tiling, CPU model with M = %zu bytes", M);
 
     drv_row_t rows[8];
     int n = 0;
@@ -255,10 +240,7 @@ int main(int argc, char **argv)
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);
 
-    table_t t;
-    drv_table_init(&t, TABLE_COLS);
-    for (int i = 0; i < n; i++) { drv_table_add(&t, TABLE_COLS, &rows[i], NULL); drv_csv_row(&D, &rows[i]); }
-    table_print(&t, stdout);
+    drv_print_rows(&D, TABLE_COLS, rows, n);
     if (!o.quiet) {
         printf("CPU model: Tc = %d passes over Q and O; HBM %.0f bytes = the formula of docs/03_fa1.md; "
                "standard attention would move %.0f (%.2fx)\n", (pc.N_kv + rows[0].blocks.Bc - 1) / rows[0].blocks.Bc,

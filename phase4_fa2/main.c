@@ -21,7 +21,6 @@
 #include <string.h>
 #include "cost.h"
 #include "driver.h"
-#include "dump.h"
 #include "fa1.h"
 #include "fa2.h"
 #include "naive.h"
@@ -68,28 +67,13 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
         drv_fail(&r, "counted %.0f HBM bytes, the chapter's formula says %.0f", r.hbm_model, r.hbm_formula);
     if (nm != fa2_nonmatmul_flops(pc, bl))
         drv_fail(&r, "counted %.0f non-matmul FLOPs, the formula says %.0f", nm, fa2_nonmatmul_flops(pc, bl));
-    /* the causal range of this shape's Q blocks, whatever its mask: exactly the K/V blocks
-     * that hold a visible entry (a brute-force scan of the mask) */
-    attn_problem_t pm = *pc;
-    pm.causal = true;
-    const int Tr = (pc->N_q + bl.Br - 1) / bl.Br, Tc = (pc->N_kv + bl.Bc - 1) / bl.Bc;
-    bool range_ok = true;
-    for (int i = 0; i < Tr && range_ok; i++) {
-        int want = 0;
-        for (int j = 0; j < Tc; j++)
-            for (int row = i * bl.Br; row < pc->N_q && row < (i + 1) * bl.Br; row++)
-                if (attn_visible(&pm, row, j * bl.Bc)) { want = j + 1; break; }   /* its first key */
-        int got = fa2_kv_blocks(&pm, i, bl.Br, bl.Bc);
-        if (got != want) { drv_fail(&r, "causal range: Q block %d visits %d K/V blocks, not %d", i, got, want); range_ok = false; }
-    }
+    /* the causal range of this shape's Q blocks, whatever its mask */
+    char why[160];
+    bool range_ok = fa2_check_causal_range(pc, bl, why, sizeof why) == 0;
+    if (!range_ok) drv_fail(&r, "%s", why);
     check_hint_exercises(range_ok, "fa2.causal_range");
     if (full_checks) {
-        double *Oref = xmalloc(nq * sizeof(double), PHASE), *Lref = xmalloc(nl * sizeof(double), PHASE);
-        oracle_fwd(pc, in.q, in.k, in.v, Oref, Lref);
-        drv_compare(&r, "vs oracle", "O", O, Oref, nq, pc->d, tol_cpu(), true, "fa2.rescale, fa2.normalise");
-        err_stats_t eL = err_compare(L, Lref, nl, tol_cpu());
-        r.L_abs = eL.max_abs;
-        drv_compare(&r, "vs oracle", "L", L, Lref, nl, pc->N_q, tol_cpu(), false, "fa2.lse");
+        oracle_check_cpu_row(&r, &in, O, L, "fa2.rescale, fa2.normalise", "fa2.lse");
         /* the previous phases: phase 3's FA1 model, phase 2's 1-pass attention (fp32: 1e-5) */
         float *O2 = xmalloc(nq * sizeof(float), PHASE), *l2 = xmalloc(nl * sizeof(float), PHASE);
         float *m2 = xmalloc(nl * sizeof(float), PHASE);
@@ -101,9 +85,8 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
         hbm_meter_t mm;
         online_attn_cpu(&in, O2, l2, &mm);
         drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, TOL_CPU_REL_L2);
-        if (o->dump_dir && attn_dump(o->dump_dir, &in, O, L, NULL, NULL, NULL) != 0)
-            fprintf(stderr, PHASE ": could not write the dump to %s\n", o->dump_dir);
-        free(O2); free(l2); free(m2); free(Oref); free(Lref);
+        drv_dump(o, &in, O, L, PHASE);
+        free(O2); free(l2); free(m2);
     }
     free(O); free(L);
     attn_inputs_free(&in);
@@ -114,14 +97,10 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
 /* ---- the GPU rows --------------------------------------------------------------------- */
 typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA } kind_t;
 static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma"};
+typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
+static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config};
 
-typedef struct {
-    attn_problem_t p;
-    kind_t kind;
-    fa2_variant_t var;
-    const drv_gpu_bufs_t *b;
-    naive_gpu_t naive;
-} launch_t;
+typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
 
 static void launch(void *ctx)
 {
@@ -154,10 +133,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     } else {
         gpu_kernel_config_t cfg;
         char why[200];
-        int rc = kind == K_FA1_SIMPLE ? fa1_simple_config(p->d, &cfg, why, sizeof why)
-               : kind == K_FA1_MMA    ? fa1_mma_config(p->d, &cfg, why, sizeof why)
-               : kind == K_FA2_SIMPLE ? fa2_simple_config(p->d, &cfg, why, sizeof why)
-               :                        fa2_mma_config(p->d, &cfg, why, sizeof why);
+        int rc = CONFIG[kind](p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         r.blocks = cfg.blocks;
         if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA) {
@@ -184,14 +160,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     drv_gpu_bufs_t b = drv_gpu_alloc(in, cli_kernel_selected(o, "cublas") ? DRV_SP_IF_ROOM : DRV_SP_NONE);
     /* the previous phases, nearest first: phase 3's fa1-mma (filled in below), and phase 2's
      * 1-pass attention on the CPU for small problems */
-    float *o3 = NULL, *o2 = NULL;
-    if (attn_flops_fwd(p) <= SMALL_FLOPS) {
-        o2 = xmalloc(attn_q_elems(p) * sizeof(float), PHASE);
-        float *L2 = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
-        hbm_meter_t m2;
-        online_attn_cpu(in, o2, L2, &m2);
-        free(L2);
-    }
+    float *o3 = NULL, *o2 = online_attn_reference(in, SMALL_FLOPS);
     drv_prev_t prev[2] = { { NULL, "phase 3's FA1 kernel" }, { o2, "phase 2's 1-pass attention" } };
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* the simple kernels take seconds at 16k tokens */
     int n = 0;
@@ -251,6 +220,14 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
 #endif
 
 /* ---- --sweep ------------------------------------------------------------------------ */
+/* A row of the model sweep beyond what the CPU runs: the formulas alone. */
+static drv_row_t formula_row(const char *name, const attn_problem_t *p, attn_blocks_t b, double bytes, double nonmatmul)
+{
+    drv_row_t r = drv_row(name, "cpu", "vsN", p);
+    r.blocks = b; r.hbm_formula = bytes; r.nonmatmul = nonmatmul;
+    return r;
+}
+
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
     int fails = 0;
@@ -261,18 +238,9 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
             attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
             attn_blocks_t bl = fa2_mma_blocks(64), b1;
             fa1_block_sizes(FA1_M, 64, &b1);
-            drv_row_t r;
-            if (N <= 1024) r = run_cpu(&p, o, "vsN", false);
-            else {
-                r = drv_row("formula", "cpu", "vsN", &p);
-                r.blocks = bl;
-                r.hbm_formula = fa2_hbm_bytes(&p, bl);
-                r.nonmatmul = fa2_nonmatmul_flops(&p, bl);
-            }
-            drv_row_t r1 = drv_row("fa1-formula", "cpu", "vsN", &p);
-            r1.blocks = b1;
-            r1.hbm_formula = fa1_hbm_bytes(&p, b1.Bc);
-            r1.nonmatmul = fa1_nonmatmul_flops(&p, b1.Bc);
+            drv_row_t r = N <= 1024 ? run_cpu(&p, o, "vsN", false)
+                        : formula_row("formula", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl));
+            drv_row_t r1 = formula_row("fa1-formula", &p, b1, fa1_hbm_bytes(&p, b1.Bc), fa1_nonmatmul_flops(&p, b1.Bc));
             fails += !drv_passed(&r);
             drv_csv_row(D, &r);
             drv_csv_row(D, &r1);
@@ -304,23 +272,20 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
         naive_gpu_teardown();
     }
 #endif
-    printf("%s: sweep %s (%d failed points)\n", PHASE, fails ? "FAIL" : "PASS", fails);
-    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+    return drv_sweep_end(D, fails);
 }
 
+/* What the CPU model's numbers mean, beside FA1's (phase 3) on the same problem. */
 static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 {
-    attn_blocks_t bl = fa2_mma_blocks(pc->d), b1;
+    attn_blocks_t b1;
     fa1_block_sizes(FA1_M, pc->d, &b1);
     double fa1_bytes = fa1_hbm_bytes(pc, b1.Bc), fa1_nm = fa1_nonmatmul_flops(pc, b1.Bc);
-    char ds[128];
-    attn_problem_str(pc, ds, sizeof ds);
-    printf("CPU model (%s, Br x Bc = %d x %d): HBM %.0f bytes = the formula of docs/04_fa2.md; "
-           "FA1 (phase 3, M = 128 KiB, Bc = %d) would move %.0f (%.1fx)\n", ds, bl.Br, bl.Bc,
-           cpu->hbm_model, b1.Bc, fa1_bytes, fa1_bytes / cpu->hbm_model);
-    printf("non-matmul FLOPs (exp, max, rescale, divide): FA2 %.0f counted (= formula), FA1 %.0f (%.2fx more); "
-           "matmul FLOPs %.0f\n", cpu->nonmatmul, fa1_nm, fa1_nm / cpu->nonmatmul,
-           4.0 * pc->B * pc->H * pc->N_q * pc->N_kv * pc->d);
+    printf("CPU model (Br x Bc = %d x %d): HBM %.0f bytes = the formula of docs/04_fa2.md; FA1 (phase 3, "
+           "M = 128 KiB, Bc = %d) would move %.0f (%.1fx)\nnon-matmul FLOPs (exp, max, rescale, divide): "
+           "FA2 %.0f counted (= formula), FA1 %.0f (%.2fx more); matmul FLOPs %.0f\n", cpu->blocks.Br,
+           cpu->blocks.Bc, cpu->hbm_model, b1.Bc, fa1_bytes, fa1_bytes / cpu->hbm_model, cpu->nonmatmul,
+           fa1_nm, fa1_nm / cpu->nonmatmul, 4.0 * pc->B * pc->H * pc->N_q * pc->N_kv * pc->d);
     printf("time: CPU one run; GPU median of %d runs after warm-up (CUDA events, L2 flushed); "
            "vs prev: rel L2 against phase 3's FA1 (kernel fa1-mma; for the CPU model its CPU model)\n", iters);
 }
@@ -349,9 +314,7 @@ int main(int argc, char **argv)
                  argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
-    char desc[128];
-    attn_problem_str(p, desc, sizeof desc);
-    if (!o.quiet) printf("%s: FlashAttention-2 forward, Q outer / K-V inner (%s)\n", PHASE, desc);
+    drv_banner(&D, &o, "FlashAttention-2 forward, Q outer / K-V inner");
 
     drv_row_t rows[16];
     int n = 0, nl = 0;
@@ -371,17 +334,12 @@ int main(int argc, char **argv)
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);
 
-    table_t t;
-    drv_table_init(&t, TABLE_COLS);
-    for (int i = 0; i < n; i++) { drv_table_add(&t, TABLE_COLS, &rows[i], NULL); drv_csv_row(&D, &rows[i]); }
-    table_print(&t, stdout);
+    drv_print_rows(&D, TABLE_COLS, rows, n);
     if (nl) {
-        drv_table_init(&t, LADDER_COLS);
-        for (int i = 0; i < nl; i++) { drv_table_add(&t, LADDER_COLS, &ladder[i], &ladder[0]); drv_csv_row(&D, &ladder[i]); }
-        char ds[128];
-        attn_problem_str(&ladder[0].p, ds, sizeof ds);
-        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh against fa2-mma; vs first: vs fa1-mma):\n", ds);
-        table_print(&t, stdout);
+        char desc[128];
+        attn_problem_str(&ladder[0].p, desc, sizeof desc);
+        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh against fa2-mma; vs first: vs fa1-mma):\n", desc);
+        drv_print_rows(&D, LADDER_COLS, ladder, nl);
         memcpy(rows + n, ladder, nl * sizeof ladder[0]);
         n += nl;
     }

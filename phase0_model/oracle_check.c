@@ -1,0 +1,17 @@
+/* oracle_check.c - a CPU model's output against the fp64 oracle, as one driver row. */
+#include <stdlib.h>
+#include "oracle.h"
+
+void oracle_check_cpu_row(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L,
+                          const char *exercises_O, const char *exercises_L)
+{
+    const attn_problem_t *p = &in->p;
+    size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
+    double *Oref = xmalloc(nq * sizeof(double), "oracle"), *Lref = xmalloc(nl * sizeof(double), "oracle");
+    oracle_fwd(p, in->q, in->k, in->v, Oref, Lref);
+    drv_compare(r, "vs oracle", "O", O, Oref, nq, p->d, tol_cpu(), true, exercises_O);
+    err_stats_t eL = err_compare(L, Lref, nl, tol_cpu());
+    r->L_abs = eL.max_abs;
+    drv_compare(r, "vs oracle", "L", L, Lref, nl, p->N_q, tol_cpu(), false, exercises_L);
+    free(Oref); free(Lref);
+}

@@ -78,8 +78,9 @@ void drv_start(drv_t *D, const char *phase, const cli_opts_t *o)
     else machine_info_cpu(&D->mi);
 }
 
-void drv_csv_open(drv_t *D, const char *path, int argc, char **argv, const char *const *columns)
+void drv_csv_open(drv_t *D, const cli_opts_t *o, int argc, char **argv, const char *const *columns)
 {
+    const char *path = o->csv_path;
     char cols[1024] = "";
     for (int c = 0; columns[c]; c++) {
         size_t len = strlen(cols);

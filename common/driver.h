@@ -87,9 +87,10 @@ typedef struct {
 
 /* Probe the GPU (unless o->cpu_only) and fill the machine facts. */
 void drv_start(drv_t *D, const char *phase, const cli_opts_t *o);
-/* Open path with the metadata header and the named columns (NULL-terminated, every name
- * one of drv_csv_row's). Exits 2 with one line if it cannot be written. */
-void drv_csv_open(drv_t *D, const char *path, int argc, char **argv, const char *const *columns);
+/* Open o->csv_path (cli_parse has resolved and probed it) with the metadata header and the
+ * named columns (NULL-terminated, every name one of drv_csv_row's). Exits 2 with one line
+ * if it cannot be written after all. */
+void drv_csv_open(drv_t *D, const cli_opts_t *o, int argc, char **argv, const char *const *columns);
 /* One CSV row of r under the columns given to drv_csv_open. */
 void drv_csv_row(const drv_t *D, const drv_row_t *r);
 /* Unless o->quiet, the run's first line: "<phase>: <what> (<the problem>)". */

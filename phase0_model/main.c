@@ -134,9 +134,12 @@ static int dump(const attn_problem_t *p, uint64_t seed, const char *dir)
 int main(int argc, char **argv)
 {
     static const char *const kernels[] = {"cpu", NULL};
-    const cli_spec_t spec = { "phase0", "the compute model: memory wall, HBM traffic, worked "
-                              "examples, roofline, and the fp64 oracle's self-checks", kernels, false,
-                              attn_problem(1, 1, 1, 1024, 1024, 64, false), NULL };
+    const cli_spec_t spec = {
+        .phase = "phase0",
+        .summary = "the compute model: memory wall, HBM traffic, worked examples, roofline, and the fp64 oracle's self-checks",
+        .kernels = kernels,
+        .defaults = attn_problem(1, 1, 1, 1024, 1024, 64, false),
+    };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
     const attn_problem_t *p = &o.p;

@@ -34,6 +34,13 @@ static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H
     "max_abs", "rel_l2", "pipeline_max_abs", "verdict", NULL};
 static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "time", "tflops", "gbps",
     "hbm_model", "hbm_meas", "max_abs", "rel_l2", "verdict", NULL};
+static const cli_spec_t SPEC = {
+    .phase = PHASE,
+    .summary = "standard attention on the GPU: S and P materialised in HBM",
+    .kernels = KERNELS,
+    .defaults = { .B = 4, .H = 16, .H_kv = 16, .N_q = 2048, .N_kv = 2048, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
+    .default_sweep_csv = "results/phase1/phase1_sweep.csv",
+};
 static const double GiB = 1073741824.0;
 
 /* A row of this phase: the model's bytes (standard attention's, phase 0's formula) and
@@ -175,36 +182,33 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
             fflush(stdout);
         }
     }
-    naive_gpu_teardown();
 #endif
     return drv_sweep_end(D, fails);
 }
 
+/* The memory wall, before any allocation: S and P (and Q, K, V, O) must fit in the free
+ * device memory, else one line and exit 2. Returns the free bytes. */
+static double refuse_beyond_the_wall(const attn_problem_t *p)
+{
+    size_t free_b = 0, total_b = 0;
+    gpu_mem_info(&free_b, &total_b);
+    if (naive_device_bytes(p) > (double)free_b)
+        cli_die(PHASE, "the memory wall: S and P need %.2f GiB (%.2f GiB with Q, K, V, O) but the GPU has "
+                "%.2f GiB free", naive_sp_bytes(p) / GiB, naive_device_bytes(p) / GiB, free_b / GiB);
+    return (double)free_b;
+}
+
 int main(int argc, char **argv)
 {
-    cli_spec_t spec = {
-        .phase = PHASE,
-        .summary = "standard attention on the GPU: S and P materialised in HBM",
-        .kernels = KERNELS,
-        .defaults = attn_problem(4, 16, 16, 2048, 2048, 64, false),
-    };
     cli_opts_t o;
-    cli_parse(argc, argv, &spec, &o);
+    cli_parse(argc, argv, &SPEC, &o);
     const attn_problem_t *p = &o.p;
 
     drv_t D;
     drv_start(&D, PHASE, &o);
-    /* The memory wall, before any allocation: S and P (and Q, K, V, O) must fit. */
-    size_t free_b = 0, total_b = 0;
-    if (D.gpu && !o.sweep) {
-        gpu_mem_info(&free_b, &total_b);
-        if (naive_device_bytes(p) > (double)free_b)
-            cli_die(PHASE, "the memory wall: S and P need %.2f GiB (%.2f GiB with Q, K, V, O) "
-                    "but the GPU has %.2f GiB free", naive_sp_bytes(p) / GiB,
-                    naive_device_bytes(p) / GiB, free_b / GiB);
-    }
-    drv_csv_open(&D, o.csv_path ? o.csv_path : o.sweep ? "results/phase1/phase1_sweep.csv" : "results/phase1/phase1.csv",
-                 argc, argv, CSV_COLS);
+    double free_b = D.gpu && !o.sweep ? refuse_beyond_the_wall(p) : 0;   /* for the GPU rows */
+    (void)free_b;
+    drv_csv_open(&D, &o, argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "standard attention, S and P in HBM");
@@ -215,8 +219,7 @@ int main(int argc, char **argv)
     rows[n++] = run_cpu(&pc, &o);
 #if HAVE_CUDA
     if (D.gpu) {
-        n += run_gpu_rows(p, &o, "-", o.iters, CHECK_ROWS, (double)free_b, rows + n);
-        naive_gpu_teardown();
+        n += run_gpu_rows(p, &o, "-", o.iters, CHECK_ROWS, free_b, rows + n);
     }
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);

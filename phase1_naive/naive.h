@@ -73,7 +73,8 @@ double naive_device_bytes(const attn_problem_t *p);
 void naive_gpu_forward(const naive_gpu_t *g);
 /* naive_gpu_forward with the gpu_timed_fn signature (ctx is a naive_gpu_t *). */
 void naive_gpu_forward_fn(void *ctx);
-/* Release the cuBLAS handle (before exit, so sanitizers see no leak). */
+/* Release the cuBLAS handle; registered with atexit() when the handle is made, so the
+ * drivers need not call it and sanitizers see no leak. */
 void naive_gpu_teardown(void);
 #endif
 #endif

@@ -286,6 +286,7 @@ int main(int argc, char **argv)
         .summary = "online softmax: naive, 3-pass safe, 2-pass online, 1-pass attention; GPU row softmax",
         .kernels = KERNELS,
         .defaults = attn_problem(1, 2, 2, 256, 256, 64, false),
+        .no_dump = true,   /* phase 2 writes no tensors */
     };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
@@ -297,7 +298,7 @@ int main(int argc, char **argv)
     machine_info_cpu(&mi);
     if (gpu) { gpu_copy_bandwidth_gbps(); gpu_machine_info(&mi); }
 
-    const char *csv_path = o.csv_path ? o.csv_path : "results/phase2/phase2.csv";
+    const char *csv_path = o.csv_path;
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", csv_path);
     char *slash = strrchr(dir, '/');

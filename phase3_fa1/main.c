@@ -40,6 +40,14 @@ static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H
     "hbm_measured", "max_abs", "rel_l2", "rel_prev", "pipeline_max_abs", "verdict", NULL};
 static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks", "sram", "time", "tflops",
     "hbm_model", "max_abs", "rel_l2", "vs_prev", "verdict", NULL};
+static const cli_spec_t SPEC = {
+    .phase = PHASE,
+    .summary = "FlashAttention-1 (Alg. 1): K/V blocks outer, Q blocks inner, O/l/m through HBM",
+    .kernels = KERNELS,
+    .takes_sram = true,
+    .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
+    .default_sweep_csv = "results/phase3/phase3_sweep.csv",
+};
 
 /* ---- the CPU tile model ------------------------------------------------------------ */
 static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o, const char *sweep, bool full_checks)
@@ -192,7 +200,6 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                 drv_sweep_line(rows, n);
                 attn_inputs_free(&in);
             }
-        naive_gpu_teardown();
     }
 #endif
     return drv_sweep_end(D, fails);
@@ -200,15 +207,8 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
 
 int main(int argc, char **argv)
 {
-    cli_spec_t spec = {
-        .phase = PHASE,
-        .summary = "FlashAttention-1 (Alg. 1): K/V blocks outer, Q blocks inner, O/l/m through HBM",
-        .kernels = KERNELS,
-        .takes_sram = true,
-        .defaults = attn_problem(2, 4, 4, 512, 512, 64, false),
-    };
     cli_opts_t o;
-    cli_parse(argc, argv, &spec, &o);
+    cli_parse(argc, argv, &SPEC, &o);
     const attn_problem_t *p = &o.p;
     size_t M = o.sram_bytes ? (size_t)o.sram_bytes : DEFAULT_M;
     if (M < fa1_min_sram(p->d))
@@ -219,8 +219,7 @@ int main(int argc, char **argv)
 
     drv_t D;
     drv_start(&D, PHASE, &o);
-    drv_csv_open(&D, o.csv_path ? o.csv_path : o.sweep ? "results/phase3/phase3_sweep.csv" : "results/phase3/phase3.csv",
-                 argc, argv, CSV_COLS);
+    drv_csv_open(&D, &o, argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "FlashAttention-1, KV-outer tiling, CPU model with M = %zu bytes", M);
@@ -235,7 +234,6 @@ int main(int argc, char **argv)
         drv_inputs(&in, p, o.seed, false, PHASE);
         n += run_gpu_rows(&in, &o, "-", CHECK_ROWS, rows + n);
         attn_inputs_free(&in);
-        naive_gpu_teardown();
     }
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);

@@ -43,6 +43,11 @@ static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H
 static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks", "time", "tflops",
     "hbm_model", "max_abs", "rel_l2", "L_abs", "vs_prev", "verdict", NULL};
 static const char *const LADDER_COLS[] = {"step", "what", "time", "tflops", "speedup", "vs_first", "verdict", NULL};
+/* the default problem is not causal (as in phases 1-3); `make phase4 run` adds --causal */
+static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
+    .summary = "FlashAttention-2 forward: Q blocks outer, K/V inner, O~ unnormalised, L written",
+    .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
+    .default_sweep_csv = "results/phase4/phase4_sweep.csv" };
 
 /* ---- the CPU tile model ------------------------------------------------------------ */
 static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
@@ -269,7 +274,6 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                     drv_sweep_line(rows, n);
                     attn_inputs_free(&in);
                 }
-        naive_gpu_teardown();
     }
 #endif
     return drv_sweep_end(D, fails);
@@ -292,14 +296,8 @@ static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 
 int main(int argc, char **argv)
 {
-    cli_spec_t spec = {
-        .phase = PHASE,
-        .summary = "FlashAttention-2 forward: Q blocks outer, K/V inner, O~ unnormalised, L written",
-        .kernels = KERNELS,
-        .defaults = attn_problem(2, 4, 4, 512, 512, 64, false),
-    };
     cli_opts_t o;
-    cli_parse(argc, argv, &spec, &o);
+    cli_parse(argc, argv, &SPEC, &o);
     const attn_problem_t *p = &o.p;
     if ((strcmp(o.kernel, "mma") == 0 || strcmp(o.kernel, "ladder") == 0) && !fa2_mma_supports(p->d))
         cli_die(PHASE, "kernel %s is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", o.kernel, p->d);
@@ -310,8 +308,7 @@ int main(int argc, char **argv)
 
     drv_t D;
     drv_start(&D, PHASE, &o);
-    drv_csv_open(&D, o.csv_path ? o.csv_path : o.sweep ? "results/phase4/phase4_sweep.csv" : "results/phase4/phase4.csv",
-                 argc, argv, CSV_COLS);
+    drv_csv_open(&D, &o, argc, argv, CSV_COLS);
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "FlashAttention-2 forward, Q outer / K-V inner");
@@ -329,7 +326,6 @@ int main(int argc, char **argv)
         attn_inputs_free(&in);
         bool want = strcmp(o.kernel, "ladder") == 0 || (strcmp(o.kernel, "all") == 0 && !o.quiet);
         if (want && (p->d == 64 || p->d == 128)) nl = run_ladder(&o, p->d, ladder);
-        naive_gpu_teardown();
     }
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);

@@ -59,10 +59,21 @@ if [ -x "$TB4/phase4" ]; then
     if [ -n "$gpu_why" ]; then
         t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" "$gpu_why"
     else
-        t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" \
-            "$TB4/phase4" --kernel mma --d 64 --causal --B 2 --H 2 --N 1000 --iters 2 --quiet --csv "$T4/bcg.csv"
+        t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel runs 64x$FA2_ALT_BC blocks and passes at d=64" bash -c "
+            \"$TB4/phase4\" --kernel mma --d 64 --causal --B 2 --H 2 --N 1000 --iters 2 --quiet --csv \"$T4/bcg.csv\" >\"$T4/bcg.log\" 2>&1 || exit 1
+            awk '\$1 == \"mma\" && \$2 == \"gpu\" { for (f = 3; f <= NF; f++) if (\$f == \"64x$FA2_ALT_BC\") hit = 1;
+                                  if (hit && \$NF == \"PASS\") ok = 1 } END { exit !ok }' \"$T4/bcg.log\""
     fi
 else
     t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: CPU row and mma kernel" "the build above failed"
 fi
 rm -rf "$TB4"
+
+# A GPU with less shared memory a block than fa1-mma needs at d = 128 (203.5 KiB; an A100
+# gives 163 KiB, an RTX 40xx or L4 99 KiB): FA_SMEM_LIMIT lowers the limit the code reads.
+# fa1-mma's row says skipped with the reason, phase 3's reference falls back to fa1-simple,
+# every other row is checked, and the run exits 0.
+t_gpu "phase4 d=128 on a 99 KiB device: fa1-mma skipped with the reason, the rest checked, exit 0" bash -c "
+    FA_SMEM_LIMIT=101376 \"$P4\" --d 128 --causal --B 1 --H 2 --N 300 --iters 2 --quiet --csv \"$T4/smem.csv\" >\"$T4/smem.log\" 2>&1 || exit 1
+    grep -q '^  skipped fa1-mma (gpu): needs .* KiB of shared memory a block, this device gives 99.0 KiB' \"$T4/smem.log\" &&
+    awk '\$2 == \"gpu\" && \$1 != \"fa1-mma\" && \$NF == \"PASS\" { n++ } END { exit n < 3 }' \"$T4/smem.log\""

@@ -1,5 +1,7 @@
 # tools/tests.sh - project-wide tests (sourced by tools/run_tests.sh after the phases):
 # exercises, handout, a sanitized and warning-free host build, the make targets.
+# Every nested make names its BUILD: `make test BUILD=x` passes BUILD=x down through
+# MAKEFLAGS, which would otherwise put an EX=1 build into the tests' own build folder.
 PYTHON=${PYTHON:-python3}
 T=$(mktemp -d "${TMPDIR:-/tmp}/tools-tests.XXXXXX")   # under testlib's run folder, removed at exit
 
@@ -49,10 +51,10 @@ done < <(bash tools/exercises.sh list)
 # against stays whole: its weights for [3, 1, 2] still print right), and a failing check
 # names the exercises behind it
 t_run "make phase2 run EX=1 fails on phase 2's exercises alone, naming them" bash -c '
-    out=$(make --no-print-directory NO_DEPS=1 EX=1 RESULTS="'"$T"'/ex-results" phase2 run 2>&1) && exit 1
+    out=$(make --no-print-directory NO_DEPS=1 EX=1 BUILD="'"$BUILD"'/ex-phase2" RESULTS="'"$T"'/ex-results" phase2 run 2>&1) && exit 1
     grep -q "exercises behind this check: p2\." <<<"$out" && grep -qF "oracle [0.665, 0.090, 0.245]" <<<"$out"'
 
-t_run "make handout writes the student tarball" make --no-print-directory handout
+t_run "make handout writes the student tarball" make --no-print-directory BUILD="$BUILD" handout
 t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/handout.tar.gz"
 
 # --- host code: no warnings (-Werror), and clean under AddressSanitizer + UBSan -----
@@ -71,7 +73,7 @@ done
 # --- GPU kernels: no register spills (ptxas -v for sm_90; needs nvcc, not a GPU) ------
 for p in $(make --no-print-directory -s list-spills 2>/dev/null); do
     if command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
-        t_run "$p kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory "$p-spills"
+        t_run "$p kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory BUILD="$BUILD" "$p-spills"
     else
         t_skip "$p kernels compile without register spills" "nvcc not found"
     fi
@@ -85,7 +87,7 @@ for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
     if [ -f "$dir/rules.mk" ]; then
         # what a learner types first: it must pass here too (GPU rows skipped, plots drawn
         # or skipped with a reason), never stop on a missing CSV
-        t_run "make $p run (into a temp results folder)" make --no-print-directory NO_DEPS=1 RESULTS="$T/results" "$p" run
+        t_run "make $p run (into a temp results folder)" make --no-print-directory NO_DEPS=1 BUILD="$BUILD" RESULTS="$T/results" "$p" run
     else
         t_run "make $p run says the chapter is coming" bash -c "make --no-print-directory NO_DEPS=1 $p run | grep -q 'not written yet'"
     fi

@@ -6,15 +6,31 @@
 if (!exists("outdir")) outdir = 'results/phase3'
 if (!exists("term")) term = 'pngcairo'
 f = outdir.'/phase3_sweep.csv'
-# Every figure comes from the sweep (make phase3 sweep; its model rows need no GPU).
-if (system("test -f '".f."' && echo y") ne "y") { print 'phase3 plots: no '.f.' yet (make phase3 sweep draws them; its model part needs no GPU)'; exit }
 set datafile separator ','
 set datafile commentschars '#'
 set terminal term size 900,600 font ',11'
 set grid
 set key top left
-is(col, s) = strcol(col) eq s
 MiB = 1048576.0
+# Without the sweep (make phase3 run, GPU or not): HBM bytes vs N from the closed form of
+# docs/03_fa1.md (fa1.h), one head, d = 64, M = 128 KiB (Bc = 127), against standard
+# attention's e (4 N d + 4 N^2): no CSV and no GPU needed.
+if (system("test -f '".f."' && echo y") ne "y") {
+    print 'phase3 plots: no '.f.' (make phase3-sweep): drawing HBM bytes vs N from the closed form only'
+    fa1(n, dd, bc) = 4*n*(dd + 2) + 4*n*dd + ceil(n / bc) * (2*n*dd + 8*n*(dd + 2))
+    std(n, dd) = 2 * (4*n*dd + 4*n*n)
+    set output outdir.'/phase3_hbm_vs_N.png'
+    set title 'HBM traffic vs N, closed forms (M = 128 KiB so Bc = 127, d = 64, one head)'
+    set xlabel 'N (= N_q = N_{kv})'
+    set ylabel 'HBM bytes (MiB)'
+    set logscale xy 2
+    plot sample [k=8:14:1] '+' using (2**$1):(fa1(2**$1, 64, 127) / MiB) with linespoints lw 2 pt 7 title 'FlashAttention-1 (closed form)', \
+         [k=8:14:1] '+' using (2**$1):(std(2**$1, 64) / MiB) with linespoints lw 2 dt 2 pt 5 title 'standard attention (phase 0)'
+    exit
+}
+# the GPU of the recorded run, from the CSV's metadata header
+gpu = system("grep -m1 '^# gpu:' '".f."' | sed 's/^# gpu: //; s/ |.*//'")
+is(col, s) = strcol(col) eq s
 # The GPU rows of one kernel, d and mask, without the rows in between (so lines join up)
 rows(k, dd, c) = sprintf("< awk -F, '$3 == \"tokens16k\" && $1 == \"%s\" && $9 == %d && $10 == %d' '%s'", k, dd, c, f)
 
@@ -45,7 +61,7 @@ nmeas = int(system("grep ',tokens16k,' '".f."' | awk -F, '$19 != \"\"' | wc -l")
 # 3. model vs measured (Nsight Compute) on the GPU, FA2 setting, d = 64, not causal
 if (nmeas > 0) {
 set output outdir.'/phase3_hbm_measured.png'
-set title 'GPU HBM traffic: model vs measured (d = 64, hidden 2048, 16k tokens)'
+set title sprintf('GPU HBM traffic: model vs measured (d = 64, hidden 2048, 16k tokens) - %s', gpu)
 set ylabel 'HBM bytes (MiB)'
 plot rows('mma', 64, 0) using 7:($16/MiB) with lines lw 2 lc 1 title 'fa1-mma model', \
      rows('mma', 64, 0) using 7:($19/MiB) with points pt 7 ps 1.5 lc 1 title 'fa1-mma measured', \
@@ -60,7 +76,7 @@ unset logscale
 set logscale x 2
 set output outdir.'/phase3_speed.png'
 set terminal term size 1400,1000 font ',11'
-set multiplot layout 2,2 title 'FlashAttention-1 on the GPU: fp16, hidden 2048 (H = 2048/d), B x N = 16k tokens'
+set multiplot layout 2,2 title sprintf('FlashAttention-1 on %s: fp16, hidden 2048 (H = 2048/d), B x N = 16k tokens, not causal', gpu)
 # the non-causal setting (make phase3-sweep); causal masking costs FA1 the same work
 do for [dd in "64 128"] {
     set title sprintf('TFLOP/s, d = %s', dd)

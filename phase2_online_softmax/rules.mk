@@ -16,6 +16,7 @@ phase2-profile: phase2-build
 	 else ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k 'regex:softmax_(safe|online)_kernel' \
 	      --csv --log-file $(RESULTS)/phase2/phase2_ncu.csv \
 	      $(BUILD)/phase2 --sweep --iters 1 --quiet --csv $(RESULTS)/phase2/profiled/phase2.csv \
+	      && bash tools/profile.sh --stamp $(RESULTS)/phase2/phase2_ncu.csv phase2 ncu $(BUILD)/phase2 --sweep --iters 1 \
 	      && echo "ncu: $(RESULTS)/phase2/phase2_ncu.csv"; fi
 
 phase2-sanitize: phase2-build

@@ -14,6 +14,8 @@
  *
  * The CPU model and both GPU kernels move exactly these bytes; fa1_hbm_bytes() is the
  * closed form of docs/03_fa1.md and equals the model's meter for every problem.
+ * fa1-mma's block-skip variant (FA1_BLOCK_SKIP) visits, under the causal mask, only the
+ * Q blocks that see some key of K_j, and moves fa1_hbm_bytes_skip() bytes instead.
  */
 #ifndef PHASE3_FA1_H
 #define PHASE3_FA1_H
@@ -47,6 +49,29 @@ size_t fa1_min_sram(int d);
 typedef struct { double init_olm, read_kv, read_q, read_olm, write_olm, total; } fa1_traffic_t;
 fa1_traffic_t fa1_hbm_traffic(const attn_problem_t *p, int Bc);
 double fa1_hbm_bytes(const attn_problem_t *p, int Bc);
+
+/* The causal block skip (FA1_BLOCK_SKIP below): the first Q block of pass j over K/V.
+ * Row r sees key c iff c <= r + (N_kv - N_q) (attn_visible), so the rows that see any
+ * key of K_j (whose first key is j Bc) are r >= j Bc - (N_kv - N_q); Q blocks wholly
+ * above that row see none of K_j and are skipped by the inner loop (Alg. 1 l.7): the
+ * FA1 paper's block-sparse FlashAttention (Sec. 3.3, Alg. 5: a step (i, j) whose block
+ * of the mask is all zero is not taken), with the causal mask as the block mask. The
+ * last row sees every key, so each pass keeps at least one Q block (the result is
+ * < Tr) and K_j, V_j are still read once each. Not causal: 0, every Q block. */
+static inline ATTN_HD int fa1_first_q_block(const attn_problem_t *p, int j, int Bc, int Br)
+{
+    if (!p->causal) return 0;
+    const long r = (long)j * Bc - (long)(p->N_kv - p->N_q);   /* first row that sees key j Bc */
+    return r <= 0 ? 0 : (int)(r / Br);
+}
+
+/* The bytes of the skip variant with blocks b (Br matters now, not just Bc), all heads:
+ *   B H [ 4 N_q (d + 2)  +  4 N_kv d  +  sum_j R_j (2 d + 8 (d + 2)) ]
+ * R_j = N_q - Br fa1_first_q_block(j): the rows of the Q blocks pass j visits (the last
+ * may be a tail; only its real rows move). Per row: Q_i read (fp16), O_i, l_i, m_i read
+ * and written (fp32). Equal to fa1_hbm_bytes() when not causal (R_j = N_q). */
+fa1_traffic_t fa1_hbm_traffic_skip(const attn_problem_t *p, attn_blocks_t b);
+double fa1_hbm_bytes_skip(const attn_problem_t *p, attn_blocks_t b);
 
 /* The CPU tile model of Alg. 1 with blocks b inside an SRAM budget of M_bytes (every
  * tile is taken from an sram_t of that size, so a model that cheats aborts).
@@ -114,8 +139,21 @@ static inline int fa1_config_fits(const gpu_kernel_config_t *c, char *why, size_
 }
 void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
                        float *o, float *l, float *m);
-void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
-                    float *o, float *l, float *m);
+/* fa1-mma's two variants (template instances of one kernel, fa1_mma.cu):
+ *   FA1_PLAIN       Alg. 1 as written: every pass j visits every Q block (causal blocks
+ *                   wholly masked are computed, and give exp(-inf) = 0);
+ *   FA1_BLOCK_SKIP  under the causal mask pass j starts at fa1_first_q_block(j): the Q
+ *                   blocks above it are not loaded, computed or stored in pass j; a row
+ *                   that sees no key at all keeps l.2's O = 0, l = 0, m = -inf (so
+ *                   L = +inf). A skipped step would only have added zeros; FA1_PLAIN
+ *                   still takes it and multiplies O_i by l_i (1 / l_i), so the two differ
+ *                   only by that rounding, in rows that had seen keys. The same skip
+ *                   as fa2-mma's (phase 4), so the ladder can tell the two gains apart.
+ *                   Not causal: the same work as FA1_PLAIN.
+ * Bytes: fa1_hbm_bytes(p, Bc) and fa1_hbm_bytes_skip(p, blocks). */
+typedef enum { FA1_PLAIN = 0, FA1_BLOCK_SKIP = 1 } fa1_variant_t;
+void fa1_mma_launch(const attn_problem_t *p, fa1_variant_t variant, const void *q, const void *k,
+                    const void *v, float *o, float *l, float *m);
 
 /* The SRAM size the simple kernel hands to fa1_block_sizes(): 48 KiB, the shared memory
  * every CUDA GPU gives a thread block without opting in. */

@@ -62,6 +62,27 @@ fa1_traffic_t fa1_hbm_traffic(const attn_problem_t *p, int Bc)
 
 double fa1_hbm_bytes(const attn_problem_t *p, int Bc) { return fa1_hbm_traffic(p, Bc).total; }
 
+/* fa1-mma's FA1_BLOCK_SKIP (fa1.h): the same terms, with pass j's Q-block terms taken
+ * over the R_j rows it visits instead of all N_q (the kernel reads and writes only the
+ * real rows of a tail block, as the model does). */
+fa1_traffic_t fa1_hbm_traffic_skip(const attn_problem_t *p, attn_blocks_t b)
+{
+    double heads = (double)p->B * p->H, nq = p->N_q, nkv = p->N_kv, d = p->d;
+    const int Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    double rows = 0;                                     /* sum over j of R_j */
+    for (int j = 0; j < Tc; j++) rows += p->N_q - (double)b.Br * fa1_first_q_block(p, j, b.Bc, b.Br);
+    fa1_traffic_t t;
+    t.init_olm  = heads * 4.0 * nq * (d + 2);          /* l.2: every row, visited or not  */
+    t.read_kv   = heads * 2.0 * 2.0 * nkv * d;         /* l.6: every pass keeps a Q block */
+    t.read_q    = heads * 2.0 * rows * d;              /* l.8: visited Q rows (fp16)      */
+    t.read_olm  = heads * 4.0 * rows * (d + 2);        /* l.8: their O_i, l_i, m_i        */
+    t.write_olm = heads * 4.0 * rows * (d + 2);        /* l.12-13                         */
+    t.total = t.init_olm + t.read_kv + t.read_q + t.read_olm + t.write_olm;
+    return t;
+}
+
+double fa1_hbm_bytes_skip(const attn_problem_t *p, attn_blocks_t b) { return fa1_hbm_traffic_skip(p, b).total; }
+
 void fa1_lse(const float *l, const float *m, float *L, size_t n)
 {
     for (size_t r = 0; r < n; r++) L[r] = l[r] > 0 ? m[r] + logf(l[r]) : INFINITY;

@@ -6,6 +6,9 @@
  *         query rows 16 wr.. and keys FA1_WARP_KEYS wc.. of the step (fa1_blocks.h), so
  *         the row max, the row sum and the partial O of a row live in WC warps and are
  *         reduced through shared memory.               build/phase3 --kernel mma
+ *         Two instances (fa1_variant_t, fa1.h): FA1_PLAIN, every step of Alg. 1, and
+ *         FA1_BLOCK_SKIP, which under the causal mask skips the Q blocks that see none
+ *         of K_j (FA1 Sec. 3.3's block-sparse skip; fa2-mma skips the same way).
  *
  * Why split-K: it is how FlashAttention-1's own kernels divide a step (4 warps across
  * the K/V block), and it is what FlashAttention-2 removes: there each warp owns whole
@@ -17,7 +20,8 @@
  *   d = 32, 64 : Br = 32, Bc = 256 (2 x 4 warps)     d = 128 : Br = 64, Bc = 128 (4 x 2)
  * HBM traffic is Alg. 1's, the same as the CPU model with these blocks (fa1_hbm_bytes):
  * O, l, m initialised in HBM (l.2), K_j and V_j read once, Q_i, O_i, l_i, m_i read and
- * O_i, l_i, m_i written once per K/V block. Step i+1's Q is fetched with cp.async during
+ * O_i, l_i, m_i written once per K/V block (FA1_BLOCK_SKIP: once per K/V block that Q_i
+ * sees some key of, fa1_hbm_bytes_skip). Step i+1's Q is fetched with cp.async during
  * step i; so is step i+1's O, l, m where two O buffers fit (d <= 64; for d = 128 O_i is
  * fetched at the start of step i), so the loads arrive while the tensor cores work.
  */
@@ -73,7 +77,11 @@ __device__ __forceinline__ void load_olm(float *buf, const float *O, const float
     }
 }
 
-template <int D, int WR, int WC>
+/* SKIP: FA1_BLOCK_SKIP (fa1.h), under the causal mask pass j starts its inner loop at
+ * fa1_first_q_block(j); false: FA1_PLAIN, every pass visits every Q block. A template
+ * bool, so the plain instance compiles to the code it had before the skip existed
+ * (its i_first is the constant 0). */
+template <int D, int WR, int WC, bool SKIP>
 __global__ void __launch_bounds__(32 * WR * WC, 1)
 fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                float *Og, float *lg, float *mg)
@@ -105,14 +113,22 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     __syncthreads();   /* the block reads back what it wrote (l.8): init before first load */
 
     for (int j = 0; j < Tc; j++) {                                           /* l.5 */
+        /* The first step of pass j. SKIP: Q blocks above i_first see none of K_j (the
+         * causal block mask is zero, FA1 Sec. 3.3), so l.7 starts there and they are
+         * neither loaded nor stored; rows that never see a key keep l.2's O = 0, l = 0,
+         * m = -inf. i_first < Tr always (the last row sees every key), so K_j, V_j are
+         * needed by every pass. The buffers still alternate on i % 2. */
+        const int i_first = SKIP ? fa1_first_q_block(&p, j, Bc, Br) : 0;
         /* l.6: K_j, V_j (and the first Q block) into shared memory */
         cp_async_tile<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
         cp_async_tile<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
-        cp_async_tile<D, LDH, NT>(Qs, Q, Br, p.N_q);
-        if (OST == 2) load_olm<D, Br, NT>(Obuf, O, l, m, 0, p.N_q);
+        cp_async_tile<D, LDH, NT>(Qs + (i_first % 2) * Br * LDH, Q + (size_t)i_first * Br * D, Br,
+                                  p.N_q - i_first * Br);
+        if (OST == 2)
+            load_olm<D, Br, NT>(Obuf + (i_first % 2) * (C::OB_BYTES / sizeof(float)), O, l, m, i_first, p.N_q);
         cp_async_commit();
         cp_async_wait<0>();
-        __syncthreads();   /* K_j, V_j, Q_0 (and O_0) landed and are visible to every warp */
+        __syncthreads();   /* K_j, V_j, Q_i_first (and its O) landed, visible to every warp */
         /* For d <= 64 a warp keeps its FA1_WARP_KEYS keys of K_j in registers, as B
          * fragments, for the whole inner loop: K_j is read from shared memory once per
          * pass instead of once per step (d = 128 would need 128 registers for it). */
@@ -126,7 +142,7 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                     load_b_nk(kf[kk][n2], Kw + n2 * 16 * LDH + kk * 16, LDH);
         }
 
-        for (int i = 0; i < Tr; i++) {                                       /* l.7 */
+        for (int i = i_first; i < Tr; i++) {                                 /* l.7 */
             /* l.8: Q_{i+1} for the next step (and, with one O buffer, O_i, l_i, m_i for
              * this one) in flight while the tensor cores work on S_ij */
             float *Os = Obuf + (OST == 2 ? i % 2 : 0) * (C::OB_BYTES / sizeof(float));
@@ -296,20 +312,28 @@ static_assert(FA1_WARP_KEYS % 16 == 0 && FA1_WARP_KEYS > 0,
 FA1_MMA_TABLE(FA1_ASSERT_ROW)
 #undef FA1_ASSERT_ROW
 
-template <int D, int WR, int WC>
+template <int D, int WR, int WC, bool SKIP>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
                    float *o, float *l, float *m)
 {
     using C = Cfg<D, WR, WC>;
-    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
+    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in (per instance) */
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(fa1_mma_kernel<D, WR, WC>,
+        CUDA_CHECK(cudaFuncSetAttribute(fa1_mma_kernel<D, WR, WC, SKIP>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         attr_set = true;
     }
-    fa1_mma_kernel<D, WR, WC><<<p->B * p->H, C::THREADS, C::SMEM>>>(
+    fa1_mma_kernel<D, WR, WC, SKIP><<<p->B * p->H, C::THREADS, C::SMEM>>>(
         *p, (const __half *)q, (const __half *)k, (const __half *)v, o, l, m);
     CUDA_CHECK_LAUNCH();
+}
+
+template <int D, int WR, int WC>
+static void launch_variant(const attn_problem_t *p, fa1_variant_t variant, const void *q, const void *k,
+                           const void *v, float *o, float *l, float *m)
+{
+    if (variant == FA1_BLOCK_SKIP) launch<D, WR, WC, true>(p, q, k, v, o, l, m);
+    else launch<D, WR, WC, false>(p, q, k, v, o, l, m);
 }
 
 template <int D, int WR, int WC>
@@ -335,11 +359,11 @@ extern "C" int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     }
 }
 
-extern "C" void fa1_mma_launch(const attn_problem_t *p, const void *q, const void *k,
-                               const void *v, float *o, float *l, float *m)
+extern "C" void fa1_mma_launch(const attn_problem_t *p, fa1_variant_t variant, const void *q,
+                               const void *k, const void *v, float *o, float *l, float *m)
 {
     switch (p->d) {
-#define FA1_LAUNCH_ROW(D_, WR_, WC_) case D_: launch<D_, WR_, WC_>(p, q, k, v, o, l, m); break;
+#define FA1_LAUNCH_ROW(D_, WR_, WC_) case D_: launch_variant<D_, WR_, WC_>(p, variant, q, k, v, o, l, m); break;
     FA1_MMA_TABLE(FA1_LAUNCH_ROW)
 #undef FA1_LAUNCH_ROW
     default: break;   /* fa1_mma_config() said -1; the driver never gets here */

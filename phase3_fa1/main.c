@@ -102,7 +102,7 @@ static void launch_fa1(void *ctx)
 {
     const launch_t *x = ctx;
     const drv_gpu_bufs_t *b = x->b;
-    if (x->mma) fa1_mma_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m);
+    if (x->mma) fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m);
     else fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m);
 }
 static void launch_cublas(void *ctx) { naive_gpu_forward(&((const launch_t *)ctx)->naive); }

@@ -116,6 +116,86 @@ static void test_complexity(void)
     report(s > 1.0 && s8 > 5.0 * s, "fa1 beats standard attention's bytes by a factor that grows with M", why);
 }
 
+/* FA1_BLOCK_SKIP's bytes (fa1_hbm_bytes_skip) against a brute-force count: a step (i, j)
+ * is taken iff some element of its block is visible (attn_visible, element by element),
+ * and each step taken moves its real Q rows: Q_i read (2 d bytes a row), O_i, l_i, m_i
+ * read and written (8 (d + 2)). Also per pair: the steps taken are exactly i >=
+ * fa1_first_q_block(j), the loop the kernel runs, and every pass takes one (so K_j, V_j
+ * are read once each, as the formula says). Blocks: the kernel's (FA1_MMA_TABLE) and a
+ * few others. */
+static void skip_case(int B, int H, int Nq, int Nkv, int d, attn_blocks_t b, int want_smaller)
+{
+    char name[200], why[300] = "";
+    attn_problem_t p = attn_problem(B, H, H, Nq, Nkv, d, true), pf = p;
+    pf.causal = false;
+    const int Tr = (Nq + b.Br - 1) / b.Br, Tc = (Nkv + b.Bc - 1) / b.Bc;
+    double rows = 0;
+    int loop_ok = 1;
+    for (int j = 0; j < Tc; j++) {
+        int taken = 0;
+        for (int i = 0; i < Tr; i++) {
+            int seen = 0;
+            for (int r = i * b.Br; r < Nq && r < (i + 1) * b.Br && !seen; r++)
+                for (int c = j * b.Bc; c < Nkv && c < (j + 1) * b.Bc && !seen; c++)
+                    seen = attn_visible(&p, r, c);
+            if (seen) { rows += Nq - i * b.Br < b.Br ? Nq - i * b.Br : b.Br; taken++; }
+            if (seen != (i >= fa1_first_q_block(&p, j, b.Bc, b.Br)) && loop_ok) {
+                loop_ok = 0;
+                snprintf(why, sizeof why, "step (i=%d, j=%d): visible %d, kernel's loop from i=%d", i, j, seen,
+                         fa1_first_q_block(&p, j, b.Bc, b.Br));
+            }
+        }
+        if (taken == 0 && loop_ok) { loop_ok = 0; snprintf(why, sizeof why, "pass j=%d takes no step", j); }
+    }
+    const double heads = (double)B * H;
+    const double brute = heads * (4.0 * Nq * (d + 2) + 4.0 * Nkv * d + rows * (2.0 * d + 8.0 * (d + 2)));
+    const double skip = fa1_hbm_bytes_skip(&p, b), plain = fa1_hbm_bytes(&p, b.Bc);
+    snprintf(name, sizeof name, "fa1 skip bytes == brute force B%d H%d %dx%d d%d causal (%dx%d)%s", B, H, Nq, Nkv,
+             d, b.Br, b.Bc, want_smaller ? ", < plain" : "");
+    if (loop_ok)
+        snprintf(why, sizeof why, "skip formula %.0f, brute force %.0f, plain %.0f", skip, brute, plain);
+    report(loop_ok && skip == brute && skip <= plain && (!want_smaller || skip < plain), name, why);
+    /* not causal: nothing to skip, the plain formula exactly */
+    snprintf(name, sizeof name, "fa1 skip bytes == plain, not causal, %dx%d d%d (%dx%d)", Nq, Nkv, d, b.Br, b.Bc);
+    snprintf(why, sizeof why, "skip %.0f, plain %.0f", fa1_hbm_bytes_skip(&pf, b), fa1_hbm_bytes(&pf, b.Bc));
+    report(fa1_hbm_bytes_skip(&pf, b) == fa1_hbm_bytes(&pf, b.Bc), name, why);
+}
+
+static void test_skip_bytes(void)
+{
+    /* N_q = N_kv, tails; N_q > N_kv with fully masked rows; N_q < N_kv. smaller: 1 = fewer
+     * bytes than plain once there is a second K/V block (pass 1 starts past Q block 0),
+     * 2 = always (N_q - N_kv >= 64 >= Br fully masked rows: Q block 0 is never taken) */
+    static const struct { int Nq, Nkv, smaller; } sh[] = {
+        {1, 1, 0}, {17, 17, 0}, {300, 300, 1}, {1000, 1000, 1}, {4096, 4096, 1},
+        {300, 77, 2}, {1000, 300, 2}, {100, 37, 0},
+        {300, 1000, 1}, {77, 300, 0}, {1, 1000, 0},
+    };
+#define FA1_SKIP_ROW(D_, WR_, WC_)                                                              \
+    for (size_t k = 0; k < sizeof sh / sizeof sh[0]; k++) {                                      \
+        attn_blocks_t kb = { 16 * (WR_), FA1_WARP_KEYS * (WC_) };                                \
+        skip_case(2, 2, sh[k].Nq, sh[k].Nkv, D_, kb,                                            \
+                  sh[k].smaller == 2 || (sh[k].smaller == 1 && sh[k].Nkv > kb.Bc));             \
+    }
+    FA1_MMA_TABLE(FA1_SKIP_ROW)
+#undef FA1_SKIP_ROW
+    /* blocks other than the kernel's: Br > Bc, Br = Bc = 1, a Bc that does not divide */
+    attn_blocks_t odd[] = { {64, 16}, {1, 1}, {48, 80} };
+    for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+        skip_case(1, 3, 333, 333, 64, odd[k], 1);
+        skip_case(1, 1, 250, 90, 64, odd[k], 0);
+        skip_case(1, 1, 90, 250, 64, odd[k], 0);
+    }
+    /* hand count: N = 512, Br = 32, Bc = 256 (fa1-mma d = 64): pass 0 takes all 512 rows,
+     * pass 1 starts at row 256: 768 rows instead of 1024 */
+    attn_problem_t p = attn_problem(1, 1, 1, 512, 512, 64, true);
+    attn_blocks_t kb = { 32, 256 };
+    double want = 4.0 * 512 * 66 + 4.0 * 512 * 64 + 768.0 * (128 + 8 * 66);
+    char why[160];
+    snprintf(why, sizeof why, "got %.0f, want %.0f", fa1_hbm_bytes_skip(&p, kb), want);
+    report(fa1_hbm_bytes_skip(&p, kb) == want, "fa1 skip bytes, hand count N=512 d=64 (32x256): 768 Q rows", why);
+}
+
 int main(void)
 {
     test_blocks();
@@ -133,6 +213,7 @@ int main(void)
     model_case(1, 2, 2, 200, 200, 16, 0, 2048);         /* tiny M */
     model_case(1, 1, 1, 129, 129, 256, 0, 128 * 1024);  /* d = 256 */
     test_complexity();
+    test_skip_bytes();
     { void fault_tests_fa1(void); fault_tests_fa1(); }    /* appended: faults at infinity */
     return fails ? 1 : 0;
 }

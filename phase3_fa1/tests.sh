@@ -31,3 +31,18 @@ t_gpu "phase3 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P3" --quiet --iters 
 t_gpu "phase3 gpu GQA H=8 Hkv=2 d=128 causal" "$P3" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 333 --d 128 --causal --csv "$T3/g.csv"
 t_gpu "phase3 gpu MQA H=6 Hkv=1 N_q != N_kv" "$P3" --quiet --iters 2 --B 3 --H 6 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T3/g.csv"
 t_gpu "phase3 gpu d=256 (simple; mma n/a)" "$P3" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T3/g.csv"
+
+# GPU: fa1-mma's causal block skip (FA1_BLOCK_SKIP, fa1.h), the variant the driver runs.
+# Shapes where pass j starts at a Q block past 0: N_q = N_kv with tails; N_q > N_kv with
+# fully masked rows (whole Q blocks no pass takes: they must keep O = 0, L = +inf);
+# N_q < N_kv; first Q blocks of odd index (100x37, 1000x300, 333x400 at Br = 32;
+# 300x77, 200x100 at Br = 64), where the double buffers start on the other half.
+for d in 32 64 128; do
+    for s in 300:300 1000:1000 300:77 1000:300 100:37 200:100 333:400 300:1000 1:1000; do
+        nq=${s%:*}; nkv=${s#*:}
+        t_gpu "phase3 gpu mma block skip d=$d N_q=$nq N_kv=$nkv causal" \
+            "$P3" --quiet --iters 2 --B 2 --H 2 --N "$nq" --Nkv "$nkv" --d $d --causal --kernel mma --csv "$T3/g.csv"
+    done
+done
+t_gpu "phase3 gpu mma block skip GQA H=4 Hkv=2 N=777 Nkv=555 d=64 causal" \
+    "$P3" --quiet --iters 2 --B 2 --H 4 --Hkv 2 --N 777 --Nkv 555 --d 64 --causal --kernel mma --csv "$T3/g.csv"

@@ -114,7 +114,7 @@ static void launch(void *ctx)
     switch (x->kind) {
     case K_CUBLAS:     naive_gpu_forward(&x->naive); break;
     case K_FA1_SIMPLE: fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA1_MMA:    fa1_mma_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
+    case K_FA1_MMA:    fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
     }

@@ -34,7 +34,9 @@
 #define SWEEP_ROWS    96
 #define SMALL_FLOPS   1.1e9         /* up to here phase 2's 1-pass CPU reference runs     */
 
-static const char *const KERNELS[] = {"simple", "mma", "cublas", NULL};
+/* mma skips, under the causal mask, the Q blocks that see none of a K/V block (the FA1
+ * paper's block-sparse skip, Sec. 3.3); mma-plain is Alg. 1 as written, every block. */
+static const char *const KERNELS[] = {"simple", "mma", "mma-plain", "cublas", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "sram", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_std",
     "hbm_measured", "max_abs", "rel_l2", "rel_prev", "pipeline_max_abs", "verdict", NULL};
@@ -96,14 +98,14 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
 
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
-typedef struct { attn_problem_t p; const drv_gpu_bufs_t *b; int mma; naive_gpu_t naive; } launch_t;
+typedef struct { attn_problem_t p; const drv_gpu_bufs_t *b; int k; naive_gpu_t naive; } launch_t;   /* k: KERNELS[k] */
 
 static void launch_fa1(void *ctx)
 {
     const launch_t *x = ctx;
     const drv_gpu_bufs_t *b = x->b;
-    if (x->mma) fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m);
-    else fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m);
+    if (x->k == 0) fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m);
+    else fa1_mma_launch(&x->p, x->k == 1 ? FA1_BLOCK_SKIP : FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m);
 }
 static void launch_cublas(void *ctx) { naive_gpu_forward(&((const launch_t *)ctx)->naive); }
 
@@ -129,20 +131,21 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     }
     if (sel_cublas) rows[n++] = rc;
     prev[1].O = o1;
-    for (int mma = 0; mma <= 1; mma++) {
-        if (!cli_kernel_selected(o, KERNELS[mma])) continue;
-        drv_row_t r = drv_row(KERNELS[mma], "gpu", sweep, p);
+    for (int k = 0; k <= 2; k++) {
+        /* the sweep times mma-plain only where it differs from mma: causal */
+        if (!cli_kernel_selected(o, KERNELS[k]) || (k == 2 && o->sweep && !p->causal)) continue;
+        drv_row_t r = drv_row(KERNELS[k], "gpu", sweep, p);
         gpu_kernel_config_t cfg;
         char why[200];
-        int ok = (mma ? fa1_mma_config : fa1_simple_config)(p->d, &cfg, why, sizeof why);
+        int ok = (k ? fa1_mma_config : fa1_simple_config)(p->d, &cfg, why, sizeof why);
         if (ok != 0) drv_not_run(&r, ok < 0 ? "n/a" : "skipped", why);
         else {
             r.blocks = cfg.blocks; r.sram = (double)cfg.smem_bytes;
-            r.hbm_model = r.hbm_formula = fa1_hbm_bytes(p, cfg.blocks.Bc);
+            r.hbm_model = r.hbm_formula = k == 1 ? fa1_hbm_bytes_skip(p, cfg.blocks) : fa1_hbm_bytes(p, cfg.blocks.Bc);
             r.hbm_std = std_attn_traffic(p, 2).total;
-            int iters = !mma && o->sweep && o->iters > 3 ? 3 : o->iters;   /* simple is slow at 16k tokens */
+            int iters = k == 0 && o->sweep && o->iters > 3 ? 3 : o->iters;   /* simple is slow at 16k tokens */
             launch_t xk = x;
-            xk.mma = mma;
+            xk.k = k;
             drv_gpu_run_t how = { launch_fa1, &xk, DRV_OUT_O_LM, fa1_lse, attn_check_fp16, check_rows, prev, 2,
                                   1, iters, !o->sweep, NULL };
             drv_gpu_run(&r, in, &b, &how);
@@ -194,7 +197,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                 attn_problem_t p = drv_tokens16k(N, d, o->p.causal);
                 attn_inputs_t in;
                 drv_inputs(&in, &p, o->seed, false, PHASE);
-                drv_row_t rows[3];
+                drv_row_t rows[4];
                 int n = run_gpu_rows(&in, o, "tokens16k", SWEEP_ROWS, rows);
                 for (int k = 0; k < n; k++) { fails += drv_failed(&rows[k]); drv_csv_row(D, &rows[k]); }
                 drv_sweep_line(rows, n);
@@ -214,7 +217,7 @@ int main(int argc, char **argv)
     if (M < fa1_min_sram(p->d))
         cli_die(PHASE, "--sram %zu cannot hold the tiles of one query row and one key at d=%d (%zu bytes)",
                 M, p->d, fa1_min_sram(p->d));
-    if (strcmp(o.kernel, "mma") == 0 && !fa1_mma_supports(p->d))
+    if (strncmp(o.kernel, "mma", 3) == 0 && !fa1_mma_supports(p->d))
         cli_die(PHASE, "kernel mma is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", p->d);
 
     drv_t D;

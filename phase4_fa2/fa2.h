@@ -93,13 +93,15 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
  * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
  * L fp32 [B][H][N_q]. Grid: one thread block per (Q block, batch x head). Asynchronous. */
 
-/* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu):
- *   PERSTEP   FA2's loop order and split-Q, but O_i normalised at every step as in FA1
- *   DEFERRED  + O~ kept unnormalised, divided by l once at the end
- *   FULL      + causal: fully masked K/V blocks skipped, the mask only on diagonal ones
- *             (this is fa2-mma)
- *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H) */
-typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3 } fa2_variant_t;
+/* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu). Skipping
+ * fully masked blocks is not FA2's own idea (FA1's block-sparse FlashAttention skips zero
+ * blocks, Sec. 3.3), so phase 3's fa1-mma skips them too and every FA2 step keeps it:
+ *   PERSTEP   FA2's loop order and split-Q, masked K/V blocks skipped, but O_i normalised
+ *             at every step as in FA1
+ *   FULL      + O~ kept unnormalised, divided by l once at the end (this is fa2-mma)
+ *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H)
+ *   NOSKIP    FULL without the skip: every K/V block, masked elementwise (what the skip buys) */
+typedef enum { FA2_PERSTEP = 0, FA2_FULL = 2, FA2_GRID_BH = 3, FA2_NOSKIP = 4 } fa2_variant_t;
 
 /* The kernel's blocks, shared memory and threads for head dimension d, and whether it
  * can run here (as fa1.h's fa1_*_config()):

@@ -324,8 +324,8 @@ static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const voi
 {
     if (!LADDER) var = FA2_FULL;
     switch (var) {
-    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, false, false, true>(p, q, k, v, o, L); break;
-    case FA2_DEFERRED: if constexpr (LADDER != 0) launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, false, true, true>(p, q, k, v, o, L); break;
+    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
     case FA2_FULL:     launch<D, BC, MT, true, true, true>(p, q, k, v, o, L); break;
     case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, BC, MT, true, true, false>(p, q, k, v, o, L); break;
     }

@@ -100,10 +100,10 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
 
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
-typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA } kind_t;
-static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma"};
+typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN } kind_t;
+static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
-static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config};
+static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config};
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
 
@@ -115,6 +115,7 @@ static void launch(void *ctx)
     case K_CUBLAS:     naive_gpu_forward(&x->naive); break;
     case K_FA1_SIMPLE: fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA1_MMA:    fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m); break;
+    case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
     }
@@ -141,14 +142,14 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
         int rc = CONFIG[kind](p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         r.blocks = cfg.blocks;
-        if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA) {
+        if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA || kind == K_FA1_PLAIN) {
             how.out = DRV_OUT_O_LM;
-            r.hbm_model = r.hbm_formula = fa1_hbm_bytes(p, cfg.blocks.Bc);
-            r.nonmatmul = fa1_nonmatmul_flops(p, cfg.blocks.Bc);
+            r.hbm_model = r.hbm_formula = kind == K_FA1_MMA ? fa1_hbm_bytes_skip(p, cfg.blocks) : fa1_hbm_bytes(p, cfg.blocks.Bc);
+            if (kind != K_FA1_MMA) r.nonmatmul = fa1_nonmatmul_flops(p, cfg.blocks.Bc);   /* every block */
         } else {
             /* without the causal skip every K/V block is read: the traffic of a full mask */
             attn_problem_t pf = *p;
-            if (kind == K_FA2_MMA && var < FA2_FULL) pf.causal = false;
+            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
             r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, cfg.blocks);
             r.nonmatmul = fa2_nonmatmul_flops(&pf, cfg.blocks);
         }
@@ -201,11 +202,12 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
     drv_inputs(&in, &p, o->seed, false, PHASE);
     drv_gpu_bufs_t b = drv_gpu_alloc(&in, DRV_SP_NONE);
     static const struct { kind_t k; fa2_variant_t v; const char *name, *what; } STEP[] = {
-        { K_FA1_MMA, FA2_FULL,     "fa1-mma",      "phase 3: K/V outer, O/l/m through HBM, split-K warps" },
+        { K_FA1_PLAIN, FA2_FULL,   "fa1-plain",    "phase 3, Alg. 1 as written: K/V outer, O/l/m through HBM, every block" },
+        { K_FA1_MMA, FA2_FULL,     "fa1-mma",      "+ skip fully masked blocks (FA1's block-sparse skip, Sec. 3.3)" },
         { K_FA2_MMA, FA2_PERSTEP,  "fa2-perstep",  "Q outer, split-Q warps, O in registers; O normalised every step" },
-        { K_FA2_MMA, FA2_DEFERRED, "fa2-deferred", "+ O~ unnormalised, one divide at the end" },
-        { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "+ causal: skip masked K/V blocks, mask diagonal only" },
+        { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "+ O~ unnormalised, one divide at the end" },
         { K_FA2_MMA, FA2_GRID_BH,  "fa2-grid-bh",  "grid (B*H, m-blocks) instead of (m-blocks, B*H)" },
+        { K_FA2_MMA, FA2_NOSKIP,   "fa2-noskip",   "fa2-mma without the skip: every K/V block, masked" },
     };
     const int n = sizeof STEP / sizeof STEP[0];
     for (int k = 0; k < n; k++) {
@@ -213,9 +215,9 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
                              NULL, 0, NULL, false);
         rows[k].device = "gpu-ladder";   /* not a --kernel name: tools/profile.sh leaves it */
         rows[k].what = STEP[k].what;
-        /* the speedup this change alone bought: against the row above (grid-bh: against
-         * fa2-mma, the same kernel in the other grid order) */
-        if (k > 0) rows[k].speedup = rows[k - 1].time_ms / rows[k].time_ms;
+        /* the speedup this change alone bought: against the row above (grid-bh and noskip:
+         * against fa2-mma, the same kernel in the other grid order or without the skip) */
+        if (k > 0) rows[k].speedup = rows[k < 5 ? k - 1 : 3].time_ms / rows[k].time_ms;
     }
     drv_gpu_free(&b);
     attn_inputs_free(&in);
@@ -317,7 +319,7 @@ int main(int argc, char **argv)
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, &o, "-", true);
-    drv_row_t ladder[5];
+    drv_row_t ladder[6];
 #if HAVE_CUDA
     if (D.gpu) {
         attn_inputs_t in;
@@ -334,7 +336,7 @@ int main(int argc, char **argv)
     if (nl) {
         char desc[128];
         attn_problem_str(&ladder[0].p, desc, sizeof desc);
-        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh against fa2-mma; vs first: vs fa1-mma):\n", desc);
+        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh and noskip against fa2-mma; vs first: vs fa1-plain):\n", desc);
         drv_print_rows(&D, LADDER_COLS, ladder, nl);
         memcpy(rows + n, ladder, nl * sizeof ladder[0]);
         n += nl;

@@ -204,7 +204,10 @@ extern "C" void naive_gpu_forward(const naive_gpu_t *g)
 
     /* 1. S = scale * Q K^T */
     if (g->kernel == NAIVE_CUBLAS) {
-        if (!handle) CUBLAS_CHECK(cublasCreate(&handle));
+        if (!handle) {
+            CUBLAS_CHECK(cublasCreate(&handle));
+            atexit(naive_gpu_teardown);   /* released before the CUDA runtime's own exit handler */
+        }
         cublas_steps(g, 1);
     } else {
         launch_gemm_simple(true, (const __half *)g->Q, (const __half *)g->K, (__half *)g->S,

@@ -183,6 +183,8 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     drv_row_t r3 = run_kernel(in, &b, k3, FA2_FULL, KIND_NAME[k3], sweep, row3 ? o->iters : 1, check_rows,
                               prev + 1, 1, &o3, row3);
     if (row3) rows[n++] = r3;
+    else if (k3 != K_FA1_MMA && cli_kernel_selected(o, "fa1-mma"))   /* its row says why it did not run */
+        rows[n++] = run_kernel(in, &b, K_FA1_MMA, FA2_FULL, "fa1-mma", sweep, 1, check_rows, NULL, 0, NULL, false);
     prev[0].O = o3;
     if (cli_kernel_selected(o, "simple") && simple_ok)
         rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);

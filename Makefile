@@ -123,24 +123,50 @@ $(call obj_of,$(1)): $(call src,$(1)) $(wildcard common/*.cuh) | $(BLOCKS_H)
 	$$(Q)$$(NVCC) $$(CPPFLAGS) -I$(dir $(1)) $$(ALL_NVCCFLAGS) -MMD -MP -c $$< -o $$@
 endef
 
+# The libraries of a link (the prerequisites after the first); in an exercise build one
+# group, so the reference library and the phase libraries may call each other.
+comma     := ,
+LIB_GROUP  = $(if $(EX),-Wl$(comma)--start-group) $$(wordlist 2,999,$$^) $(if $(EX),-Wl$(comma)--end-group)
+
 # ---- phases -------------------------------------------------------------------------
 include $(foreach p,$(WRITTEN),$(call dir_of,$(p))/rules.mk)
+
+# ---- the reference library: what an exercise build's checks compare with (common/ref.h)
+# Every CPU source with an exercise region, compiled from its solution (never from an
+# exercise copy) without debug information, all into one object whose global symbols f
+# are renamed ref_f. An exercise build links it; a handout ships it prebuilt in ref/.
+REF_SRC      := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.c)) /dev/null)
+REF_PREBUILT := $(wildcard ref/libfa_ref.a)
+REF_LIB      := $(or $(REF_PREBUILT),$(BUILD)/ref/libfa_ref.a)
+REF_OBJS     := $(patsubst %.c,$(BUILD)/ref/%.o,$(REF_SRC))
+$(BUILD)/ref/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,REF,$<)
+	$(Q)$(CC) $(filter-out -DEX_BUILD=1,$(CPPFLAGS)) -I$(dir $<) $(ALL_CFLAGS) -g0 -c $< -o $@
+$(BUILD)/ref/libfa_ref.a: $(REF_OBJS)
+	$(Q)$(LD) -r -o $(BUILD)/ref/solutions.o $^
+	$(Q)nm -g --defined-only $(BUILD)/ref/solutions.o | awk '{ print $$3 " ref_" $$3 }' >$(BUILD)/ref/rename.map
+	$(Q)objcopy --redefine-syms=$(BUILD)/ref/rename.map --strip-debug --discard-all \
+	    $(BUILD)/ref/solutions.o $(BUILD)/ref/fa_ref.o
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $(BUILD)/ref/fa_ref.o
+-include $(REF_OBJS:.o=.d)
 
 # For each written phase: lib<phase>.a from its library sources (+ CUDA ones when nvcc
 # exists), the driver build/<phase>, and the unit tests build/test_<phase>.
 define phase_build
 $(1)_OBJS := $$(call objs_of,$$($(1)_LIB)) $$(if $$(HAVE_NVCC),$$(call objs_of,$$($(1)_CU)))
-$(1)_LINK := $(BUILD)/lib$(1).a $$(foreach u,$$($(1)_USES),$(BUILD)/lib$$(u).a) $(BUILD)/libcommon.a
+$(1)_LINK := $(BUILD)/lib$(1).a $$(foreach u,$$($(1)_USES),$(BUILD)/lib$$(u).a) $(if $(EX),$(REF_LIB)) $(BUILD)/libcommon.a
 $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	@mkdir -p $$(@D)
 	@rm -f $$@
 	$$(Q)$$(AR) rcs $$@ $$^
 $(BUILD)/$(1): $$(call obj_of,$$($(1)_MAIN)) $$($(1)_LINK)
 	$$(call say,LINK,$$@)
-	$$(Q)$$(CC) $$(ALL_CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$< $(LIB_GROUP) -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
 $(BUILD)/test_$(1): $$(call obj_of,$$($(1)_TEST)) $$($(1)_LINK)
 	$$(call say,LINK,$$@)
-	$$(Q)$$(CC) $$(ALL_CFLAGS) $$^ -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$< $(LIB_GROUP) -o $$@ $$(if $$(HAVE_NVCC),$$($(1)_CUDA_LDLIBS) $$(CUDA_LIBS)) $$(ALL_LDLIBS)
 $(1)-build: $(BUILD)/$(1) $$(if $$($(1)_TEST),$(BUILD)/test_$(1))
 $$(foreach s,$$($(1)_LIB) $$($(1)_MAIN) $$($(1)_TEST),$$(eval $$(call c_rule,$$(s))))
 $$(if $$(HAVE_NVCC),$$(foreach s,$$($(1)_CU),$$(eval $$(call cu_rule,$$(s)))))

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "dump.h"
 #include "fp16.h"
+#include "ref.h"
 
 /* ---- rows ------------------------------------------------------------------------------ */
 drv_row_t drv_row(const char *kernel, const char *device, const char *sweep, const attn_problem_t *p)
@@ -27,6 +28,11 @@ void drv_fail(drv_row_t *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->why, sizeof r->why, fmt, ap);
     va_end(ap);
+}
+
+void drv_blame(drv_row_t *r, const char *exercises)
+{
+    if (drv_failed(r) && !r->exercises) r->exercises = exercises;
 }
 
 void drv_not_run(drv_row_t *r, const char *verdict, const char *why)
@@ -53,7 +59,7 @@ bool drv_compare(drv_row_t *r, const char *vs, const char *tensor, const float *
         err_first_bad_str(&e, row_len, tensor, where, sizeof where);
         drv_fail(r, "%s: %s", vs, where);
     }
-    if (exercises) check_hint_exercises(pass, exercises);
+    if (exercises) drv_blame(r, exercises);
     return pass;
 }
 
@@ -151,6 +157,8 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet)
         if (drv_failed(&rows[i])) fails++;
         if (!drv_passed(&rows[i]))
             printf("  %s %s (%s): %s\n", rows[i].verdict, rows[i].kernel, rows[i].device, rows[i].why);
+        if (EX_BUILD_ON && drv_failed(&rows[i]))
+            printf("     exercises behind it: %s\n", rows[i].exercises ? rows[i].exercises : "(none named: see the chapter)");
     }
     printf("%s: %s (%d rows, %d failed)\n", D->phase, fails ? "FAIL" : "PASS", n, fails);
     int bad_csv = drv_csv_close(D, quiet) != 0;

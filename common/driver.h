@@ -47,6 +47,7 @@ typedef struct {
     double speedup;
     int rows_checked;
     const char *verdict;                   /* PASS FAIL n/a skipped OOM                */
+    const char *exercises;                 /* the exercises behind a FAIL, or NULL     */
     char why[240];                         /* the first failure, or why not run        */
 } drv_row_t;
 
@@ -54,6 +55,9 @@ typedef struct {
 drv_row_t drv_row(const char *kernel, const char *device, const char *sweep, const attn_problem_t *p);
 /* FAIL with the reason (printf-style); a row that failed already keeps its first reason. */
 void drv_fail(drv_row_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After a check: if r has FAILed and names no exercise yet, the exercises whose code the
+ * failing check ran (a student's FAIL line then says where to look). */
+void drv_blame(drv_row_t *r, const char *exercises);
 /* Not run: verdict ("n/a", "skipped", "OOM") and the reason. */
 void drv_not_run(drv_row_t *r, const char *verdict, const char *why);
 bool drv_passed(const drv_row_t *r);
@@ -101,7 +105,8 @@ int drv_sweep_end(drv_t *D, int fails);
 /* Close the CSV: "csv: PATH" unless quiet; 0, or -1 (and one stderr line) when it could not
  * be written. drv_finish calls it; a sweep that prints no table calls it alone. */
 int drv_csv_close(drv_t *D, bool quiet);
-/* The closing lines: one per FAIL and per row not run (with its reason), then
+/* The closing lines: one per FAIL (in an exercise build with the exercises behind it) and
+ * one per row not run (with its reason), then
  * "<phase>: PASS|FAIL (n rows, k failed)"; closes the CSV ("csv: PATH" unless quiet).
  * Returns the exit code: 1 on any FAIL or a CSV that could not be written, else 0. */
 int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet);

@@ -16,14 +16,15 @@
 #define PHASE0_ORACLE_H
 #include "driver.h"
 #include "problem.h"
+#include "ref.h"
 
 /* One query row i of head (b, h): o_row[d] and *L. */
-void oracle_fwd_row(const attn_problem_t *p, const float *Q, const float *K, const float *V,
-                    int b, int h, int i, double *o_row, double *L);
+REF_PROTO(void, oracle_fwd_row, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                    int b, int h, int i, double *o_row, double *L));
 
 /* The whole forward: O [B][H][N_q][d], L [B][H][N_q] (L may be NULL). */
-void oracle_fwd(const attn_problem_t *p, const float *Q, const float *K, const float *V,
-                double *O, double *L);
+REF_PROTO(void, oracle_fwd, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                double *O, double *L));
 
 /* A CPU model's row checked against the whole forward on its own inputs: O and L within
  * the fp32 tolerance (tol_cpu), the errors recorded in r (max_abs, rel_l2 of O; L_abs),
@@ -37,5 +38,5 @@ void oracle_bwd(const attn_problem_t *p, const float *Q, const float *K, const f
 
 /* The safe softmax of one row of n scores (max subtracted first): w[j] = e^(x_j - m) / l.
  * Masked entries are -inf and get weight 0. Returns L = m + log(l) (+inf if all masked). */
-double oracle_softmax_row(const double *x, int n, double *w);
+REF_PROTO(double, oracle_softmax_row, (const double *x, int n, double *w));
 #endif

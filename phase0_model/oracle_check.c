@@ -8,7 +8,7 @@ void oracle_check_cpu_row(drv_row_t *r, const attn_inputs_t *in, const float *O,
     const attn_problem_t *p = &in->p;
     size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
     double *Oref = xmalloc(nq * sizeof(double), "oracle"), *Lref = xmalloc(nl * sizeof(double), "oracle");
-    oracle_fwd(p, in->q, in->k, in->v, Oref, Lref);
+    REF(oracle_fwd)(p, in->q, in->k, in->v, Oref, Lref);
     drv_compare(r, "vs oracle", "O", O, Oref, nq, p->d, tol_cpu(), true, exercises_O);
     err_stats_t eL = err_compare(L, Lref, nl, tol_cpu());
     r->L_abs = eL.max_abs;

@@ -14,15 +14,16 @@
 #include "driver.h"
 #include "hbm.h"
 #include "problem.h"
+#include "ref.h"
 
 /* CPU model of the pipeline, with S, P and O stored as fp16 in "HBM" through the meter:
  * counted bytes equal std_attn_traffic(p, 2).total (phase0_model/cost.h). O is returned
  * as float holding fp16 values; L (may be NULL) is the log-sum-exp of each row. */
-void naive_cpu(const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter);
+REF_PROTO(void, naive_cpu, (const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter));
 
 /* One row of that pipeline (the same roundings), for sampled checks of big problems. */
-void naive_cpu_row(const attn_problem_t *p, const float *Q, const float *K, const float *V,
-                   int b, int h, int i, float *o_row);
+REF_PROTO(void, naive_cpu_row, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                   int b, int h, int i, float *o_row));
 
 /* The result of checking a kernel's output against the oracle with the 2x rule. */
 typedef struct {

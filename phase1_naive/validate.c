@@ -41,8 +41,8 @@ static sample_t sample_make(const attn_inputs_t *in, int max_rows)
     for (int r = 0; r < s.n; r++) {
         int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
         double *ref = s.ref + (size_t)r * d;
-        oracle_fwd_row(p, in->q, in->k, in->v, b, h, i, ref, &s.refL[r]);
-        naive_cpu_row(p, in->q, in->k, in->v, b, h, i, o);
+        REF(oracle_fwd_row)(p, in->q, in->k, in->v, b, h, i, ref, &s.refL[r]);
+        REF(naive_cpu_row)(p, in->q, in->k, in->v, b, h, i, o);
         for (int x = 0; x < d; x++) {
             double e = fabs((double)o[x] - ref[x]);
             if (!(e <= s.pipeline)) s.pipeline = e;    /* NaN propagates: never passes */

@@ -17,7 +17,7 @@ float *online_attn_reference(const attn_inputs_t *in, double max_flops)
     float *O = xmalloc(attn_q_elems(&in->p) * sizeof(float), "phase2");
     float *L = xmalloc(attn_l_elems(&in->p) * sizeof(float), "phase2");
     hbm_meter_t meter;
-    online_attn_cpu(in, O, L, &meter);
+    REF(online_attn_cpu)(in, O, L, &meter);
     free(L);
     return O;
 }
@@ -41,7 +41,7 @@ bool online_streaming_example(bool quiet)
     float w[3], L;
     online_state_finish(&s, 3, w, &L);
     double xd[3] = {3, 1, 2}, ref[3];
-    double Lref = oracle_softmax_row(xd, 3, ref);
+    double Lref = REF(oracle_softmax_row)(xd, 3, ref);
     bool ok = fabs(L - Lref) < 1e-6;
     for (int j = 0; j < 3; j++) ok &= fabs(w[j] - ref[j]) < 1e-6 && fabs(w[j] - published[j]) < 5e-4;
     if (!quiet)
@@ -58,7 +58,7 @@ bool softmax_overflow_demo(uint64_t seed, FILE *f)
     bool safe_ok = true, naive_breaks = false;
     for (int c = 0; c <= 120; c += 5) {
         for (int j = 0; j < OVF_N; j++) xd[j] = x[j] = (float)c + softmax_input(seed, (uint64_t)j) / 8.0f;
-        oracle_softmax_row(xd, OVF_N, w);
+        REF(oracle_softmax_row)(xd, OVF_N, w);
         hbm_meter_t m;
         softmax_naive_cpu(x, y[0], OVF_N, &m);
         softmax_safe_cpu(x, y[1], OVF_N, &m);

@@ -75,7 +75,7 @@ static void cpu_softmaxes(report_t *r, uint64_t seed)
     double *xd = malloc(SM_N * sizeof *xd), *w = malloc(SM_N * sizeof *w);
     if (!x || !y || !xd || !w) { fprintf(stderr, "phase2: out of host memory\n"); exit(1); }
     for (int j = 0; j < SM_N; j++) xd[j] = x[j] = softmax_input(seed, (uint64_t)j);
-    oracle_softmax_row(xd, SM_N, w);
+    REF(oracle_softmax_row)(xd, SM_N, w);
     for (int v = 0; v < 3; v++) {
         hbm_meter_t m; hbm_reset(&m);
         poison_f32(y, SM_N);
@@ -122,14 +122,14 @@ static void attention(report_t *r, const attn_problem_t *p, uint64_t seed)
     if (!O || !L || !On || !Ln || !Oref || !Lref || !Ond || attn_inputs_make(&in, p, seed, false) != 0) {
         fprintf(stderr, "phase2: out of host memory for the attention problem\n"); exit(1);
     }
-    oracle_fwd(p, in.q, in.k, in.v, Oref, Lref);
+    REF(oracle_fwd)(p, in.q, in.k, in.v, Oref, Lref);
     char desc[128];
     attn_problem_str(p, desc, sizeof desc);
     int rows = p->B * p->H * p->N_q;
 
     hbm_meter_t m; hbm_reset(&m);
     double t0 = now_seconds();
-    naive_cpu(&in, On, Ln, &m);
+    REF(naive_cpu)(&in, On, Ln, &m);
     double ms = 1e3 * (now_seconds() - t0);
     err_stats_t en = err_compare(On, Oref, nq, tol_cpu());
     add_row(r, "attention phase 1 (S, P in fp16)", "cpu", rows, p->N_kv, 0, (double)hbm_total(&m),
@@ -202,9 +202,9 @@ static gpu_point_t gpu_point(gpu_sm_fn fn, double acc, const float *dx, float *d
         int row = ns == 1 ? 0 : (int)((long long)s * (rows - 1) / (ns - 1));
         for (int j = 0; j < n; j++) xd[j] = x[j] = softmax_input(seed, (uint64_t)row * n + j);
         hbm_meter_t m;
-        softmax_safe_cpu(x, y, n, &m);
+        REF(softmax_safe_cpu)(x, y, n, &m);
         for (int j = 0; j < n; j++) ref[j] = y[j];
-        oracle_softmax_row(xd, n, w);
+        REF(oracle_softmax_row)(xd, n, w);
         gpu_download(yg, dy + (size_t)row * n, (size_t)n * sizeof *yg);
         err_accumulate(&e, yg, ref, (size_t)n, (size_t)row * n, tol_cpu());
         err_accumulate(&eo, yg, w, (size_t)n, (size_t)row * n, tol_cpu());

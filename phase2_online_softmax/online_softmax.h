@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include "hbm.h"
 #include "problem.h"
+#include "ref.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,7 +42,7 @@ extern "C" {
 
 /* ---- softmax of one row: y[0..n) from x[0..n), counted through the meter ---------- */
 void softmax_naive_cpu (const float *x, float *y, int n, hbm_meter_t *meter);
-void softmax_safe_cpu  (const float *x, float *y, int n, hbm_meter_t *meter);
+REF_PROTO(void, softmax_safe_cpu, (const float *x, float *y, int n, hbm_meter_t *meter));
 void softmax_online_cpu(const float *x, float *y, int n, hbm_meter_t *meter);
 
 /* The online normaliser's step: fold score x into the running (m, l). x = -inf is a
@@ -67,7 +68,7 @@ void online_state_finish(const online_state_t *s, int d, float *o, float *L);
 /* Every query row streams over its visible keys once (causal, GQA as in problem.h):
  * reads q (fp16), each visible k_j and v_j (fp16), writes O (fp32) and L (fp32) through
  * the meter; counted bytes equal online_attn_traffic(p). O [B][H][N_q][d], L [B][H][N_q]. */
-void online_attn_cpu(const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter);
+REF_PROTO(void, online_attn_cpu, (const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter));
 /* The same keys cut into blocks of Bc, one state per block, the block states merged in
  * key order (reverse = 1: last block first): FlashAttention's outer loop in miniature.
  * Same bytes as online_attn_cpu. */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "hbm.h"
 #include "problem.h"
+#include "ref.h"
 #include "gpu.h"
 #include "fa1_blocks.h"
 
@@ -34,7 +35,7 @@ extern "C" {
 
 /* Block sizes of Alg. 1 l.1 from the SRAM size M (bytes; the CPU model's tiles are fp32,
  * so M holds M/4 elements). Returns 0, or -1 if M cannot hold even Br = Bc = 1. */
-int fa1_block_sizes(size_t M_bytes, int d, attn_blocks_t *b);
+REF_PROTO(int, fa1_block_sizes, (size_t M_bytes, int d, attn_blocks_t *b));
 
 /* Bytes of SRAM the CPU model takes for blocks b: Q_i, O_i (Br x d), K_j, V_j (Bc x d),
  * S_ij (Br x Bc), l_i, m_i (Br), all fp32. */
@@ -78,8 +79,8 @@ double fa1_hbm_bytes_skip(const attn_problem_t *p, attn_blocks_t b);
  * Reads in->q_h, k_h, v_h (fp16, 2 bytes/element) through the meter; O [B][H][N_q][d],
  * l and m [B][H][N_q] are the fp32 "HBM" arrays of Alg. 1 (l.2 initialises them here).
  * meter may be NULL. Returns the SRAM peak in bytes. */
-size_t fa1_cpu(const attn_inputs_t *in, attn_blocks_t b, size_t M_bytes,
-               float *O, float *l, float *m, hbm_meter_t *meter);
+REF_PROTO(size_t, fa1_cpu, (const attn_inputs_t *in, attn_blocks_t b, size_t M_bytes,
+               float *O, float *l, float *m, hbm_meter_t *meter));
 
 /* L = m + log(l) for n rows, with the project's rule: a row that saw no key (l = 0)
  * gets L = +inf. */

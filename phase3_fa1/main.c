@@ -57,7 +57,14 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
     drv_row_t r = drv_row("cpu-model", "cpu", sweep, pc);
     r.sram = (double)M;
     r.hbm_std = std_attn_traffic(pc, 2).total;
-    if (fa1_block_sizes(M, pc->d, &r.blocks) != 0) { drv_fail(&r, "M too small"); return r; }
+    attn_blocks_t want;   /* Alg. 1 l.1 as solved (in an exercise build: common/ref.h) */
+    if (fa1_block_sizes(M, pc->d, &r.blocks) != 0 || REF(fa1_block_sizes)(M, pc->d, &want) != 0) {
+        drv_fail(&r, "M too small");
+        return r;
+    }
+    if (r.blocks.Br != want.Br || r.blocks.Bc != want.Bc)
+        drv_fail(&r, "blocks Br x Bc = %d x %d, Alg. 1 l.1 gives %d x %d for M = %zu, d = %d",
+                 r.blocks.Br, r.blocks.Bc, want.Br, want.Bc, M, pc->d);
     attn_inputs_t in;
     drv_inputs(&in, pc, o->seed, false, PHASE);
     size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);
@@ -77,16 +84,16 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
     /* Alg. 1 l.1 picks the largest blocks M allows: tiles that leave most of M empty
      * mean more passes over Q and O than needed. */
     if (2 * peak < M) drv_fail(&r, "the blocks use %zu of %zu bytes of SRAM: Alg. 1 l.1 fills M", peak, M);
-    check_hint_exercises(drv_passed(&r), "fa1.blocks");
+    drv_blame(&r, "fa1.blocks");
     if (full_checks) {
         oracle_check_cpu_row(&r, &in, O, L, "fa1.ml, fa1.rescale", "fa1.ml");
         /* the previous phases: phase 2's 1-pass attention (fp32, so the same 1e-5) and
          * phase 1's pipeline (S, P, O rounded to fp16: its own error, 3e-3) */
         float *O2 = xmalloc(nq * sizeof(float), PHASE);
         hbm_meter_t m2;
-        online_attn_cpu(&in, O2, l, &m2);
+        REF(online_attn_cpu)(&in, O2, l, &m2);
         drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, TOL_CPU_REL_L2);
-        naive_cpu(&in, O2, NULL, &m2);
+        REF(naive_cpu)(&in, O2, NULL, &m2);
         drv_compare_prev(&r, "phase 1's pipeline", O, O2, nq, TOL_FP16_REL_L2);
         drv_dump(o, &in, O, L, PHASE);
         free(O2);
@@ -123,7 +130,8 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     const bool sel_cublas = cli_kernel_selected(o, "cublas");
     drv_row_t rc = drv_row("cublas", "gpu", sweep, p);
     rc.hbm_model = rc.hbm_formula = rc.hbm_std = std_attn_traffic(p, 2).total;
-    if (!b.S) drv_not_run(&rc, "OOM", "S and P do not fit");
+    if (EX_BUILD_ON) drv_not_run(&rc, "n/a", "phase 1's kernel is not run in an exercise build (its code may be cut too)");
+    else if (!b.S) drv_not_run(&rc, "OOM", "S and P do not fit");
     else {
         drv_gpu_run_t how = { launch_cublas, &x, DRV_OUT_F16_O, NULL, attn_check_fp16, check_rows, prev, 1,
                               2, o->iters, sel_cublas && !o->sweep, &o1 };

@@ -74,24 +74,21 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
         drv_fail(&r, "counted %.0f non-matmul FLOPs, the formula says %.0f", nm, fa2_nonmatmul_flops(pc, bl));
     /* the causal range of this shape's Q blocks, whatever its mask */
     char why[160];
-    bool range_ok = fa2_check_causal_range(pc, bl, why, sizeof why) == 0;
-    if (!range_ok) drv_fail(&r, "%s", why);
-    check_hint_exercises(range_ok, "fa2.causal_range");
+    if (fa2_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
+    drv_blame(&r, "fa2.causal_range");
     if (full_checks) {
         oracle_check_cpu_row(&r, &in, O, L, "fa2.rescale, fa2.normalise", "fa2.lse");
         /* the previous phases: phase 3's FA1 model, phase 2's 1-pass attention (fp32: 1e-5) */
-        float *O2 = xmalloc(nq * sizeof(float), PHASE), *l2 = xmalloc(nl * sizeof(float), PHASE);
-        float *m2 = xmalloc(nl * sizeof(float), PHASE);
+        float *O3 = xmalloc(nq * sizeof(float), PHASE), *lm3 = xmalloc(2 * nl * sizeof(float), PHASE);
         attn_blocks_t b1;
-        if (fa1_block_sizes(FA1_M, pc->d, &b1) == 0) {
-            fa1_cpu(&in, b1, FA1_M, O2, l2, m2, NULL);
-            drv_compare_prev(&r, "phase 3's FA1 model", O, O2, nq, TOL_CPU_REL_L2);
+        if (REF(fa1_block_sizes)(FA1_M, pc->d, &b1) == 0) {
+            REF(fa1_cpu)(&in, b1, FA1_M, O3, lm3, lm3 + nl, NULL);   /* O, l, m */
+            drv_compare_prev(&r, "phase 3's FA1 model", O, O3, nq, TOL_CPU_REL_L2);
         }
-        hbm_meter_t mm;
-        online_attn_cpu(&in, O2, l2, &mm);
+        float *O2 = online_attn_reference(&in, INFINITY);
         drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, TOL_CPU_REL_L2);
         drv_dump(o, &in, O, L, PHASE);
-        free(O2); free(l2); free(m2);
+        free(O3); free(lm3); free(O2);
     }
     free(O); free(L);
     attn_inputs_free(&in);
@@ -131,6 +128,10 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep };
+    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA) {   /* its code may be cut too: common/ref.h */
+        drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
+        return r;
+    }
     if (kind == K_CUBLAS) {
         r.hbm_model = r.hbm_formula = std_attn_traffic(p, 2).total;
         if (!b->S) { drv_not_run(&r, "OOM", "S and P do not fit"); return r; }
@@ -246,7 +247,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
         for (int N = 256; N <= 16384; N *= 2) {
             attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
             attn_blocks_t bl = fa2_mma_blocks(64), b1;
-            fa1_block_sizes(FA1_M, 64, &b1);
+            REF(fa1_block_sizes)(FA1_M, 64, &b1);
             drv_row_t r = N <= 1024 ? run_cpu(&p, o, "vsN", false)
                         : formula_row("formula", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl));
             drv_row_t r1 = formula_row("fa1-formula", &p, b1, fa1_hbm_bytes(&p, b1.Bc), fa1_nonmatmul_flops(&p, b1.Bc));
@@ -287,7 +288,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
 static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 {
     attn_blocks_t b1;
-    fa1_block_sizes(FA1_M, pc->d, &b1);
+    REF(fa1_block_sizes)(FA1_M, pc->d, &b1);
     double fa1_bytes = fa1_hbm_bytes(pc, b1.Bc), fa1_nm = fa1_nonmatmul_flops(pc, b1.Bc);
     printf("CPU model (Br x Bc = %d x %d): HBM %.0f bytes = the formula of docs/04_fa2.md; FA1 (phase 3, "
            "M = 128 KiB, Bc = %d) would move %.0f (%.1fx)\nnon-matmul FLOPs (exp, max, rescale, divide): "

@@ -1,0 +1,27 @@
+/* ref.h - what the checks of an exercise build compare with.
+ *
+ * In an exercise build (make phaseN run EX=1, and every build of a student's handout tree)
+ * a check must never compare a student's output with code the student writes in another
+ * exercise, nor take its tolerance from it: phase 3's check would otherwise pass an empty
+ * fa1.ml against an empty p0.softmax_row. So a check calls REF(f) for the reference it
+ * needs (the fp64 oracle, phase 1's fp16 pipeline, an earlier phase's CPU model):
+ *
+ *   reference build   REF(f) is f itself
+ *   exercise build    REF(f) is ref_f, the solution of f compiled into the reference
+ *                     library libfa_ref.a: every CPU source with an exercise region,
+ *                     compiled from the solutions, each global symbol f renamed ref_f
+ *                     (the Makefile's "reference library"); a handout ships it prebuilt
+ *                     as ref/libfa_ref.a, object code only, so no solution is in its text.
+ *
+ * REF_PROTO(ret, f, (args)) declares f and ref_f together. */
+#ifndef COMMON_REF_H
+#define COMMON_REF_H
+#ifdef EX_BUILD
+#define REF(f) ref_##f
+#define EX_BUILD_ON 1
+#else
+#define REF(f) f
+#define EX_BUILD_ON 0
+#endif
+#define REF_PROTO(ret, f, args) ret f args; ret ref_##f args
+#endif

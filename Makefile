@@ -139,7 +139,7 @@ REF_SRC      := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PH
 REF_PREBUILT := $(wildcard ref/libfa_ref.a)
 REF_LIB      := $(or $(REF_PREBUILT),$(BUILD)/ref/libfa_ref.a)
 REF_OBJS     := $(patsubst %.c,$(BUILD)/ref/%.o,$(REF_SRC))
-$(BUILD)/ref/%.o: %.c
+$(BUILD)/ref/%.o: %.c | $(BLOCKS_H)
 	@mkdir -p $(@D)
 	$(call say,REF,$<)
 	$(Q)$(CC) $(filter-out -DEX_BUILD=1,$(CPPFLAGS)) -I$(dir $<) $(ALL_CFLAGS) -g0 -c $< -o $@

@@ -82,6 +82,10 @@ handout)
         mkdir -p "$tree/$(dirname "$f")"; cp "$f" "$tree/$f"
     done
     for f in $(marked_files); do "$MK" "$f" >"$tree/$f"; done
+    # the checks' reference (common/ref.h): the solutions as object code only, so a
+    # student's phase is checked against them whatever state the other phases are in
+    make --no-print-directory BUILD="$BUILD" "$BUILD/ref/libfa_ref.a" >/dev/null
+    mkdir -p "$tree/ref"; cp "$BUILD/ref/libfa_ref.a" "$tree/ref/"
     mkdir -p "$BUILD"
     tar -czf "$BUILD/handout.tar.gz" -C "$tmp" flash-attention-from-scratch
     echo "handout: $BUILD/handout.tar.gz ($(marked_files | wc -l) files with their solutions cut out)"

@@ -5,7 +5,12 @@
 script=$1; outdir=$2
 GNUPLOT=${GNUPLOT:-gnuplot}
 if ! command -v "$GNUPLOT" >/dev/null 2>&1; then
-    echo "plots skipped: gnuplot not found (install: sudo apt-get install gnuplot-nox, or run make deps)"
+    # offer `make deps` only to a user it can install for (root, or sudo without a password)
+    if [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; then
+        echo "plots skipped: gnuplot not found (run make deps, or: apt-get install gnuplot-nox)"
+    else
+        echo "plots skipped: gnuplot not found (an administrator can install it: apt-get install gnuplot-nox)"
+    fi
     exit 0
 fi
 if ! ls "$outdir"/*.csv >/dev/null 2>&1; then

@@ -215,7 +215,7 @@ DEPS_STEP := $(if $(NO_DEPS),,deps)
 
 run: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-run)
 test: $(DEPS_STEP) all
-	@bash tools/run_tests.sh $(if $(SELECTED),$(SELECTED),$(WRITTEN))
+	@$(TEST_ENV) bash tools/run_tests.sh $(if $(SELECTED),$(SELECTED),$(WRITTEN))
 plot: $(DEPS_STEP) $(foreach p,$(TARGET_PHASES),$(p)-plot)
 sweep: $(foreach p,$(TARGET_PHASES),$(p)-sweep)
 profile: $(foreach p,$(TARGET_PHASES),$(p)-profile)
@@ -224,13 +224,27 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # run, test and plot are the same for every written phase; a phase's rules.mk adds
 # profile, sanitize and any extra target (e.g. <phase>-sweep). <phase>_RUN_ARGS adds
 # options to the default run.
+# With EX=1, <phase>_EX_RUNS (argument sets separated by "|") are run after the default
+# run, each printing its table into $(RESULTS)/<phase>/ex-<k>/: the shapes where a wrong
+# edge case shows (tails, N_q != N_kv causal, fully masked rows, GQA). Every set runs;
+# the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
+# the phases' tests only (the project-wide tools/tests.sh need the reference sources).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1)
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)
-	$(BUILD)/$(1) --csv $(RESULTS)/$(1)/$(1).csv $$($(1)_RUN_ARGS)
+	$(if $(EX),@fail=0; echo "$(BUILD)/$(1) --csv $(RESULTS)/$(1)/$(1).csv $$($(1)_RUN_ARGS)"; \
+	$(BUILD)/$(1) --csv $(RESULTS)/$(1)/$(1).csv $$($(1)_RUN_ARGS) || fail=1; \
+	k=0; IFS='|' read -r -a sets <<<'$$($(1)_EX_RUNS)'; \
+	for a in "$$$${sets[@]}"; do a=$$$$(echo $$$$a); [ -n "$$$$a" ] || continue; k=$$$$((k + 1)); \
+	    mkdir -p $(RESULTS)/$(1)/ex-$$$$k; echo; echo "$(BUILD)/$(1) --csv $(RESULTS)/$(1)/ex-$$$$k/$(1).csv $$$$a"; \
+	    $(BUILD)/$(1) --csv $(RESULTS)/$(1)/ex-$$$$k/$(1).csv $$$$a || fail=1; \
+	done; \
+	if [ $$$$fail -ne 0 ]; then echo; echo "$(1) run EX=1: FAIL (see the FAIL lines above: each names the exercises behind it)"; exit 1; fi; \
+	[ $$$$k -eq 0 ] || echo "$(1) run EX=1: the default problem and $$$$k more shapes ($(1)_EX_RUNS) PASS",$(BUILD)/$(1) --csv $(RESULTS)/$(1)/$(1).csv $$($(1)_RUN_ARGS))
 	@$$(MAKE) --no-print-directory $(1)-plot
 $(1)-test: $(DEPS_STEP) all
-	@bash tools/run_tests.sh $(1)
+	@$$(TEST_ENV) bash tools/run_tests.sh $(1)
 $(1)-plot:
 	@bash tools/plot.sh $(call dir_of,$(1))/plot.gp $(RESULTS)/$(1)
 endef

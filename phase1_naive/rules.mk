@@ -5,6 +5,9 @@ phase1_TEST := phase1_naive/test_phase1.c
 phase1_CU   := phase1_naive/naive.cu
 phase1_USES := phase0
 phase1_CUDA_LDLIBS := -lcublas
+# `make phase1 run EX=1` also runs these shapes (Makefile, phase_actions): GQA with
+# N_q != N_kv causal and tails, and fully masked rows (N_q > N_kv causal)
+phase1_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal | --B 1 --H 2 --N 80 --Nkv 50 --d 64 --causal
 
 # The sweep (GPU): time, TFLOP/s and bytes vs N, and the memory wall.
 phase1-sweep: phase1-build

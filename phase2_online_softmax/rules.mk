@@ -5,6 +5,9 @@ phase2_TEST := phase2_online_softmax/test_phase2.c
 phase2_CU   := phase2_online_softmax/softmax.cu
 phase2_USES := phase1 phase0
 phase2_CUDA_LDLIBS := $(phase1_CUDA_LDLIBS)
+# `make phase2 run EX=1` also runs these shapes (Makefile, phase_actions): causal GQA
+# with fully masked rows (N_q > N_kv), and one row of d = 128
+phase2_EX_RUNS := --B 2 --H 4 --Hkv 2 --N 80 --Nkv 50 --d 32 --causal | --N 1 --d 128
 
 # DRAM bytes of the two softmax kernels measured by Nsight Compute over the sweep's row
 # lengths (caches flushed before each profiled launch): the model counts 16 (safe) and

@@ -201,8 +201,13 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             float l_t[2] = { 0.0f, 0.0f };
 #pragma unroll
             for (int x = 0; x < 2; x++) {
+                /* EXERCISE fa1.rowmax_mma: this warp's row max m~ over the quad (the 4 lanes that hold one row of S)
+                 * HINT: m_t[x] is the max over this thread's columns of row g + 8x; the row's other
+                 * HINT: columns sit in the 3 other lanes of the quad (mma accumulator layout,
+                 * HINT: common/mma.cuh): two __shfl_xor_sync butterfly steps give each the max of all four. */
                 m_t[x] = fmaxf(m_t[x], __shfl_xor_sync(0xffffffffu, m_t[x], 1));
                 m_t[x] = fmaxf(m_t[x], __shfl_xor_sync(0xffffffffu, m_t[x], 2));
+                /* END EXERCISE */
             }
             /* l.10: P~ = exp(scale (S - m~)) = 2^(S sl2 - m~ sl2), l~ = rowsum(P~) */
             const float mu[2] = { m_t[0] == -INFINITY ? 0.0f : m_t[0] * sl2,   /* m~ sl2 */
@@ -266,6 +271,11 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 const int r = c / (D / 4), k = (c % (D / 4)) * 4;
                 if (i * Br + r >= p.N_q) continue;
                 const float m_old = ms[r];
+                /* EXERCISE fa1.ml_mma: the new running max and sum of row r over the WC warps (Alg. 1 l.11), and 1/l_new
+                 * HINT: fa1.ml with WC block maxima redM[w * Br + r] and sums redL[w * Br + r] instead
+                 * HINT: of one: m_new over m_old and all of them; fw[w] brings warp w's sum (and O_w)
+                 * HINT: to m_new, a_old the old l (and O_i) times its factor; fa1_rescale() gives 0
+                 * HINT: for a max of -inf. inv = 1 / l_new, and 0 while the row has seen no key. */
                 float m_new = m_old;
 #pragma unroll
                 for (int w = 0; w < WC; w++) m_new = fmaxf(m_new, redM[w * Br + r]);
@@ -277,7 +287,14 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                     l_new += fw[w] * redL[w * Br + r];
                 }
                 const float inv = l_new > 0.0f ? 1.0f / l_new : 0.0f;  /* no key seen: O = 0 */
+                /* STUB: const float m_new = m_old, l_new = ls[r], a_old = ls[r], inv = 0.0f; */
+                /* STUB: float fw[WC] = {}; */
+                /* END EXERCISE */
                 float4 acc = *reinterpret_cast<const float4 *>(Os + r * D + k);
+                /* EXERCISE fa1.rescale_mma: the O_i update of Alg. 1 l.12 for 4 columns of row r, over the WC warps
+                 * HINT: acc holds 4 columns of the normalised O_i so far: undo its normalisation (a_old),
+                 * HINT: add each warp's partial P~ V (the float4 at redO + ((r / 16 * WC + w) * 16 + r % 16)
+                 * HINT: * LDO + k) weighed by fw[w], and divide the whole by l_new (times inv). */
                 const float fo = a_old * inv;
                 acc.x *= fo; acc.y *= fo; acc.z *= fo; acc.w *= fo;
 #pragma unroll
@@ -286,6 +303,8 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                     const float f = fw[w] * inv;
                     acc.x += f * v.x; acc.y += f * v.y; acc.z += f * v.z; acc.w += f * v.w;
                 }
+                /* STUB: (void)a_old; (void)inv; (void)fw; */
+                /* END EXERCISE */
                 *reinterpret_cast<float4 *>(O + (size_t)(i * Br + r) * D + k) = acc;     /* l.12 */
                 if (k == 0) { l[i * Br + r] = l_new; m[i * Br + r] = m_new; }           /* l.13 */
             }

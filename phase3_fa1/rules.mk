@@ -5,6 +5,14 @@ phase3_TEST := phase3_fa1/test_phase3.c
 phase3_CU   := phase3_fa1/fa1_simple.cu phase3_fa1/fa1_mma.cu
 phase3_USES := phase2 phase1 phase0
 phase3_CUDA_LDLIBS := -lcublas
+# `make phase3 run EX=1` also runs these shapes (Makefile, phase_actions): GQA with
+# N_q != N_kv causal; d = 128 with tails; fully masked rows (N_q > N_kv causal); and an
+# SRAM size M that 4d does not divide, where Alg. 1 l.1's ceil and floor give two Bc
+# (d = 32: ceil(12864 / 128) = 101 fits, floor gives 100)
+phase3_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal --sram 20000 \
+                | --B 1 --H 2 --N 133 --d 128 --sram 40000 \
+                | --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal \
+                | --B 1 --H 2 --N 64 --d 32 --sram 51456
 
 # The sweep: HBM bytes vs M and N (CPU model), and with a GPU the FA2 paper's setting.
 phase3-sweep: phase3-build

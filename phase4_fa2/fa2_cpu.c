@@ -46,22 +46,17 @@ bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
     return p->causal && last_key > (long)i * Br + (p->N_kv - p->N_q);
 }
 
-/* The chapter's formula, written without fa2_kv_blocks(): the keys Q block i reads are
- * the first min(N_kv, ceil((r_last + N_kv - N_q + 1) / Bc) Bc) ones. */
+/* The chapter's formula: Q block i reads the first min(N_kv, n_i Bc) keys, n_i =
+ * fa2_kv_blocks() (all Tc blocks when not causal). The causal range it depends on is
+ * checked on its own, against a brute-force scan of the mask (fa2_check.c). */
 fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
 {
     const double heads = (double)p->B * p->H, d = p->d;
     const int Tr = (p->N_q + b.Br - 1) / b.Br;
     double keys = 0;   /* sum over Q blocks of the K/V rows read */
     for (int i = 0; i < Tr; i++) {
-        long seen = p->N_kv;
-        if (p->causal) {
-            long r_last = (p->N_q < (long)(i + 1) * b.Br ? p->N_q : (long)(i + 1) * b.Br) - 1;
-            long vis = r_last + p->N_kv - p->N_q + 1;                   /* keys the last row sees */
-            seen = vis <= 0 ? 0 : (vis + b.Bc - 1) / b.Bc * b.Bc;
-            if (seen > p->N_kv) seen = p->N_kv;
-        }
-        keys += (double)seen;
+        const long seen = (long)fa2_kv_blocks(p, i, b.Br, b.Bc) * b.Bc;
+        keys += (double)(seen < p->N_kv ? seen : p->N_kv);
     }
     fa2_traffic_t t;
     t.read_q  = heads * 2.0 * p->N_q * d;         /* l.4: Q_i once (fp16)          */

@@ -93,8 +93,14 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     /* the K/V blocks this Q block visits (fa2_kv_blocks() in fa2_cpu.c) */
     int n_blocks = Tc;
     if (SKIP && p.causal) {
+        /* EXERCISE fa2.causal_range_mma: the K/V blocks a causal Q block must visit, in the mma kernel
+         * HINT: fa2.causal_range for BR-row Q blocks (the first row is i0; the last may be a
+         * HINT: tail at N_q) and BC-key blocks: set n_blocks, at most Tc, 0 when the block's
+         * HINT: last row sees no key (the kernel then writes O = 0, L = +inf just below). */
         const long last_key = (long)min(p.N_q, i0 + BR) - 1 + shift;
         n_blocks = last_key < 0 ? 0 : (int)min((long)Tc, last_key / BC + 1);
+        /* STUB: n_blocks = 0; */
+        /* END EXERCISE */
     }
     /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
     const int row0 = i0 + warp * 16 * MT + g;
@@ -190,13 +196,26 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             float mx = m_i[mtile][x];
 #pragma unroll
             for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[mtile][n][2 * x], s[mtile][n][2 * x + 1]));
+            /* EXERCISE fa2.rowmax_mma: the row max over the quad (the 4 lanes that hold one row of S)
+             * HINT: mx is the max over this thread's 2 BC/8 columns of the row (and the old m_i). The
+             * HINT: row's other columns sit in the 3 other lanes of the quad (lanes 4g .. 4g + 3, the
+             * HINT: mma accumulator layout, common/mma.cuh): two __shfl_xor_sync butterfly steps
+             * HINT: give each of them the max of all four. */
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            /* END EXERCISE */
             /* alpha = e^(scale (m_old - m_new)), with fa1_rescale()'s rule (fa1.h), as in the
              * CPU model: 0 while the row has seen no key (m_old = -inf; its O~ and l are 0
              * anyway). Testing m_new gives the same values (m_new = -inf forces m_old =
              * -inf, and a finite m_new makes ex2(-inf) = 0) without keeping m_old live:
              * testing m_old made the d = 128 perstep variant spill on sm_90. */
+            /* EXERCISE fa2.online_mma: alpha, P~ and l of the thread's row (Alg. 1 l.9), with exp2
+             * HINT: mx is the new max m_new (raw scores: exp(scale x) = 2^(sl2 x), ex2()); m_i the
+             * HINT: old one. alpha = e^(scale (m_old - m_new)), 0 when m_new = -inf; P~ = e^(scale
+             * HINT: (S - m_new)) into this thread's S registers s[mtile][n][2x], [2x + 1] (0 when
+             * HINT: m_new = -inf); rs their sum. DEFER: l_i = alpha l_i + rs (this thread's part;
+             * HINT: the quad's parts are added at the end). Otherwise (FA1's way) the quad's
+             * HINT: rs first, l_i = l_new, and alpha times the old l un-normalises O. m_i = m_new. */
             alpha[mtile][x] = mx == -INFINITY ? 0.0f : ex2((m_i[mtile][x] - mx) * sl2);
             const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
             m_i[mtile][x] = mx;
@@ -220,6 +239,8 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 alpha[mtile][x] *= l_i[mtile][x];   /* un-normalise O (re-normalised after P~ V) */
                 l_i[mtile][x] = l_new;
             }
+            /* STUB: alpha[mtile][x] = 1.0f; m_i[mtile][x] = mx; (void)sl2; */
+            /* END EXERCISE */
         }
 #pragma unroll
         for (int mtile = 0; mtile < MT; mtile++)
@@ -274,6 +295,12 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 1);
             l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 2);
         }
+        /* EXERCISE fa2.finish_mma: divide O~ by l once and write the thread's row of O_i and L_i (Alg. 1 l.12-13)
+         * HINT: fa2.normalise and fa2.lse for row row0 + 16 mtile + 8 x (skip it past N_q): this
+         * HINT: thread holds columns n * 8 + 2 t and + 1 of it (n < D/8) in o[mtile][n][2x], [2x + 1]
+         * HINT: (one float2 store each). DEFER: divide by the row's l (0 -> O = 0); otherwise O is
+         * HINT: already normalised. m_i holds raw scores (times p.scale); a row with l = 0 gets
+         * HINT: L = +inf. One lane of the quad (t == 0) writes L. */
         const float inv = DEFER ? (l_i[mtile][x] > 0.0f ? 1.0f / l_i[mtile][x] : 0.0f) : 1.0f;
         const int row = row0 + 16 * mtile + 8 * x;
         if (row < p.N_q) {
@@ -283,6 +310,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                     make_float2(o[mtile][n][2 * x] * inv, o[mtile][n][2 * x + 1] * inv);
             if (t == 0) L[row] = l_i[mtile][x] > 0.0f ? m_i[mtile][x] * p.scale + logf(l_i[mtile][x]) : INFINITY;
         }
+        /* END EXERCISE */
     }
 }
 

@@ -54,8 +54,14 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     /* the K/V blocks to visit: all, or up to the one the block's last row reaches */
     int n_blocks = (p.N_kv + S_BC - 1) / S_BC;
     if (p.causal) {
+        /* EXERCISE fa2.causal_range_gpu: the K/V blocks a causal Q block must visit, on the GPU
+         * HINT: fa2.causal_range for this kernel's blocks (S_BR rows, S_BC keys; qr real rows,
+         * HINT: shift = N_kv - N_q): set n_blocks, never above the Tc it holds now, 0 when the
+         * HINT: block's last row sees no key. */
         const int last_key = i * S_BR + qr - 1 + shift;
         n_blocks = last_key < 0 ? 0 : min(n_blocks, last_key / S_BC + 1);
+        /* STUB: n_blocks = 0; */
+        /* END EXERCISE */
     }
 
     for (int j = 0; j < n_blocks; j++) {                                     /* l.6 */
@@ -80,6 +86,12 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
         for (int r = 0; r < S_R; r++) {
             const int row = i * S_BR + r0 + r;
             s[r] = (col < p.N_kv && (!p.causal || col <= row + shift)) ? s[r] * p.scale : -INFINITY;
+            /* EXERCISE fa2.online_gpu: the online update of row r (Alg. 1 l.9-10): m, P~, l and the O~ rescale
+             * HINT: lane c holds S[r][c] in s[r]; warp_max() and warp_sum() (warp_reduce.cuh) give
+             * HINT: every lane the whole row's max and sum. m_new = max(m_i[r], rowmax); P~ =
+             * HINT: e^(S - m_new) (0 while m_new = -inf), left in s[r] for the P~ V_j loop below;
+             * HINT: alpha = fa1_rescale(m_old, m_new) brings l_i[r] and this lane's O~ columns
+             * HINT: o[r][0 .. S_MAXD/32 - 1] to the new max before this block's sum is added. */
             /* l.9: m_new, P~ = exp(S - m_new), l = e^(m - m_new) l + rowsum P~ */
             const float m_new = fmaxf(m_i[r], warp_max(s[r]));
             const float pc = m_new == -INFINITY ? 0.0f : __expf(s[r] - m_new);
@@ -90,6 +102,8 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
             /* l.10: O~ = diag(alpha) O~ (the P~ V_j part follows) */
 #pragma unroll
             for (int k = 0; k < S_MAXD / 32; k++) o[r][k] *= alpha;
+            /* STUB: s[r] = 0.0f; */
+            /* END EXERCISE */
         }
         /* l.10: O~[r][lane + 32 k] += sum_c P~[r][c] V_j[c][lane + 32 k]; P~[r][c] from lane c */
         for (int c = 0; c < kr; c++) {
@@ -110,11 +124,17 @@ fa2_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
     for (int r = 0; r < S_R; r++) {
         const int row = i * S_BR + r0 + r;
         if (r0 + r >= qr) break;
+        /* EXERCISE fa2.finish_gpu: divide O~ by l once and write row `row` of O_i and L_i (Alg. 1 l.12-13)
+         * HINT: fa2.normalise and fa2.lse for one row: this lane holds columns lane + 32 k
+         * HINT: (k < S_MAXD/32, only those < d exist) in o[r][k]; every lane has m_i[r] and
+         * HINT: l_i[r]. A row that saw no key has l = 0: O = 0 and L = +inf. One lane writes L. */
         const float inv = l_i[r] > 0.0f ? 1.0f / l_i[r] : 0.0f;
 #pragma unroll
         for (int k = 0; k < S_MAXD / 32; k++)
             if (lane + 32 * k < d) O[(size_t)row * d + lane + 32 * k] = o[r][k] * inv;
         if (lane == 0) L[row] = l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : INFINITY;
+        /* STUB: (void)row; */
+        /* END EXERCISE */
     }
 }
 

@@ -10,24 +10,33 @@ t_run "exercises/ up to date with the markers" bash tools/exercises.sh check
 
 phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }      # phase1_naive/x.cu -> phase1
 
-# Build one phase from a cut tree (CPU only) and expect its driver to FAIL.
-exercise_fails_cpu() {   # NAME DIR
-    local dir=$2 file phase
-    file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
+# Build one phase from a cut tree and expect `make <phase> run EX=1` on it to FAIL: the
+# default problem (with <phase>_RUN_ARGS) and the shapes of <phase>_EX_RUNS, as a student
+# runs it. Exit 1 for that FAIL (make's own 2 would read as a broken test), 3 when the
+# cut does not compile.
+exercise_run_fails() {   # NAME DIR MAKE-VARIABLES...
+    local name=$1 dir=$2 file phase; shift 2
+    file=$(bash tools/exercises.sh cut "$name" "$dir" | head -n 1)
     phase=$(phase_of "$file")
-    make --no-print-directory -j"${JOBS:-2}" NO_CUDA=1 EX=1 EXDIR="$dir" BUILD="$dir/build" \
+    make --no-print-directory -j"${JOBS:-2}" "$@" EX=1 EXDIR="$dir" BUILD="$dir/build" \
          "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
-    "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
+    make --no-print-directory "$@" NO_DEPS=1 EX=1 EXDIR="$dir" BUILD="$dir/build" RESULTS="$dir/results" \
+         "$phase" run || return 1
+}
+# CPU only; the FAIL must name the exercise
+exercise_fails_cpu() {   # NAME DIR
+    local rc=0; exercise_run_fails "$1" "$2" NO_CUDA=1 >"$2/run.log" 2>&1 || rc=$?
+    cat "$2/run.log"
+    [ $rc -eq 1 ] && ! grep -qE "exercises behind (this check|it): .*$1([^a-z_]|$)" "$2/run.log" && { echo "the FAIL does not name $1"; return 4; }
+    return $rc
 }
 # For a cut in a .cu file: compile it (one arch, fast), then on a GPU expect the FAIL.
 exercise_fails_gpu() {   # NAME DIR
-    local dir=$2 file phase
-    file=$(bash tools/exercises.sh cut "$1" "$dir" | head -n 1)
-    phase=$(phase_of "$file")
-    make --no-print-directory -j"${JOBS:-2}" EX=1 EXDIR="$dir" BUILD="$dir/build" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}" \
-         "$phase-build" >"$dir/build.log" 2>&1 || { echo "the fill-in version does not compile:"; tail -20 "$dir/build.log"; return 3; }
-    "$dir/build/$phase" --quiet --csv "$dir/results/$phase.csv"
+    exercise_run_fails "$1" "$2" CUDA_ARCH="${EX_CUDA_ARCH:-sm_90}"
 }
+# passes only on the check's FAIL (exit 1): not on a cut that does not compile (3), nor
+# on a FAIL that does not name its exercise (4)
+fails_the_check() { local rc=0; "$@" || rc=$?; [ $rc -eq 1 ] || { echo "want the check's FAIL (exit 1), got exit $rc"; return 1; }; }
 while read -r name file; do
     [ -n "$name" ] || continue
     case "$file" in
@@ -41,9 +50,9 @@ while read -r name file; do
                 ${NVCC:-nvcc} -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -c \"\$dir/$file\" -o \"\$dir/x.o\""
             t_skip "exercise $name: fill-in fails the check" "$(gpu_skip_reason)"
         else
-            t_fail "exercise $name: fill-in fails the check" exercise_fails_gpu "$name" "$(mktemp -d "$T/ex.XXXX")"
+            t_run "exercise $name: fill-in fails the check" fails_the_check exercise_fails_gpu "$name" "$(mktemp -d "$T/ex.XXXX")"
         fi ;;
-    *)  t_fail "exercise $name: fill-in compiles and fails the check" exercise_fails_cpu "$name" "$(mktemp -d "$T/ex.XXXX")" ;;
+    *)  t_run "exercise $name: fill-in compiles and fails the check" fails_the_check exercise_fails_cpu "$name" "$(mktemp -d "$T/ex.XXXX")" ;;
     esac
 done < <(bash tools/exercises.sh list)
 

@@ -72,15 +72,6 @@ void online_ml_update(float *m, float *l, float x)
     (void)m; (void)l;
 }
 
-/* (m, l) <- (m, l) (+) (m2, l2): the merge of online_state_merge without o. */
-static void ml_merge(float *m, float *l, float m2, float l2)
-{
-    float mn = fmaxf(*m, m2);
-    if (mn == -INFINITY) return;                   /* both empty */
-    *l = *l * expf(*m - mn) + l2 * expf(m2 - mn);
-    *m = mn;
-}
-
 /* Online: pass 1 keeps (m, l) together (1 load), pass 2 writes y (1 load + 1 store)
  * = 3 accesses. More exponentials than the safe version (one rescale per element), one
  * pass fewer over memory. */
@@ -90,11 +81,15 @@ void softmax_online_cpu(const float *x, float *y, int n, hbm_meter_t *meter)
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 1: m and l */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;
         hbm_load_f32(meter, t, x + j0, (size_t)len);
-        /* the tile's own (m, l) element by element, then merged into the row's: the
+        /* the tile's own (m, l) element by element, then merged into the row's by
+         * online_state_merge() below (the o part of a state has d = 0 elements here): the
          * same result as one running pair, with the fp32 sum kept short (as above) */
-        float mt = -INFINITY, lt = 0.0f;
-        for (int k = 0; k < len; k++) online_ml_update(&mt, &lt, t[k]);
-        ml_merge(&m, &l, mt, lt);
+        online_state_t row, tile;   /* only m and l: merged with d = 0 (no o) */
+        row.m = m; row.l = l;
+        tile.m = -INFINITY; tile.l = 0.0f;
+        for (int k = 0; k < len; k++) online_ml_update(&tile.m, &tile.l, t[k]);
+        online_state_merge(&row, &tile, 0);
+        m = row.m; l = row.l;
     }
     for (int j0 = 0; j0 < n; j0 += P2_TILE) {                    /* pass 2: y */
         int len = n - j0 < P2_TILE ? n - j0 : P2_TILE;

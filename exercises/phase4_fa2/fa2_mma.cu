@@ -1,0 +1,348 @@
+/* fa2_mma.cu - FlashAttention-2's forward on the tensor cores (common/mma.cuh).
+ *
+ *   mma   grid (num_m_blocks, B x H): a thread block per Q block, 4 warps, each warp owns
+ *         its query rows for the whole K/V loop (split-Q). Blocks: FA2_MMA_TABLE in
+ *         fa2_blocks.h; by default d <= 64: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
+ *         in registers; d = 128: 32 rows a warp (Br = 128), Bc = 32, Q_i read from
+ *         shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
+ *         and P in registers, O~ unnormalised in registers and divided by l once; causal
+ *         blocks past the diagonal skipped.
+ *                                                   build/phase4 --kernel mma [--causal]
+ *   The ablation ladder (build/phase4 prints it) runs the same source with compile-time
+ *   switches (template parameters), fa2_variant_t in fa2.h:
+ *   perstep    O normalised at every step as in FA1 (2 multiplies per O element, a divide)
+ *   deferred   + O~ unnormalised, one multiply per element per step, one divide at the end
+ *   mma        + causal: K/V blocks past the diagonal skipped, the mask on diagonal ones only
+ *   grid-bh    mma with the grid (B x H, num_m_blocks): the Q blocks of one head are no
+ *              longer neighbours in launch order
+ *
+ * What FA1's kernel (phase3_fa1/fa1_mma.cu) did differently, and this one does not do:
+ * its warps split the K/V block (split-K), so every step it wrote partial O, m, l to
+ * shared memory and combined them behind two barriers; and O, l, m went to HBM and back
+ * once per K/V block. Here a warp's rows are entirely its own: the row max and sum
+ * need only the 4 lanes of a quad (two shuffles), and the only barrier per K/V block is
+ * the one that hands the next K/V buffer over.
+ *
+ * Register fragments (mma.cuh): a thread holds rows g and g + 8 of its warp's 16 (g =
+ * lane / 4), two adjacent columns 2t, 2t + 1 (t = lane % 4) of every 8-wide tile. Its
+ * l is a partial sum over its own columns; the quad's 4 partials are added once at the end
+ * (they were all rescaled by the same factors).
+ */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mma.cuh"
+#include "fa2.h"
+
+#define WARPS FA2_WARPS
+#define THREADS (32 * WARPS)
+
+/* D, BC, MT: a row of FA2_MMA_TABLE (fa2_blocks.h). MT: 16-row m-tiles per warp. MT = 1
+ * keeps Q_i in registers; MT = 2 (d = 128) gives a warp 32 rows, so every K or V fragment
+ * read from shared memory feeds two mma's (the shared-memory reads per FLOP halve), and
+ * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
+template <int D, int BC, int MT>
+struct Cfg {
+    static constexpr int BR = 16 * WARPS * MT;
+    static constexpr int LDH = D + 8;   /* halves per smem row: +16 bytes, so the 8 rows of an
+                                           ldmatrix tile start in different banks */
+    static constexpr size_t Q_OFF = 0;
+    static constexpr size_t K_OFF = Q_OFF + sizeof(__half) * BR * LDH;
+    static constexpr size_t V_OFF = K_OFF + 2 * sizeof(__half) * BC * LDH;   /* 2 stages */
+    static constexpr size_t SMEM = V_OFF + 2 * sizeof(__half) * BC * LDH;
+};
+
+/* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* DEFER: O~ unnormalised, divided at the end (else normalised every step, as in FA1).
+ * SKIP: causal blocks past the diagonal skipped and only diagonal/tail blocks masked
+ * (else every block visited and, with a mask, every element masked).
+ * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head. */
+template <int D, int BC, int MT, bool DEFER, bool SKIP, bool MFIRST>
+__global__ void __launch_bounds__(THREADS, 2)
+fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
+               float *Og, float *Lg)
+{
+    using C = Cfg<D, BC, MT>;
+    constexpr int LDH = C::LDH, BR = C::BR;
+    constexpr bool QREG = MT == 1;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __half *Qs = (__half *)(smem + C::Q_OFF);
+    __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
+
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
+    const int mb = MFIRST ? blockIdx.x : blockIdx.y, bh = MFIRST ? blockIdx.y : blockIdx.x;
+    /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail */
+    const int i = p.causal ? Tr - 1 - mb : mb;
+    const int b = bh / p.H, h = bh % p.H;
+    const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * BR * D;
+    const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
+    float *O = Og + attn_q_offset(&p, b, h), *L = Lg + attn_l_offset(&p, b, h);
+    const int i0 = i * BR, shift = p.N_kv - p.N_q;   /* row r sees keys <= r + shift */
+    const float sl2 = p.scale * 1.4426950408889634f; /* exp(scale x) = 2^(sl2 x)      */
+
+    /* the K/V blocks this Q block visits (fa2_kv_blocks() in fa2_cpu.c) */
+    int n_blocks = Tc;
+    if (SKIP && p.causal) {
+        /* TODO EXERCISE fa2.causal_range_mma: the K/V blocks a causal Q block must visit, in the mma kernel
+         * HINT: fa2.causal_range for BR-row Q blocks (the first row is i0; the last may be a
+         * HINT: tail at N_q) and BC-key blocks: set n_blocks, at most Tc, 0 when the block's
+         * HINT: last row sees no key (the kernel then writes O = 0, L = +inf just below). */
+        n_blocks = 0;
+    }
+    /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
+    const int row0 = i0 + warp * 16 * MT + g;
+    if (n_blocks == 0) {   /* every row fully masked: O = 0, L = +inf (common/problem.h) */
+        for (int e = threadIdx.x; e < BR * D; e += THREADS)
+            if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
+        for (int r = threadIdx.x; r < BR; r += THREADS)
+            if (i0 + r < p.N_q) L[i0 + r] = INFINITY;
+        return;
+    }
+
+    /* Alg. 1 l.4: Q_i, and the first K/V block, into shared memory */
+    cp_async_tile<D, LDH, THREADS>(Qs, Q, BR, p.N_q - i0);
+    cp_async_tile<D, LDH, THREADS>(Ks, K, BC, p.N_kv);
+    cp_async_tile<D, LDH, THREADS>(Vs, V, BC, p.N_kv);
+    cp_async_commit();
+
+    uint32_t qf[QREG ? D / 16 : 1][4];    /* MT = 1: Q_i's 16 rows as A fragments     */
+    float o[MT][D / 8][4];                /* O~_i: 16 MT rows x D, fp32 accumulators  */
+    float m_i[MT][2], l_i[MT][2];         /* m_i (raw-score row max), l_i (this thread's
+                                             part of the row sum), rows g and g + 8  */
+#pragma unroll
+    for (int mtile = 0; mtile < MT; mtile++) {
+        m_i[mtile][0] = m_i[mtile][1] = -INFINITY;
+        l_i[mtile][0] = l_i[mtile][1] = 0.0f;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) o[mtile][n][0] = o[mtile][n][1] = o[mtile][n][2] = o[mtile][n][3] = 0.0f;
+    }
+
+    for (int j = 0; j < n_blocks; j++) {                                     /* l.6 */
+        const int st = j % 2;
+        cp_async_wait<0>();
+        __syncthreads();   /* K_j, V_j (and Q_i) landed and are visible to every warp; every
+                              warp is done with the other stage (block j - 1) */
+        if (QREG && j == 0) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++)
+                load_a_16x16(qf[kk], Qs + warp * 16 * LDH + kk * 16, LDH);
+        }
+        if (j + 1 < n_blocks) {   /* l.7: block j + 1 streams in while this one is computed */
+            cp_async_tile<D, LDH, THREADS>(Ks + (1 - st) * BC * LDH, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+            cp_async_tile<D, LDH, THREADS>(Vs + (1 - st) * BC * LDH, V + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+            cp_async_commit();
+        }
+        const __half *Kj = Ks + st * BC * LDH, *Vj = Vs + st * BC * LDH;
+
+        /* l.8: S_ij = Q_i K_j^T, 16 MT rows x BC keys, in registers (BC/8 n-tiles) */
+        float s[MT][BC / 8][4];
+#pragma unroll
+        for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+            for (int n = 0; n < BC / 8; n++) s[mtile][n][0] = s[mtile][n][1] = s[mtile][n][2] = s[mtile][n][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t qa[MT][4];
+            if constexpr (!QREG) {
+#pragma unroll
+                for (int mtile = 0; mtile < MT; mtile++)
+                    load_a_16x16(qa[mtile], Qs + (warp * MT + mtile) * 16 * LDH + kk * 16, LDH);
+            }
+#pragma unroll
+            for (int n2 = 0; n2 < BC / 16; n2++) {   /* two n-tiles (16 keys) per ldmatrix */
+                uint32_t bf[4];
+                load_b_nk(bf, Kj + n2 * 16 * LDH + kk * 16, LDH);
+#pragma unroll
+                for (int mtile = 0; mtile < MT; mtile++) {   /* one K fragment, MT m-tiles */
+                    const uint32_t *a = QREG ? qf[kk] : qa[mtile];
+                    mma_16816(s[mtile][2 * n2], a, bf);
+                    mma_16816(s[mtile][2 * n2 + 1], a, bf + 2);
+                }
+            }
+        }
+        /* the mask: with SKIP only on blocks that cross the diagonal or N_kv */
+        const long last_key = (long)(j + 1) * BC - 1;
+        const bool mask = last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)i0 + shift));
+        if (mask) {
+#pragma unroll
+            for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+                for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int row = row0 + 16 * mtile + 8 * (e / 2), col = j * BC + n * 8 + 2 * t + e % 2;
+                        if (col >= p.N_kv || (p.causal && col > row + shift)) s[mtile][n][e] = -INFINITY;
+                    }
+        }
+        /* l.9: m_new = max(m_i, rowmax S) over the quad; P~ = 2^(sl2 S - sl2 m_new) */
+        float alpha[MT][2];
+#pragma unroll
+        for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+        for (int x = 0; x < 2; x++) {
+            float mx = m_i[mtile][x];
+#pragma unroll
+            for (int n = 0; n < BC / 8; n++) mx = fmaxf(mx, fmaxf(s[mtile][n][2 * x], s[mtile][n][2 * x + 1]));
+            /* TODO EXERCISE fa2.rowmax_mma: the row max over the quad (the 4 lanes that hold one row of S)
+             * HINT: mx is the max over this thread's 2 BC/8 columns of the row (and the old m_i). The
+             * HINT: row's other columns sit in the 3 other lanes of the quad (lanes 4g .. 4g + 3, the
+             * HINT: mma accumulator layout, common/mma.cuh): two __shfl_xor_sync butterfly steps
+             * HINT: give each of them the max of all four. */
+            /* alpha = e^(scale (m_old - m_new)), with fa1_rescale()'s rule (fa1.h), as in the
+             * CPU model: 0 while the row has seen no key (m_old = -inf; its O~ and l are 0
+             * anyway). Testing m_new gives the same values (m_new = -inf forces m_old =
+             * -inf, and a finite m_new makes ex2(-inf) = 0) without keeping m_old live:
+             * testing m_old made the d = 128 perstep variant spill on sm_90. */
+            /* TODO EXERCISE fa2.online_mma: alpha, P~ and l of the thread's row (Alg. 1 l.9), with exp2
+             * HINT: mx is the new max m_new (raw scores: exp(scale x) = 2^(sl2 x), ex2()); m_i the
+             * HINT: old one. alpha = e^(scale (m_old - m_new)), 0 when m_new = -inf; P~ = e^(scale
+             * HINT: (S - m_new)) into this thread's S registers s[mtile][n][2x], [2x + 1] (0 when
+             * HINT: m_new = -inf); rs their sum. DEFER: l_i = alpha l_i + rs (this thread's part;
+             * HINT: the quad's parts are added at the end). Otherwise (FA1's way) the quad's
+             * HINT: rs first, l_i = l_new, and alpha times the old l un-normalises O. m_i = m_new. */
+            alpha[mtile][x] = 1.0f; m_i[mtile][x] = mx; (void)sl2;
+        }
+#pragma unroll
+        for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                o[mtile][n][0] *= alpha[mtile][0]; o[mtile][n][1] *= alpha[mtile][0];
+                o[mtile][n][2] *= alpha[mtile][1]; o[mtile][n][3] *= alpha[mtile][1];
+            }
+        /* l.10: O~ += P~ V_j; P~ goes from the S accumulators straight into A fragments
+         * (mma.cuh), V_j through ldmatrix.trans (one V fragment, MT m-tiles) */
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mtile = 0; mtile < MT; mtile++) {
+                a[mtile][0] = pack_half2(s[mtile][2 * kk][0], s[mtile][2 * kk][1]);
+                a[mtile][1] = pack_half2(s[mtile][2 * kk][2], s[mtile][2 * kk][3]);
+                a[mtile][2] = pack_half2(s[mtile][2 * kk + 1][0], s[mtile][2 * kk + 1][1]);
+                a[mtile][3] = pack_half2(s[mtile][2 * kk + 1][2], s[mtile][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int n2 = 0; n2 < D / 16; n2++) {
+                uint32_t bf[4];
+                load_b_kn_trans(bf, Vj + kk * 16 * LDH + n2 * 16, LDH);
+#pragma unroll
+                for (int mtile = 0; mtile < MT; mtile++) {
+                    mma_16816(o[mtile][2 * n2], a[mtile], bf);
+                    mma_16816(o[mtile][2 * n2 + 1], a[mtile], bf + 2);
+                }
+            }
+        }
+        if (!DEFER) {   /* ... divided by the new l at every step */
+#pragma unroll
+            for (int mtile = 0; mtile < MT; mtile++) {
+                const float inv0 = l_i[mtile][0] > 0.0f ? 1.0f / l_i[mtile][0] : 0.0f;
+                const float inv1 = l_i[mtile][1] > 0.0f ? 1.0f / l_i[mtile][1] : 0.0f;
+#pragma unroll
+                for (int n = 0; n < D / 8; n++) {
+                    o[mtile][n][0] *= inv0; o[mtile][n][1] *= inv0;
+                    o[mtile][n][2] *= inv1; o[mtile][n][3] *= inv1;
+                }
+            }
+        }
+    }
+
+    /* l.12-13: O_i = O~_i / l_i once; L_i = m_i + log(l_i) (+inf for a row that saw nothing) */
+#pragma unroll
+    for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        if (DEFER) {   /* the quad's partial sums, added once */
+            l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 1);
+            l_i[mtile][x] += __shfl_xor_sync(0xffffffffu, l_i[mtile][x], 2);
+        }
+        /* TODO EXERCISE fa2.finish_mma: divide O~ by l once and write the thread's row of O_i and L_i (Alg. 1 l.12-13)
+         * HINT: fa2.normalise and fa2.lse for row row0 + 16 mtile + 8 x (skip it past N_q): this
+         * HINT: thread holds columns n * 8 + 2 t and + 1 of it (n < D/8) in o[mtile][n][2x], [2x + 1]
+         * HINT: (one float2 store each). DEFER: divide by the row's l (0 -> O = 0); otherwise O is
+         * HINT: already normalised. m_i holds raw scores (times p.scale); a row with l = 0 gets
+         * HINT: L = +inf. One lane of the quad (t == 0) writes L. */
+    }
+}
+
+/* What must hold for every row of FA2_MMA_TABLE (fa2_blocks.h). Shared memory: fa2-mma
+ * promises every GPU of the build (sm_80 and up), so its layout must fit the smallest
+ * opt-in limit, sm_86/89's 99 KiB; fa2_mma_config() still asks the device (FA_SMEM_LIMIT). */
+#define FA2_ASSERT_ROW(D_, MT_, BC_, LADDER_)                                                  \
+    static_assert((D_) % 16 == 0, "fa2-mma: d must be whole k16 slices (S = Q K^T)");           \
+    static_assert((BC_) % 16 == 0 && (BC_) > 0,                                                \
+                  "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
+    static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
+    static_assert(Cfg<D_, BC_, MT_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
+    static_assert(Cfg<D_, BC_, MT_>::SMEM <= SMEM_OPTIN_SM86,                                  \
+                  "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
+FA2_MMA_TABLE(FA2_ASSERT_ROW)
+#undef FA2_ASSERT_ROW
+
+template <int D, int BC, int MT, bool DEFER, bool SKIP, bool MFIRST>
+static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
+{
+    using C = Cfg<D, BC, MT>;
+    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(fa2_mma_kernel<D, BC, MT, DEFER, SKIP, MFIRST>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        attr_set = true;
+    }
+    const int Tr = (p->N_q + C::BR - 1) / C::BR, BH = p->B * p->H;
+    const dim3 grid = MFIRST ? dim3(Tr, BH) : dim3(BH, Tr);
+    fa2_mma_kernel<D, BC, MT, DEFER, SKIP, MFIRST><<<grid, THREADS, C::SMEM>>>(
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L);
+    CUDA_CHECK_LAUNCH();
+}
+
+/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. */
+template <int D, int BC, int MT, int LADDER>
+static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const void *q, const void *k,
+                           const void *v, float *o, float *L)
+{
+    if (!LADDER) var = FA2_FULL;
+    switch (var) {
+    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, false, true, true>(p, q, k, v, o, L); break;
+    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_FULL:     launch<D, BC, MT, true, true, true>(p, q, k, v, o, L); break;
+    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, BC, MT, true, true, false>(p, q, k, v, o, L); break;
+    }
+}
+
+extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    c->name = "mma";
+    c->threads = THREADS;
+    switch (d) {   /* the rows of FA2_MMA_TABLE; fa2_mma_blocks() reads the same */
+#define FA2_CONFIG_ROW(D_, MT_, BC_, LADDER_) \
+    case D_: c->blocks = fa2_mma_blocks(D_); c->smem_bytes = Cfg<D_, BC_, MT_>::SMEM; break;
+    FA2_MMA_TABLE(FA2_CONFIG_ROW)
+#undef FA2_CONFIG_ROW
+    default:
+        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
+        return -1;
+    }
+    return fa1_config_fits(c, why, len);
+}
+
+extern "C" void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t var, const void *q,
+                               const void *k, const void *v, float *o, float *L)
+{
+    switch (p->d) {   /* the blocks of fa2_mma_blocks() */
+#define FA2_LAUNCH_ROW(D_, MT_, BC_, LADDER_) \
+    case D_: launch_variant<D_, BC_, MT_, LADDER_>(p, var, q, k, v, o, L); break;
+    FA2_MMA_TABLE(FA2_LAUNCH_ROW)
+#undef FA2_LAUNCH_ROW
+    default: break;   /* fa2_mma_config() said -1; the driver never gets here */
+    }
+}

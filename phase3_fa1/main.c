@@ -157,6 +157,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
             drv_gpu_run_t how = { launch_fa1, &xk, DRV_OUT_O_LM, fa1_lse, attn_check_fp16, check_rows, prev, 2,
                                   1, iters, !o->sweep, NULL };
             drv_gpu_run(&r, in, &b, &how);
+            drv_blame(&r, k == 0 ? "fa1.ml_gpu, fa1.rescale_gpu" : "fa1.rowmax_mma, fa1.ml_mma, fa1.rescale_mma");
         }
         rows[n++] = r;
     }

@@ -156,6 +156,8 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
         }
     }
     drv_gpu_run(&r, in, b, &how);
+    drv_blame(&r, kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu, fa2.online_gpu, fa2.finish_gpu"
+                : kind == K_FA2_MMA ? "fa2.causal_range_mma, fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" : NULL);
     return r;
 }
 
@@ -317,7 +319,6 @@ int main(int argc, char **argv)
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "FlashAttention-2 forward, Q outer / K-V inner");
-
     drv_row_t rows[16];
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);

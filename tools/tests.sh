@@ -97,6 +97,9 @@ for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
         # what a learner types first: it must pass here too (GPU rows skipped, plots drawn
         # or skipped with a reason), never stop on a missing CSV
         t_run "make $p run (into a temp results folder)" make --no-print-directory NO_DEPS=1 BUILD="$BUILD" RESULTS="$T/results" "$p" run
+        # the plots are a line of their own: drawn (a PNG from the run's CSV), or skipped with the reason
+        if ! command -v "${GNUPLOT:-gnuplot}" >/dev/null 2>&1; then t_skip "make $p run draws its plots" "gnuplot not found"
+        else t_run "make $p run draws its plots" bash -c "bash tools/plot.sh $dir/plot.gp '$T/results/$p' | grep -qE '^plots: .*\.png'"; fi
     else
         t_run "make $p run says the chapter is coming" bash -c "make --no-print-directory NO_DEPS=1 $p run | grep -q 'not written yet'"
     fi

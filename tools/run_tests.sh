@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.." || exit 1
 source tools/testlib.sh
 
 section() { printf '\n== %s\n' "$1"; }
-section common;  source common/tests.sh
+# EXERCISES_ONLY=1: the exercise tests of tools/tests.sh alone (EXERCISE_FILTER narrows them)
+[ -z "${EXERCISES_ONLY:-}" ] && { section common; source common/tests.sh; }
+[ -n "${EXERCISES_ONLY:-}" ] && set --
 for phase in "$@"; do
     dir=$(ls -d "${phase}"_*/ 2>/dev/null | head -n 1)
     [ -f "${dir}tests.sh" ] || continue

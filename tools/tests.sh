@@ -67,6 +67,8 @@ t_run "make phase2 run EX=1 fails on phase 2's exercises alone, naming them" bas
 
 t_run "make handout writes the student tarball" make --no-print-directory BUILD="$BUILD" handout
 t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/handout.tar.gz"
+# the grader as a student meets it: in the untarred handout any phase can be done first
+t_run "handout: every phase FAILS untouched, PASSES with only its own regions filled" bash tools/handout_test.sh
 
 # --- host code: no warnings (-Werror), and clean under AddressSanitizer + UBSan -----
 SAN="$T/asan"

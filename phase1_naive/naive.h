@@ -46,6 +46,13 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
  * rows_checked, and FAILs the row with the first bad element (check_fp16.c). */
 void attn_check_fp16(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L, int check_rows);
 
+/* Test support (fault_tests.c): inject each fault at infinity (O = +inf, O = NaN, a fully
+ * masked row's L = -inf, 0 or finite, L = +inf where a finite L is due) into a correct
+ * O, L of `in` (a problem with fully masked rows) and report(ok, name, why) that both the
+ * CPU-model check and attn_validate_fp16 FAIL each one and PASS the unfaulted output. */
+void attn_fault_tests(const char *tag, const attn_inputs_t *in, const float *O0, const float *L0,
+                      void (*report)(int ok, const char *name, const char *why));
+
 /* Just the yardstick: the fp16 pipeline's max abs error vs the oracle on those rows. */
 double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows);
 

@@ -1,5 +1,5 @@
 # phase1_naive - standard attention on the GPU, S and P in HBM. Included by the top Makefile.
-phase1_LIB  := phase1_naive/naive_cpu.c phase1_naive/validate.c phase1_naive/check_fp16.c
+phase1_LIB  := phase1_naive/naive_cpu.c phase1_naive/validate.c phase1_naive/check_fp16.c phase1_naive/fault_tests.c
 phase1_MAIN := phase1_naive/main.c
 phase1_TEST := phase1_naive/test_phase1.c
 phase1_CU   := phase1_naive/naive.cu

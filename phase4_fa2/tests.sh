@@ -82,30 +82,6 @@ t_gpu "phase4 d=128 on a 99 KiB device: fa1-mma skipped with the reason, the res
 # ONE mistake in an exercise must FAIL and name that exercise (phase4_EX_RUNS adds the
 # shapes where they show: N_q != N_kv causal, fully masked rows). CPU only (NO_CUDA=1).
 # Skipped where the reference is cut (a handout).
-TMISTAKE="$T4/mistakes-build"   # one build folder: only the edited file recompiles
-ex_mistake_fails() {   # PHASE FILE EXERCISE K EDIT BUILD: EDIT the K-th reference line of EXERCISE
-    local phase=$1 file=$2 ex=$3 k=$4 edit=$5 dir line n out rc=0
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/mistake.XXXXXX"); mkdir -p "$dir/ex/$(dirname "$file")"
-    line=$("$BUILD/mkexercise" --only "$ex" --solutions "$file" | sed -n "${k}p")
-    n=$(awk -v ex="/* EXERCISE $ex:" -v l="$line" 'index($0, ex) { on = 1 } on && $0 == l { print NR; exit }' "$file")
-    [ -n "$line" ] && [ -n "$n" ] || { echo "no reference line $k of $ex in $file"; return 3; }
-    case "$edit" in   # =TEXT: the line becomes TEXT (its indentation kept); s/../../: sed on it
-    =*) sed "${n}s|[^[:space:]].*|${edit#=}|" "$file" ;;
-    *)  sed "${n}${edit}" "$file" ;;
-    esac >"$dir/ex/$file"
-    ! cmp -s "$file" "$dir/ex/$file" || { echo "the edit changed nothing"; return 3; }
-    out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" NO_DEPS=1 NO_CUDA=1 EX=1 \
-          EXDIR="$dir/ex" BUILD="$6" RESULTS="$dir/results" "$phase" run 2>&1) || rc=$?
-    echo "$out" | grep -E 'FAIL|exercises behind|error' | head -20
-    [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
-    grep -qE "exercises behind (this check|it): .*$ex([^a-z_]|$)" <<<"$out" || { echo "the FAIL does not name $ex"; return 1; }
-}
-ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is never written here:
-                 # a handout holds this file, and leaks checks it holds no solution line)
-    if [ -n "$("$BUILD/mkexercise" --only "$4" --solutions "$3" 2>/dev/null)" ]; then
-        t_run "$1" ex_mistake_fails "$2" "$3" "$4" "$5" "$6" "$TMISTAKE"
-    else t_skip "$1" "the reference of $4 is not in this tree (a handout)"; fi
-}
 F4=phase4_fa2/fa2_cpu.c
 ex_mistake "EX=1 catches fa2.causal_range aligned top-left (N_kv - N_q forgotten)" phase4 $F4 fa2.causal_range 2 's/ + (p->N_kv - p->N_q)//'
 ex_mistake "EX=1 catches fa2.causal_range from the block's first row" phase4 $F4 fa2.causal_range 1 '=const int last_row = i * Br;'

@@ -15,7 +15,10 @@
 .DEFAULT_GOAL := all
 SHELL   := /bin/bash
 
-CC      ?= gcc
+# gcc unless the user names a compiler (make's built-in CC is cc, so `CC ?= gcc` would never apply)
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
 PYTHON  ?= python3
 NVCC    ?= nvcc
 GNUPLOT ?= gnuplot

@@ -14,7 +14,7 @@ drv_row_t drv_row(const char *kernel, const char *device, const char *sweep, con
     drv_row_t r;
     memset(&r, 0, sizeof r);
     r.kernel = kernel; r.device = device; r.sweep = sweep; r.what = ""; r.p = *p;
-    r.sram = r.time_ms = r.hbm_model = r.hbm_formula = r.hbm_std = r.nonmatmul = NAN;
+    r.sram = r.time_ms = r.flops = r.hbm_model = r.hbm_formula = r.hbm_std = r.nonmatmul = NAN;
     r.max_abs = r.rel_l2 = r.L_abs = r.rel_prev = r.pipe = r.speedup = r.sp_bytes = r.free_bytes = NAN;
     r.verdict = "PASS";
     return r;
@@ -44,7 +44,10 @@ void drv_not_run(drv_row_t *r, const char *verdict, const char *why)
 bool drv_passed(const drv_row_t *r) { return strcmp(r->verdict, "PASS") == 0; }
 bool drv_failed(const drv_row_t *r) { return strcmp(r->verdict, "FAIL") == 0; }
 
-double drv_tflops(const drv_row_t *r) { return attn_flops_fwd(&r->p) / (r->time_ms * 1e-3) / 1e12; }
+double drv_tflops(const drv_row_t *r)
+{
+    return (isnan(r->flops) ? attn_flops_fwd(&r->p) : r->flops) / (r->time_ms * 1e-3) / 1e12;
+}
 
 /* ---- checks ------------------------------------------------------------------------------ */
 bool drv_compare(drv_row_t *r, const char *vs, const char *tensor, const float *out,

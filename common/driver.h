@@ -37,6 +37,7 @@ typedef struct {
     attn_blocks_t blocks;                  /* 0 x 0: not a tiled kernel                */
     double sram;                           /* bytes of SRAM it works in (M)            */
     double time_ms;                        /* median (GPU) or one run (CPU)            */
+    double flops;                          /* of one run; NaN: the forward's            */
     double hbm_model, hbm_formula;         /* counted by the model; the closed form    */
     double hbm_std;                        /* standard attention's bytes, to compare   */
     double nonmatmul;                      /* non-matmul FLOPs                          */
@@ -62,7 +63,8 @@ void drv_blame(drv_row_t *r, const char *exercises);
 void drv_not_run(drv_row_t *r, const char *verdict, const char *why);
 bool drv_passed(const drv_row_t *r);
 bool drv_failed(const drv_row_t *r);
-/* Forward TFLOP/s of a timed row (NaN when not timed). */
+/* TFLOP/s of a timed row (NaN when not timed): r->flops, or the forward's when NaN (a
+ * backward row sets r->flops = attn_flops_bwd). */
 double drv_tflops(const drv_row_t *r);
 
 /* ---- checks -------------------------------------------------------------------------- */

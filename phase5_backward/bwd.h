@@ -1,0 +1,147 @@
+/* bwd.h - phase 5: the backward pass of attention (FlashAttention-2, Dao 2023, Alg. 2).
+ *
+ * The math, one head, the paper's names (S, P of the forward; dO = dLoss/dO given):
+ *   S  = scale Q K^T (+ mask)        P = softmax(S) = exp(S - L)       O = P V
+ *   dV = P^T dO                      dP = dO V^T
+ *   D_i = rowsum(dO_i * O_i)         (= rowsum(P_i * dP_i): d products instead of N_kv)
+ *   dS = P * (dP - D)                (the softmax's backward, elementwise)
+ *   dQ = scale dS K                  dK = scale dS^T Q
+ * P is never stored: it is recomputed from Q, K and the forward's log-sum-exp L,
+ *   P_ij = exp(scale Q_i K_j^T - L_i)                                  (Alg. 2 l.11)
+ * and a fully masked row has L = +inf, so P = 0 there and it adds no gradient anywhere.
+ *
+ * Layouts as common/problem.h: dQ like Q [B][H][N_q][d]; dK, dV like K, V
+ * [B][H_kv][N_kv][d]; O [B][H][N_q][d] and L, D [B][H][N_q]. Causal bottom-right
+ * (attn_visible()). GQA: dK and dV of a KV head are the sums over its H / H_kv query heads.
+ *
+ * Two CPU models, both through the HBM meter (common/hbm.h):
+ *   bwd_std_cpu   the standard backward (FA1 paper Alg. 3, with P recomputed from L):
+ *                 S, P, dP, dS each written to HBM and read back, elem_bytes each
+ *                 (2: fp16, as the GPU baseline will store them; 4: fp32)
+ *   bwd_fa2_cpu   FA2's Alg. 2: K/V blocks OUTER (j), Q blocks inner (i); dK_j, dV_j
+ *                 accumulate on chip and are written once; Q_i, dO_i, L_i, D_i read every
+ *                 step; dQ_i read-modify-written in fp32 every step (the GPU's atomicAdd).
+ *                 bwd_preprocess() (D = rowsum(dO * O), dQ = 0) is its own pass first.
+ *
+ * Element sizes in HBM: Q, K, V, dO fp16 (2 bytes); O, L, D, dQ, dK, dV fp32 (4).
+ *
+ * The FA2 model's bytes, per KV head (b, hk) with G = H / H_kv query heads, per K/V block
+ * j of kr keys, rows_j = the query rows of the Q blocks j visits (N_q - first_j Br):
+ *   K_j, V_j read (fp16)            4 kr d
+ *   dK_j, dV_j written (fp32)       8 kr d
+ *   per query head of the group:    rows_j (4 d  +  8  +  8 d)
+ *                                   (Q_i, dO_i fp16; L_i, D_i fp32; dQ_i read + write fp32)
+ * plus the preprocess, per query head:  dO 2 N_q d + O 4 N_q d + D 4 N_q + dQ = 0 4 N_q d.
+ * bwd_hbm_bytes() is that sum; the model's meter equals it exactly.
+ */
+#ifndef PHASE5_BWD_H
+#define PHASE5_BWD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "hbm.h"
+#include "oracle.h"
+#include "problem.h"
+#include "ref.h"
+#include "bwd_blocks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The references an exercise build's checks call through REF() (common/ref.h). These two
+ * lines re-declare functions of earlier phases with their ref_ twins; they belong in
+ * phase0_model/oracle.h and phase4_fa2/fa2.h (see the phase-5 report) and are harmless
+ * repeats once they are there. */
+REF_PROTO(void, oracle_bwd, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                             const float *dO, double *dQ, double *dK, double *dV));
+REF_PROTO(size_t, fa2_cpu, (const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
+                            hbm_meter_t *meter, double *flops));
+
+/* The blocks for head dimension d: the row of BWD_TABLE (bwd_blocks.h); d = 64's row for
+ * a d without one. Br query rows (inner), Bc keys (outer). */
+static inline attn_blocks_t bwd_blocks(int d)
+{
+    attn_blocks_t b = { BWD_D64_BR, BWD_D64_BC };
+#define BWD_BLOCKS_ROW(D, BR, BC) if (d == (D)) { b.Br = (BR); b.Bc = (BC); }
+    BWD_TABLE(BWD_BLOCKS_ROW)
+#undef BWD_BLOCKS_ROW
+    return b;
+}
+
+/* The Q blocks K/V block j must visit are [first, Tr), Tr = ceil(N_q / Br): all of them
+ * (first = 0) without a mask; causal, from the block holding the first row that sees the
+ * block's first key (j Bc); Tr when no row sees it. The mirror of phase 4's fa2_kv_blocks. */
+REF_PROTO(int, bwd_q_block_first, (const attn_problem_t *p, int j, int Br, int Bc));
+/* bwd_q_block_first against a brute-force scan of the mask (the Q blocks holding a visible
+ * entry of column block j): 0, or -1 with the first wrong K/V block in why (bwd_check.c). */
+int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len);
+
+/* SRAM of the FA2 model in bytes (fp32 tiles): K_j, V_j, dK_j, dV_j (Bc x d); Q_i, dO_i,
+ * dQ_i (Br x d); P_ij and dP_ij / dS_ij (Br x Bc); L_i, D_i (Br). */
+size_t bwd_sram_bytes(int d, attn_blocks_t b);
+
+/* The closed form above (bytes, all heads), split by tensor. */
+typedef struct {
+    double pre;          /* bwd_preprocess: dO, O read; D, dQ = 0 written             */
+    double read_kv;      /* K_j, V_j once per (KV head, j)                            */
+    double read_q_do;    /* Q_i, dO_i per visited step                                */
+    double read_l_d;     /* L_i, D_i per visited step                                 */
+    double rmw_dq;       /* dQ_i read + written per visited step                      */
+    double write_dkv;    /* dK_j, dV_j once                                           */
+    double total;
+} bwd_traffic_t;
+REF_PROTO(bwd_traffic_t, bwd_hbm_traffic, (const attn_problem_t *p, attn_blocks_t b));
+REF_PROTO(double, bwd_hbm_bytes, (const attn_problem_t *p, attn_blocks_t b));
+
+/* The standard backward's bytes (e = bytes of an S, P, dP or dS element), per query head
+ * unless said:  1. S = scale Q K^T: Q 2 N_q d, K 2 N_kv d, S e N_q N_kv
+ *               2. P = exp(S - L): S e N_q N_kv, L 4 N_q, P e N_q N_kv
+ *               3. dP = dO V^T: dO 2 N_q d, V 2 N_kv d, dP e N_q N_kv
+ *               4. dS = P * (dP - D), D = rowsum(P * dP): P, dP 2 e N_q N_kv, dS e N_q N_kv
+ *               5. dQ = scale dS K: dS e N_q N_kv, K 2 N_kv d, dQ 4 N_q d
+ *   per KV head 6. dV = P^T dO: P and dO of its G query heads, dV 4 N_kv d
+ *   per KV head 7. dK = scale dS^T Q: dS and Q of its G query heads, dK 4 N_kv d
+ * Every pass moves whole tensors: a causal mask changes no byte. */
+double bwd_std_bytes(const attn_problem_t *p, int elem_bytes);
+/* S, P, dP and dS of all heads at once: 4 e B H N_q N_kv bytes (the training memory wall). */
+double bwd_std_sp_bytes(const attn_problem_t *p, int elem_bytes);
+
+/* The standard backward's CPU model: the passes above, in that order, fp32 math, S, P,
+ * dP, dS stored with elem_bytes (2: rounded to fp16 on every store, as the GPU baseline
+ * will; 4: fp32). Reads in->q_h, k_h, v_h, do_h (fp16), L (fp32); writes dQ, dK, dV
+ * (fp32). meter may be NULL. Returns 0, or -1 when its host buffers (4 N_q N_kv per
+ * head) cannot be allocated. */
+REF_PROTO(int, bwd_std_cpu, (const attn_inputs_t *in, const float *L, int elem_bytes,
+                             float *dQ, float *dK, float *dV, hbm_meter_t *meter));
+
+/* The preprocess pass of Alg. 2 (l.4): D = rowsum(dO * O) for every row (fp32 [B][H][N_q]),
+ * and dQ = 0 (Alg. 2 l.5: dQ is an accumulator in HBM). Through the meter. */
+void bwd_preprocess(const attn_inputs_t *in, const float *O, float *D, float *dQ, hbm_meter_t *meter);
+
+/* The CPU tile model of FA2's backward (Alg. 2) with blocks b, after bwd_preprocess()
+ * (dQ zeroed, D filled): reads in->q_h, k_h, v_h, do_h (fp16), L, D (fp32); accumulates
+ * dQ (fp32, read-modify-write) and writes dK, dV (fp32). meter may be NULL. Returns the
+ * SRAM peak in bytes (== bwd_sram_bytes; the tiles come from a budget of exactly that,
+ * asserted <= BWD_SRAM_MAX). */
+size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, const float *L, const float *D,
+                   float *dQ, float *dK, float *dV, hbm_meter_t *meter);
+
+/* Both FA2 passes on a fresh meter: bwd_preprocess, then bwd_fa2_cpu. D may be NULL (a
+ * scratch one is used). Returns the SRAM peak. */
+size_t bwd_fa2(const attn_inputs_t *in, attn_blocks_t b, const float *O, const float *L,
+               float *dQ, float *dK, float *dV, hbm_meter_t *meter);
+
+/* Chapter 0's 4 x 2 worked example, backward (bwd_worked.c): the forward of
+ * worked.c's Q, K, V (scale 1), dO below, every intermediate (S, P, O, L, dP, D, dS, dQ,
+ * dK, dV) printed to out (NULL: silent), checked against oracle_bwd (REF) and against
+ * central finite differences of the fp64 forward (oracle_fwd, REF) of the loss
+ * sum(dO * O). One "PASS name" / "FAIL name: why" line per check on out; returns the
+ * number of FAILs, *nchecks the number of checks. exercises: the names to blame. */
+int bwd_worked(FILE *out, int *nchecks);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,234 @@
+/* main.c - phase 5 driver: the backward pass of attention (FlashAttention-2, Alg. 2).
+ *
+ *   build/phase5 [--B b --H h --Hkv h --N n --Nkv n --d d --causal --seed s]
+ *                [--kernel cpu|all] [--sweep] [--csv file] [--cpu] [--quiet]
+ *
+ * Order (docs/design.md, "The driver contract"): parse; inputs with dO from the seed; the
+ * forward's O and L from phase 4's CPU model (REF(fa2_cpu)); the CPU rows: the standard
+ * backward (S, P, dP, dS stored in fp16 as the GPU baseline will, and in fp32) and FA2's
+ * backward model (Alg. 2), each with dQ, dK, dV against the fp64 oracle (REF(oracle_bwd)),
+ * its bytes against the chapter's formula, FA2's against the standard's; the table; the
+ * CSV; the worked example (chapter 0's 4 x 2); one verdict line. The GPU kernels of this
+ * phase are not written yet.
+ * --sweep: the models' bytes vs N (counted up to N = 512, the formulas beyond) and the
+ * training memory wall at B = 32, H = 8.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bwd.h"
+#include "driver.h"
+#include "timer.h"
+
+#define PHASE         "phase5"
+#define CPU_MAX_FLOPS 2e8    /* the CPU rows run a smaller problem like it above (attn_small_like) */
+#define WALL_BYTES    80e9   /* an 80 GB GPU (1 GB = 1e9 bytes)                                    */
+
+static const char *const KERNELS[] = {"cpu", NULL};
+static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
+    "d", "causal", "Br", "Bc", "time_ms", "hbm_model", "hbm_formula", "hbm_std", "max_abs", "rel_l2",
+    "rel_prev", "verdict", NULL};
+static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks", "sram", "time",
+    "hbm_model", "max_abs", "rel_l2", "vs_prev", "verdict", NULL};
+static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
+    .summary = "attention backward: the standard pass (S, P, dP, dS in HBM) and FA2's Alg. 2 (K/V outer, Q inner)",
+    .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },
+    .default_sweep_csv = "results/phase5/phase5_sweep.csv" };
+
+/* What a failing check of the FA2 model's dQ, dK, dV points at (an exercise build). */
+static const char *const EX_FA2[3] = {
+    "bwd.dQ, bwd.dS, bwd.D, bwd.recompute_P, bwd.causal_range",
+    "bwd.dS, bwd.D, bwd.recompute_P, bwd.causal_range",
+    "bwd.recompute_P, bwd.causal_range" };
+
+/* dQ, dK, dV against the oracle's; the row records the largest max abs and rel L2. */
+static void check3(drv_row_t *r, float *const g[3], double *const ref[3], const attn_problem_t *p,
+                   tol_t tol, const char *const ex[3])
+{
+    static const char *const NAME[3] = {"dQ", "dK", "dV"};
+    double ma = 0, rl = 0;
+    for (int t = 0; t < 3; t++) {
+        size_t n = t == 0 ? attn_q_elems(p) : attn_kv_elems(p);
+        drv_compare(r, "vs the fp64 oracle_bwd", NAME[t], g[t], ref[t], n, p->d, tol, true, ex ? ex[t] : NULL);
+        ma = fmax(ma, r->max_abs); rl = fmax(rl, r->rel_l2);
+    }
+    r->max_abs = ma; r->rel_l2 = rl;
+}
+
+typedef struct { float *g[3]; } grads_t;
+static grads_t grads(const attn_problem_t *p)
+{
+    grads_t x;
+    for (int t = 0; t < 3; t++) {
+        size_t n = t == 0 ? attn_q_elems(p) : attn_kv_elems(p);
+        x.g[t] = xmalloc(n * sizeof(float), PHASE);
+        poison_f32(x.g[t], n);
+    }
+    return x;
+}
+static void grads_free(grads_t *x) { for (int t = 0; t < 3; t++) free(x->g[t]); }
+
+/* ---- the CPU rows: std-bwd (fp16 S, P, dP, dS), std-bwd-fp32, fa2-bwd --------------- */
+static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool checks, drv_row_t *rows)
+{
+    attn_inputs_t in;
+    drv_inputs(&in, pc, o->seed, true, PHASE);
+    size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc), nk = attn_kv_elems(pc);
+    attn_blocks_t bl = bwd_blocks(pc->d);
+    /* the forward's O and L: phase 4's CPU model (the previous phase) */
+    float *O = xmalloc(nq * sizeof(float), PHASE), *L = xmalloc(nl * sizeof(float), PHASE);
+    attn_blocks_t b4 = { 64, 64 };
+    REF(fa2_cpu)(&in, b4, O, L, NULL, NULL);
+    double *ref[3] = { NULL, NULL, NULL };
+    if (checks) {
+        ref[0] = xmalloc(nq * sizeof(double), PHASE);
+        ref[1] = xmalloc(nk * sizeof(double), PHASE);
+        ref[2] = xmalloc(nk * sizeof(double), PHASE);
+        REF(oracle_bwd)(pc, in.q, in.k, in.v, in.dO, ref[0], ref[1], ref[2]);
+    }
+    grads_t s32 = grads(pc), s16 = grads(pc), f = grads(pc);
+    hbm_meter_t m;
+    int n = 0;
+    for (int e = 2; e <= 4; e += 2) {   /* the standard backward, fp16 then fp32 storage */
+        drv_row_t r = drv_row(e == 2 ? "std-bwd" : "std-bwd-fp32", "cpu", sweep, pc);
+        grads_t *x = e == 2 ? &s16 : &s32;
+        hbm_reset(&m);
+        double t0 = now_seconds();
+        if (bwd_std_cpu(&in, L, e, x->g[0], x->g[1], x->g[2], &m) != 0) {
+            drv_not_run(&r, "OOM", "S, P, dP, dS do not fit in host memory");
+            rows[n++] = r;
+            continue;
+        }
+        r.time_ms = (now_seconds() - t0) * 1e3;
+        r.hbm_model = (double)hbm_total(&m);
+        r.hbm_formula = r.hbm_std = bwd_std_bytes(pc, e);
+        if (r.hbm_model != r.hbm_formula)
+            drv_fail(&r, "counted %.0f HBM bytes, the formula says %.0f", r.hbm_model, r.hbm_formula);
+        /* fp16 S, P, dP, dS: the baseline's own rounding, held to the fp16 rel L2 bound of the
+         * forward kernels (and a max abs of 0.05, loose: it is the yardstick, not the target) */
+        tol_t t16 = { TOL_FP16_REL_L2, 0.05 };
+        if (checks) check3(&r, x->g, ref, pc, e == 2 ? t16 : tol_cpu(), NULL);
+        rows[n++] = r;
+    }
+    drv_row_t r = drv_row("fa2-bwd", "cpu", sweep, pc);
+    r.blocks = bl;
+    hbm_reset(&m);
+    double t0 = now_seconds();
+    r.sram = (double)bwd_fa2(&in, bl, O, L, f.g[0], f.g[1], f.g[2], &m);
+    r.time_ms = (now_seconds() - t0) * 1e3;
+    r.hbm_model = (double)hbm_total(&m);
+    r.hbm_formula = REF(bwd_hbm_bytes)(pc, bl);
+    r.hbm_std = bwd_std_bytes(pc, 2);
+    if (r.hbm_model != r.hbm_formula)
+        drv_fail(&r, "counted %.0f HBM bytes, the chapter's formula says %.0f", r.hbm_model, r.hbm_formula);
+    if (r.sram != (double)bwd_sram_bytes(pc->d, bl))
+        drv_fail(&r, "SRAM peak %.0f bytes, bwd_sram_bytes says %zu", r.sram, bwd_sram_bytes(pc->d, bl));
+    char why[160];
+    if (bwd_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
+    drv_blame(&r, "bwd.causal_range");
+    if (checks) {
+        check3(&r, f.g, ref, pc, tol_cpu(), EX_FA2);
+        /* against each other: the standard model in fp32 (REF: its code is this file's) */
+        grads_t sr = grads(pc);
+        if (REF(bwd_std_cpu)(&in, L, 4, sr.g[0], sr.g[1], sr.g[2], NULL) == 0) {
+            drv_compare_prev(&r, "the standard backward's dQ", f.g[0], sr.g[0], nq, TOL_CPU_REL_L2);
+            drv_compare_prev(&r, "the standard backward's dK", f.g[1], sr.g[1], nk, TOL_CPU_REL_L2);
+            drv_compare_prev(&r, "the standard backward's dV", f.g[2], sr.g[2], nk, TOL_CPU_REL_L2);
+            drv_blame(&r, EX_FA2[0]);
+        }
+        grads_free(&sr);
+    }
+    rows[n++] = r;
+    grads_free(&s32); grads_free(&s16); grads_free(&f);
+    for (int t = 0; t < 3; t++) free(ref[t]);
+    free(O); free(L);
+    attn_inputs_free(&in);
+    return n;
+}
+
+/* ---- --sweep ------------------------------------------------------------------------ */
+static drv_row_t formula_row(const char *name, const attn_problem_t *p, attn_blocks_t b, double bytes, double std)
+{
+    drv_row_t r = drv_row(name, "cpu", "vsN", p);
+    r.blocks = b; r.hbm_formula = bytes; r.hbm_std = std;
+    return r;
+}
+
+static int run_sweep(drv_t *D, const cli_opts_t *o)
+{
+    int fails = 0;
+    /* bytes vs N (d = 64, one head, causal and not): the models counted up to N = 512,
+     * the formulas beyond */
+    for (int c = 0; c <= 1; c++)
+        for (int N = 128; N <= 16384; N *= 2) {
+            attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
+            attn_blocks_t bl = bwd_blocks(64);
+            drv_row_t rows[3], fa, sd;
+            if (N <= 512) {
+                run_cpu(&p, o, "vsN", false, rows);
+                for (int k = 0; k < 3; k++) { fails += !drv_passed(&rows[k]); drv_csv_row(D, &rows[k]); }
+                sd = rows[0]; fa = rows[2];
+            } else {
+                sd = formula_row("std-formula", &p, (attn_blocks_t){0, 0}, bwd_std_bytes(&p, 2), bwd_std_bytes(&p, 2));
+                fa = formula_row("fa2-formula", &p, bl, REF(bwd_hbm_bytes)(&p, bl), bwd_std_bytes(&p, 2));
+                drv_csv_row(D, &sd); drv_csv_row(D, &fa);
+            }
+            printf("  sweep vsN %-6s N=%6d  HBM standard (fp16 S, P, dP, dS) %.4g  FA2 %.4g  (%.1fx)  %s\n",
+                   c ? "causal" : "full", N, sd.hbm_formula, fa.hbm_formula, sd.hbm_formula / fa.hbm_formula,
+                   N <= 512 ? (drv_passed(&sd) && drv_passed(&fa) ? "counted == formula" : "FAIL") : "formula");
+        }
+    /* the training memory wall: S, P, dP, dS (fp16) of B = 32, H = 8, d = 64 in 80 GB */
+    int lo = 1, hi = 1 << 20;
+    while (lo < hi) {   /* the smallest N whose four matrices exceed 80 GB */
+        int mid = lo + (hi - lo) / 2;
+        attn_problem_t p = attn_problem(32, 8, 8, mid, mid, 64, false);
+        if (bwd_std_sp_bytes(&p, 2) > WALL_BYTES) hi = mid; else lo = mid + 1;
+    }
+    attn_problem_t pw = attn_problem(32, 8, 8, lo, lo, 64, false), pb = pw;
+    pb.N_q = pb.N_kv = lo - 1;
+    printf("%s: memory wall (B = 32, H = 8, fp16): S, P, dP, dS take 4 x 2 x B H N^2 bytes: %.2f GB at N = %d, "
+           "%.2f GB at N = %d: past 80 GB from N = %d (FA2's backward keeps none of them: %.3g GB of "
+           "Q, K, V, O, dO, dQ, dK, dV, L, D at that N)\n", PHASE, bwd_std_sp_bytes(&pb, 2) / 1e9, lo - 1,
+           bwd_std_sp_bytes(&pw, 2) / 1e9, lo, lo,
+           (4 * 2.0 + 2 * 4.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
+    drv_row_t rw = formula_row("wall", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), bwd_std_bytes(&pw, 2));
+    drv_csv_row(D, &rw);
+    return drv_sweep_end(D, fails);
+}
+
+static void explain(const drv_row_t *rows, int n)
+{
+    const drv_row_t *s = &rows[0], *f = &rows[n - 1];
+    printf("standard backward: %.0f HBM bytes with fp16 S, P, dP, dS (%.0f in fp32); FA2's Alg. 2 "
+           "(Br x Bc = %d x %d, SRAM %.0f bytes): %.0f (%.1fx fewer) = the formula of docs/05_backward.md\n",
+           s->hbm_model, rows[1].hbm_model, f->blocks.Br, f->blocks.Bc, f->sram, f->hbm_model,
+           s->hbm_model / f->hbm_model);
+}
+
+int main(int argc, char **argv)
+{
+    cli_opts_t o;
+    cli_parse(argc, argv, &SPEC, &o);
+    drv_t D;
+    drv_start(&D, PHASE, &o);
+    drv_csv_open(&D, &o, argc, argv, CSV_COLS);
+    if (o.sweep) return run_sweep(&D, &o);
+
+    drv_banner(&D, &o, "attention backward, standard and FlashAttention-2 (Alg. 2: K/V outer, Q inner)");
+    drv_row_t rows[8];
+    attn_problem_t pc = attn_small_like(&o.p, CPU_MAX_FLOPS);
+    int n = run_cpu(&pc, &o, "-", true, rows);
+    /* the worked example: its own row, checked against the oracle and finite differences */
+    drv_row_t w = drv_row("worked-4x2", "cpu", "-", &pc);
+    w.p = attn_problem(1, 1, 1, 4, 4, 2, false);
+    w.p.scale = 1.0f;
+    int nchk = 0, wf = bwd_worked(o.quiet ? NULL : stdout, &nchk);
+    if (wf) drv_fail(&w, "worked example: %d of %d checks failed", wf, nchk);
+    drv_blame(&w, EX_FA2[0]);
+    printf("%s: the GPU kernels of this phase are not written yet (CPU models only)\n", PHASE);
+    rows[n++] = w;
+    drv_print_rows(&D, TABLE_COLS, rows, n);
+    if (!o.quiet) explain(rows, n - 1);
+    return drv_finish(&D, rows, n, o.quiet);
+}

@@ -32,7 +32,7 @@ int bwd_q_block_first(const attn_problem_t *p, int j, int Br, int Bc)
     if (row < 0) row = 0;
     if (row >= p->N_q) return Tr;
     return (int)(row / Br);
-    /* STUB: (void)j; (void)Bc; return 0; */
+    /* STUB: (void)j; (void)Bc; (void)Tr; return 0; */
     /* END EXERCISE */
 }
 
@@ -246,14 +246,14 @@ static void bwd_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
              * HINT: P = exp(S - L) where row i0 + r may see key j0 + c (attn_visible), else 0.
              * HINT: A fully masked row has L = +inf: exp(S - inf) = 0, no special case. */
             P[c] = attn_visible(p, i0 + r, j0 + c) ? expf(s - Li[r]) : 0.0f;
-            /* STUB: P[c] = 0.0f; (void)s; */
+            /* STUB: P[c] = 0.0f; (void)s; (void)i0; (void)j0; (void)Li; */
             /* END EXERCISE */
             float dp = 0;  /* l.13: dP_ij = dO_i V_j^T */
             for (int k = 0; k < d; k++) dp += dOi[(size_t)r * d + k] * Vj[(size_t)c * d + k];
             /* EXERCISE bwd.dS: the softmax's backward, dS_ij = P_ij (dP_ij - D_i) (Alg. 2 l.14)
              * HINT: elementwise; D_i (Di[r]) comes from the preprocess pass. */
             dS[c] = P[c] * (dp - Di[r]);
-            /* STUB: dS[c] = dp; */
+            /* STUB: dS[c] = dp; (void)Di; */
             /* END EXERCISE */
         }
     }
@@ -277,7 +277,7 @@ static void bwd_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
              * HINT: dQ_i = scale dS K summed over every K/V block j: add, do not overwrite,
              * HINT: and remember the scale (dS is the gradient of the scaled scores). */
             dQi[(size_t)r * d + k] += scale * s;
-            /* STUB: (void)s; */
+            /* STUB: (void)s; (void)dQi; */
             /* END EXERCISE */
         }
 }

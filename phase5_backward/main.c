@@ -191,7 +191,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
            "%.2f GB at N = %d: past 80 GB from N = %d (FA2's backward keeps none of them: %.3g GB of "
            "Q, K, V, O, dO, dQ, dK, dV, L, D at that N)\n", PHASE, bwd_std_sp_bytes(&pb, 2) / 1e9, lo - 1,
            bwd_std_sp_bytes(&pw, 2) / 1e9, lo, lo,
-           (4 * 2.0 + 2 * 4.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
+           (4 * 2.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
     drv_row_t rw = formula_row("wall", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), bwd_std_bytes(&pw, 2));
     drv_csv_row(D, &rw);
     return drv_sweep_end(D, fails);

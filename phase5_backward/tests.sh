@@ -1,0 +1,37 @@
+# phase5_backward/tests.sh - phase 5's tests (sourced by tools/run_tests.sh). CPU models
+# only: the GPU kernels of this phase are not written yet (no GPU test is listed for them).
+t_units "$BUILD/test_phase5"
+
+P5="$BUILD/phase5"
+T5=$(mktemp -d "${TMPDIR:-/tmp}/phase5-tests.XXXXXX")
+t_run   "phase5 CPU rows pass (default problem)" "$P5" --cpu --quiet --csv "$T5/cpu.csv"
+t_run   "phase5 CPU rows pass (default problem, causal)" "$P5" --cpu --quiet --causal --csv "$T5/cpu1.csv"
+t_run   "phase5 CPU rows pass (not causal, d=128, tails)" "$P5" --cpu --quiet --B 1 --H 2 --N 133 --d 128 --csv "$T5/cpu2.csv"
+t_run   "phase5 CPU rows pass (N=1)" "$P5" --cpu --quiet --B 2 --H 2 --N 1 --d 64 --causal --csv "$T5/cpu3.csv"
+t_run   "phase5 CPU rows pass (GQA 8:1, N_q < N_kv, causal, d=32)" "$P5" --cpu --quiet --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal --csv "$T5/cpu4.csv"
+t_run   "phase5 CPU rows pass (N_q > N_kv causal: fully masked rows)" "$P5" --cpu --quiet --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal --csv "$T5/cpu5.csv"
+t_run   "phase5 CPU rows pass (MQA H=4 Hkv=1, d=128, causal)" "$P5" --cpu --quiet --B 2 --H 4 --Hkv 1 --N 97 --d 128 --causal --csv "$T5/cpu6.csv"
+# bytes == formula on every CPU row of a run: the CSV's hbm_model and hbm_formula columns
+t_run   "phase5 CSV: every model row's counted bytes == its formula" bash -c "
+    awk -F, '!/^#/ && \$1 != \"kernel\" && \$14 != \"\" { n++; if (\$14 != \$15) bad++ } END { exit !(n >= 3 && !bad) }' \"$T5/cpu5.csv\""
+t_run   "phase5 model sweep bytes == formulas, memory wall printed" bash -c "\"$P5\" --sweep --cpu --quiet --csv \"$T5/sweep.csv\" >\"$T5/sweep.log\" && grep -q 'sweep PASS' \"$T5/sweep.log\" && grep -q 'memory wall .*past 80 GB from N = ' \"$T5/sweep.log\""
+t_run   "phase5 default run prints the worked example and says the GPU kernels are not written yet" bash -c "
+    \"$P5\" --cpu --csv \"$T5/d.csv\" >\"$T5/d.log\" && grep -q '58 checks, 0 failed' \"$T5/d.log\" && grep -q 'GPU kernels of this phase are not written yet' \"$T5/d.log\""
+t_exit2 "phase5 rejects an unknown kernel"   "$P5" --kernel flash
+t_exit2 "phase5 rejects d=48"                "$P5" --d 48
+t_exit2 "phase5 rejects H % Hkv != 0"        "$P5" --H 6 --Hkv 4
+t_exit2 "phase5 rejects N=0"                 "$P5" --N 0
+t_exit2 "phase5 rejects --sram (no SRAM knob here)" "$P5" --sram 4096
+t_exit2 "phase5 rejects an unknown flag"     "$P5" --frobnicate
+
+# The grader catches these mistakes: `make phase5 run EX=1` built from the reference with
+# ONE mistake in an exercise must FAIL and name that exercise (phase5_EX_RUNS adds the
+# edge shapes). CPU only. Skipped where the reference is cut (a handout).
+F5=phase5_backward/bwd_cpu.c
+ex_mistake "EX=1 catches bwd.causal_range aligned top-left (N_kv - N_q forgotten)" phase5 $F5 bwd.causal_range 1 's/ - (p->N_kv - p->N_q)//'
+ex_mistake "EX=1 catches bwd.causal_range off by one block (row / Br + 1)" phase5 $F5 bwd.causal_range 4 's|row / Br|row / Br + 1|'
+ex_mistake "EX=1 catches bwd.D with a sign flipped" phase5 $F5 bwd.D 1 's/+=/-=/'
+ex_mistake "EX=1 catches bwd.dS without D" phase5 $F5 bwd.dS 1 '=dS[c] = P[c] * dp;'
+ex_mistake "EX=1 catches bwd.recompute_P without the mask" phase5 $F5 bwd.recompute_P 1 '=P[c] = expf(s - Li[r]);'
+ex_mistake "EX=1 catches bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's/+=/=/'
+ex_mistake "EX=1 catches bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's/scale \* s/s/'

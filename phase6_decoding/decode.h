@@ -1,0 +1,114 @@
+/* decode.h - phase 6: Flash-Decoding (split the KV cache, combine by log-sum-exp).
+ *
+ * Decoding: one query token (N_q = 1, or a few with speculative decoding) per sequence
+ * attends to a long KV cache of L = N_kv keys. FA2 (phase 4) gives one thread block to
+ * each (Q block, head, batch): at B = 1, N_q = 1, H = 32 that is 32 blocks on a GPU with
+ * 132 SMs, each streaming the whole cache alone. Flash-Decoding adds the KV length as a
+ * third axis of the grid: the cache is cut into S splits of whole Bc blocks, and
+ *
+ *   split s (one block per (split, Q block, head, batch)): phase 4's inner loop over its
+ *     own keys [k0_s, k1_s) only, then the normalised partial O_s = O~_s / l_s and
+ *     L_s = m_s + log l_s written to HBM (fp32);
+ *   combine (one block per (Q block, head, batch)): chapter 2's merge of the S partials,
+ *     L = log sum_s e^{L_s},   O = sum_s e^{L_s - L} O_s.
+ *
+ * A split that sees no key (an empty range when S exceeds the blocks, a fully masked
+ * range, a short sequence) writes O_s = 0 and L_s = -inf: the log of an empty sum, so its
+ * weight e^{L_s - L} is 0 and it changes nothing. It reads no Q and no K/V. When every
+ * split of a row is empty the row saw no key at all: the combine writes O = 0 and
+ * L = +inf, the project's convention (common/problem.h). With S = 1 there is nothing to
+ * combine: the one split writes O and L itself (L = +inf for a row with no key), and its
+ * bytes are phase 4's.
+ *
+ * The inner loop is phase 4's: K_j, V_j blocks of Bc keys through the meter, each row's
+ * running (m, l, O~) updated key by key with chapter 2's online state (phase 2's
+ * online_state_push; phase 4's block step fa2_step is static in fa2_cpu.c).
+ *
+ * The cache may be PAGED (PagedAttention; FlashAttention-2's block_table): a pool of
+ * pages of `page` keys, pool layout [n_pages][H_kv][page][d], and a block table per
+ * sequence giving the pool page of its keys j .. j + page - 1; key j of sequence b is row
+ * j % page of page block_table[b][j / page]. Sequences may be RAGGED (seqlens_k[b] keys,
+ * 0 allowed: that sequence's rows give O = 0, L = +inf). Causal with N_q > 1 is
+ * bottom-right aligned on each sequence's own length: row i sees key j when
+ * j <= i + (seqlens_k[b] - N_q).
+ *
+ * HBM bytes (decode_hbm_bytes(), equal to the model's meter for every shape and S):
+ *   per (b, h, Q block i of qr rows, split s) that sees a key:
+ *        2 qr d (Q_i, fp16) + 4 d keys(i, s) (K, V fp16) [+ 4 per page a K/V block spans]
+ *   S = 1:  + 4 qr (d + 1)  (O, L written, fp32)
+ *   S > 1:  + 4 qr (d + 1) per split, empty or not (the partials), and the combine:
+ *           4 qr S (d + 1) (partials read back) + 4 qr (d + 1) (O, L written)
+ *   + 4 bytes per work item (split or combine) when seqlens_k is given.
+ * keys(i, s) = the keys of the whole Bc blocks of split s that Q block i can see.
+ */
+#ifndef PHASE6_DECODE_H
+#define PHASE6_DECODE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hbm.h"
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The KV cache as a decoding kernel sees it. All zero (or NULL pointer): contiguous,
+ * every sequence N_kv keys, K/V read from attn_inputs_t as in common/problem.h. */
+typedef struct {
+    const int *seqlens_k;      /* [B] keys of each sequence (<= N_kv); NULL: all N_kv     */
+    int page;                  /* keys per page; 0: contiguous cache                     */
+    int pages_per_seq;         /* block-table row length: ceil(N_kv / page)              */
+    const int *block_table;    /* [B][pages_per_seq] pool page of each page of keys      */
+    const uint16_t *k_pool, *v_pool;   /* [n_pages][H_kv][page][d] fp16                  */
+    int n_pages;
+} dec_cache_t;
+
+/* Keys of sequence b. */
+int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b);
+
+/* Split s of S over a cache of n keys in blocks of Bc: keys [*k0, *k1), whole blocks
+ * (k0 a multiple of Bc), the splits in order, together covering [0, n) exactly once;
+ * ceil(Tc / S) blocks each, so the last splits may be empty (k0 == k1). */
+void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1);
+
+/* Element offset of key j's row (K or V: same offset) for KV head g of sequence b: in
+ * the pool when paged, else in attn_inputs_t's k_h / v_h. */
+size_t dec_kv_row(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j);
+
+/* The combine of one row from S partials in SRAM: Ls[S], Os[S][d] -> o[d], *L.
+ * L = log sum e^{L_s}; O = sum e^{L_s - L} O_s; every L_s = -inf: O = 0, L = +inf. */
+void dec_combine_row(int S, int d, const float *Ls, const float *Os, float *o, float *L);
+
+/* The CPU tile model: S splits and the combine, blocks b (Br query rows, Bc keys), cache
+ * c (NULL: contiguous). Writes O [B][H][N_q][d] and L [B][H][N_q] (fp32); the partials
+ * live in an "HBM" array of its own. meter may be NULL. Returns the SRAM peak in bytes
+ * (== dec_sram_bytes). */
+size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S,
+               float *O, float *L, hbm_meter_t *meter);
+size_t dec_sram_bytes(int d, attn_blocks_t b, int S);
+
+/* The closed form above, by tensor (all B x H heads). */
+typedef struct { double read_q, read_kv, read_table, read_seqlens, write_part, read_part,
+                 write_o, total; } dec_traffic_t;
+dec_traffic_t dec_hbm_traffic(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S);
+double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S);
+
+/* A paged copy of in's K/V with pages of `page` keys, the pool pages in an order
+ * shuffled from seed (a pool with every page of every sequence, no two sharing). Not
+ * metered: it builds the cache's contents, as attn_inputs_make draws them. seqlens may be
+ * NULL. Returns 0, or -1 out of memory. */
+typedef struct { dec_cache_t c; int *table; uint16_t *k, *v; } dec_paged_t;
+int  dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int *seqlens,
+                    uint64_t seed);
+void dec_paged_free(dec_paged_t *pg);
+
+/* The fp64 oracle on a ragged cache: each sequence b run alone with its seqlens[b] keys
+ * (REF(oracle_fwd), common/ref.h); a sequence of 0 keys gives O = 0, L = +inf. Oref
+ * [B][H][N_q][d], Lref [B][H][N_q]. Returns 0, or -1 out of memory (decode_check.c). */
+int dec_oracle_ragged(const attn_inputs_t *in, const int *seqlens, double *Oref, double *Lref);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

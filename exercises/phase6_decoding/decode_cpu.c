@@ -1,0 +1,299 @@
+/* decode_cpu.c - the CPU tile model of Flash-Decoding: S splits of the KV cache, each
+ * running phase 4's inner loop over its own keys and writing a partial (O_s, L_s) to
+ * "HBM", then the combine reading them back (decode.h says what and why).
+ *
+ * Plain C, fp32, every touch of an "HBM" array through the meter, every tile from an
+ * sram_t. One work item per (batch b, head h, Q block i, split s), in turn here, one GPU
+ * thread block each in the kernel; then one combine item per (b, h, i).
+ */
+#include "decode.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "online_softmax.h"
+#include "ref.h"
+#include "rng.h"
+
+/* The running state of a row is chapter 2's (online_state_*, phase 2). In an exercise
+ * build they come from the reference library, so that phase 6 can be done before phase 2
+ * (common/ref.h); online_softmax.h does not declare the ref_ names, so they are here. */
+#if EX_BUILD_ON
+void ref_online_state_init(online_state_t *s, int d);
+void ref_online_state_push(online_state_t *s, float x, const float *v, int d);
+void ref_online_state_finish(const online_state_t *s, int d, float *o, float *L);
+#endif
+
+int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b)
+{
+    return c && c->seqlens_k ? c->seqlens_k[b] : p->N_kv;
+}
+
+void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1)
+{
+    const int Tc = (n + Bc - 1) / Bc;          /* K/V blocks of the cache */
+    /* TODO EXERCISE dec.split_range: the whole Bc blocks [b0, b1) of split s
+     * HINT: each split takes per = ceil(Tc / S) blocks in order: split s starts at block
+     * HINT: s * per; clamp both ends to Tc (the last splits may be empty: b0 == b1). */
+    const int b0 = 0, b1 = Tc; (void)s; (void)S;
+    *k0 = (long)b0 * Bc < n ? b0 * Bc : n;
+    *k1 = (long)b1 * Bc < n ? b1 * Bc : n;
+}
+
+size_t dec_kv_row(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j)
+{
+    if (!c || c->page == 0)
+        return (((size_t)b * p->H_kv + g) * (size_t)p->N_kv + (size_t)j) * p->d;
+    /* TODO EXERCISE dec.page_lookup: key j of sequence b, KV head g, in the paged pool
+     * HINT: the block table row of b (pages_per_seq entries) gives the pool page of keys
+     * HINT: j - j % page ..; the pool is [n_pages][H_kv][page][d]: the row is j % page. */
+    return (((size_t)b * p->H_kv + g) * (size_t)c->page + (size_t)(j % c->page)) * p->d;
+}
+
+void dec_combine_row(int S, int d, const float *Ls, const float *Os, float *o, float *L)
+{
+    /* TODO EXERCISE dec.combine: merge the S partials by log-sum-exp (chapter 2's merge)
+     * HINT: m = max L_s; if m = -inf no split saw a key: O = 0, L = +inf. Else
+     * HINT: L = m + log sum_s e^{L_s - m} and O = sum_s e^{L_s - L} O_s (an empty split
+     * HINT: has L_s = -inf: weight 0). */
+    memcpy(o, Os, sizeof(float) * (size_t)d); *L = Ls[0]; (void)S;
+}
+
+/* The keys [0, n) Q block i (rows i0 .. i0 + qr - 1) can see, rounded up to whole Bc
+ * blocks (as phase 4's fa2_kv_blocks) and capped at the sequence's n keys. */
+static int visible_keys(const attn_problem_t *p, int n, int i0, int qr, int Bc)
+{
+    long last = p->causal ? (long)(i0 + qr - 1) + (n - p->N_q) : (long)n - 1;   /* last row's last key */
+    if (last < 0) return 0;
+    if (last > n - 1) last = n - 1;
+    const long blocks = last / Bc + 1;
+    return blocks * Bc < n ? (int)(blocks * Bc) : n;
+}
+
+/* The key range split s of Q block i reads: [k0, k1), empty when it sees no key. */
+static void split_keys(const attn_problem_t *p, int n, int i0, int qr, attn_blocks_t bl, int S, int s,
+                       int *k0, int *k1)
+{
+    dec_split_range(n, bl.Bc, S, s, k0, k1);
+    const int kv = visible_keys(p, n, i0, qr, bl.Bc);
+    if (*k1 > kv) *k1 = kv;
+    if (*k1 < *k0) *k1 = *k0;
+}
+
+/* Pages a K/V block of keys [j0, j0 + kr) spans: the block-table entries it reads. */
+static int pages_spanned(int j0, int kr, int page) { return (j0 + kr - 1) / page - j0 / page + 1; }
+
+size_t dec_sram_bytes(int d, attn_blocks_t b, int S)
+{
+    const size_t D = (size_t)d, Br = (size_t)b.Br, Bc = (size_t)b.Bc;
+    /* a split: Q_i, K_j, V_j, the rows' running states, the partial tile (O_s, L_s) */
+    const size_t split = sizeof(float) * (Br * D + 2 * Bc * D + Br * (D + 1)) + Br * sizeof(online_state_t);
+    /* the combine of one row: S partial rows and L_s, its output row and L */
+    const size_t comb = S > 1 ? sizeof(float) * ((size_t)S * (D + 1) + D + 1) : 0;
+    return split > comb ? split : comb;
+}
+
+dec_traffic_t dec_hbm_traffic(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S)
+{
+    dec_traffic_t t;
+    memset(&t, 0, sizeof t);
+    const double d = p->d, H = p->H;
+    const int Tr = (p->N_q + bl.Br - 1) / bl.Br;
+    const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
+    for (int b = 0; b < p->B; b++) {
+        const int n = dec_seqlen(p, c, b);
+        for (int i = 0; i < Tr; i++) {
+            const int qr = p->N_q - i * bl.Br < bl.Br ? p->N_q - i * bl.Br : bl.Br;
+            for (int s = 0; s < S; s++) {
+                int k0, k1;
+                split_keys(p, n, i * bl.Br, qr, bl, S, s, &k0, &k1);
+                if (ragged) t.read_seqlens += H * 4.0;
+                if (k1 > k0) {
+                    t.read_q += H * 2.0 * qr * d;
+                    t.read_kv += H * 4.0 * (k1 - k0) * d;
+                    if (paged)
+                        for (int j0 = k0; j0 < k1; j0 += bl.Bc)
+                            t.read_table += H * 4.0 * pages_spanned(j0, k1 - j0 < bl.Bc ? k1 - j0 : bl.Bc, c->page);
+                }
+                if (S > 1) t.write_part += H * 4.0 * qr * (d + 1);
+            }
+            if (S > 1) {
+                if (ragged) t.read_seqlens += H * 4.0;
+                t.read_part += H * 4.0 * qr * S * (d + 1);
+            }
+            t.write_o += H * 4.0 * qr * (d + 1);
+        }
+    }
+    t.total = t.read_q + t.read_kv + t.read_table + t.read_seqlens + t.write_part + t.read_part + t.write_o;
+    return t;
+}
+
+double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S)
+{
+    return dec_hbm_traffic(p, c, b, S).total;
+}
+
+size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
+               float *O, float *L, hbm_meter_t *meter)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d, Br = bl.Br, Bc = bl.Bc;
+    const int Tr = (p->N_q + Br - 1) / Br;
+    const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
+    const uint16_t *Kh = paged ? c->k_pool : in->k_h, *Vh = paged ? c->v_pool : in->v_h;
+    hbm_meter_t scratch;
+    if (!meter) meter = &scratch;
+    /* the partials in "HBM": O_s [S][B][H][N_q][d], L_s [S][B][H][N_q] (fp32) */
+    const size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
+    float *Opart = S > 1 ? xmalloc(sizeof(float) * nq * (size_t)S, "phase6") : NULL;
+    float *Lpart = S > 1 ? xmalloc(sizeof(float) * nl * (size_t)S, "phase6") : NULL;
+
+    sram_t sram;
+    sram_init(&sram, dec_sram_bytes(d, bl, S));
+    float *Qi = sram_take_f32(&sram, (size_t)Br * d, "Q_i");
+    float *Kj = sram_take_f32(&sram, (size_t)Bc * d, "K_j");
+    float *Vj = sram_take_f32(&sram, (size_t)Bc * d, "V_j");
+    float *Ot = sram_take_f32(&sram, (size_t)Br * d, "O_s");
+    float *Lt = sram_take_f32(&sram, (size_t)Br, "L_s");
+    const size_t st_floats = (size_t)Br * (sizeof(online_state_t) / sizeof(float));
+    online_state_t *st = (online_state_t *)(void *)sram_take_f32(&sram, st_floats, "m_i, l_i, O~_i");
+
+    /* ---- the splits: one work item per (b, h, i, s) ---- */
+    for (int b = 0; b < p->B; b++) {
+        const int n = dec_seqlen(p, c, b);
+        attn_problem_t pb = *p;          /* this sequence's own mask: N_kv = its length */
+        pb.N_kv = n;
+        for (int h = 0; h < p->H; h++) {
+            const int g = attn_kv_head(p, h);
+            for (int i = 0; i < Tr; i++) {
+                const int i0 = i * Br, qr = p->N_q - i0 < Br ? p->N_q - i0 : Br;
+                for (int s = 0; s < S; s++) {
+                    int k0, k1;
+                    split_keys(p, n, i0, qr, bl, S, s, &k0, &k1);
+                    if (ragged) hbm_read(meter, sizeof(int));            /* seqlens_k[b] */
+                    for (int r = 0; r < qr; r++) REF(online_state_init)(&st[r], d);
+                    if (k1 > k0)
+                        hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)i0 * d, (size_t)qr * d);
+                    for (int j0 = k0; j0 < k1; j0 += Bc) {            /* phase 4's inner loop */
+                        const int kr = k1 - j0 < Bc ? k1 - j0 : Bc;
+                        for (int cc = 0; cc < kr; cc++) {
+                            const int j = j0 + cc;
+                            if (paged && (cc == 0 || j % c->page == 0)) hbm_read(meter, sizeof(int));  /* table entry */
+                            const size_t row = dec_kv_row(p, c, b, g, j);
+                            hbm_load_f16(meter, Kj + (size_t)cc * d, Kh + row, (size_t)d);
+                            hbm_load_f16(meter, Vj + (size_t)cc * d, Vh + row, (size_t)d);
+                        }
+                        for (int r = 0; r < qr; r++)
+                            for (int cc = 0; cc < kr; cc++) {
+                                float x = -INFINITY;
+                                if (attn_visible(&pb, i0 + r, j0 + cc)) {
+                                    float acc = 0;
+                                    for (int k = 0; k < d; k++) acc += Qi[(size_t)r * d + k] * Kj[(size_t)cc * d + k];
+                                    x = acc * p->scale;
+                                }
+                                REF(online_state_push)(&st[r], x, Vj + (size_t)cc * d, d);
+                            }
+                    }
+                    /* O_s = O~ / l, L_s = m + log l; a row with no key: O_s = 0 and, as a
+                     * partial, L_s = -inf (an empty sum), as the output L = +inf (S = 1) */
+                    for (int r = 0; r < qr; r++) {
+                        REF(online_state_finish)(&st[r], d, Ot + (size_t)r * d, &Lt[r]);
+                        if (S > 1 && Lt[r] == INFINITY) Lt[r] = -INFINITY;
+                    }
+                    if (S == 1) {
+                        hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i0 * d, Ot, (size_t)qr * d);
+                        hbm_store_f32(meter, L + attn_l_offset(p, b, h) + i0, Lt, (size_t)qr);
+                    } else {
+                        hbm_store_f32(meter, Opart + (size_t)s * nq + attn_q_offset(p, b, h) + (size_t)i0 * d, Ot, (size_t)qr * d);
+                        hbm_store_f32(meter, Lpart + (size_t)s * nl + attn_l_offset(p, b, h) + i0, Lt, (size_t)qr);
+                    }
+                }
+            }
+        }
+    }
+    size_t peak = sram.peak;
+    sram_give_f32(&sram, (float *)(void *)st, st_floats);
+    sram_give_f32(&sram, Lt, (size_t)Br);
+    sram_give_f32(&sram, Ot, (size_t)Br * d);
+    sram_give_f32(&sram, Vj, (size_t)Bc * d);
+    sram_give_f32(&sram, Kj, (size_t)Bc * d);
+    sram_give_f32(&sram, Qi, (size_t)Br * d);
+
+    /* ---- the combine: one work item per (b, h, i), row by row ---- */
+    if (S > 1) {
+        float *Ls = sram_take_f32(&sram, (size_t)S, "L_s (all splits)");
+        float *Os = sram_take_f32(&sram, (size_t)S * d, "O_s (all splits)");
+        float *o = sram_take_f32(&sram, (size_t)d, "O row");
+        float *Lr = sram_take_f32(&sram, 1, "L");
+        for (int b = 0; b < p->B; b++)
+            for (int h = 0; h < p->H; h++)
+                for (int i = 0; i < Tr; i++) {
+                    const int i0 = i * Br, qr = p->N_q - i0 < Br ? p->N_q - i0 : Br;
+                    if (ragged) hbm_read(meter, sizeof(int));
+                    for (int r = 0; r < qr; r++) {
+                        const size_t lo = attn_l_offset(p, b, h) + (size_t)(i0 + r);
+                        const size_t oo = attn_q_offset(p, b, h) + (size_t)(i0 + r) * d;
+                        for (int s = 0; s < S; s++) {
+                            hbm_load_f32(meter, Ls + s, Lpart + (size_t)s * nl + lo, 1);
+                            hbm_load_f32(meter, Os + (size_t)s * d, Opart + (size_t)s * nq + oo, (size_t)d);
+                        }
+                        dec_combine_row(S, d, Ls, Os, o, Lr);
+                        hbm_store_f32(meter, O + oo, o, (size_t)d);
+                        hbm_store_f32(meter, L + lo, Lr, 1);
+                    }
+                }
+        if (sram.peak > peak) peak = sram.peak;
+        sram_give_f32(&sram, Lr, 1);
+        sram_give_f32(&sram, o, (size_t)d);
+        sram_give_f32(&sram, Os, (size_t)S * d);
+        sram_give_f32(&sram, Ls, (size_t)S);
+    }
+    free(Opart);
+    free(Lpart);
+    return peak;
+}
+
+int dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int *seqlens, uint64_t seed)
+{
+    const attn_problem_t *p = &in->p;
+    memset(pg, 0, sizeof *pg);
+    const int pps = (p->N_kv + page - 1) / page, np = p->B * pps;
+    const size_t page_elems = (size_t)p->H_kv * page * p->d;
+    pg->table = malloc(sizeof(int) * (size_t)np);
+    pg->k = calloc((size_t)np * page_elems, sizeof(uint16_t));
+    pg->v = calloc((size_t)np * page_elems, sizeof(uint16_t));
+    if (!pg->table || !pg->k || !pg->v) { dec_paged_free(pg); return -1; }
+    /* a shuffled pool: sequence b's page q lives at pool page perm[b pps + q] */
+    rng_t rng;
+    rng_seed(&rng, seed);
+    for (int e = 0; e < np; e++) pg->table[e] = e;
+    for (int e = np - 1; e > 0; e--) {
+        const int f = (int)(rng_u64(&rng) % (uint64_t)(e + 1)), t = pg->table[e];
+        pg->table[e] = pg->table[f];
+        pg->table[f] = t;
+    }
+    for (int b = 0; b < p->B; b++)
+        for (int g = 0; g < p->H_kv; g++)
+            for (int j = 0; j < p->N_kv; j++) {
+                const int pid = pg->table[b * pps + j / page];
+                const size_t to = (((size_t)pid * p->H_kv + g) * page + (size_t)(j % page)) * p->d;
+                const size_t from = (((size_t)b * p->H_kv + g) * (size_t)p->N_kv + j) * p->d;
+                memcpy(pg->k + to, in->k_h + from, sizeof(uint16_t) * (size_t)p->d);
+                memcpy(pg->v + to, in->v_h + from, sizeof(uint16_t) * (size_t)p->d);
+            }
+    pg->c.seqlens_k = seqlens;
+    pg->c.page = page;
+    pg->c.pages_per_seq = pps;
+    pg->c.block_table = pg->table;
+    pg->c.k_pool = pg->k;
+    pg->c.v_pool = pg->v;
+    pg->c.n_pages = np;
+    return 0;
+}
+
+void dec_paged_free(dec_paged_t *pg)
+{
+    free(pg->table);
+    free(pg->k);
+    free(pg->v);
+    memset(pg, 0, sizeof *pg);
+}

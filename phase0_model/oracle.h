@@ -33,8 +33,8 @@ void oracle_check_cpu_row(drv_row_t *r, const attn_inputs_t *in, const float *O,
                           const char *exercises_O, const char *exercises_L);
 
 /* The whole backward: dQ like Q, dK and dV like K. */
-void oracle_bwd(const attn_problem_t *p, const float *Q, const float *K, const float *V,
-                const float *dO, double *dQ, double *dK, double *dV);
+REF_PROTO(void, oracle_bwd, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
+                const float *dO, double *dQ, double *dK, double *dV));
 
 /* The safe softmax of one row of n scores (max subtracted first): w[j] = e^(x_j - m) / l.
  * Masked entries are -inf and get weight 0. Returns L = m + log(l) (+inf if all masked). */

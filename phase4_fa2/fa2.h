@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include "hbm.h"
 #include "problem.h"
+#include "ref.h"
 #include "gpu.h"
 #include "fa1.h"          /* fa1_rescale(), fa1_config_fits(): phase 4 links phase 3 */
 #include "fa2_blocks.h"
@@ -86,8 +87,8 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b);
 /* The CPU tile model of FA2's forward with blocks b. Reads in->q_h, k_h, v_h (fp16) via
  * the meter, writes O [B][H][N_q][d] and L [B][H][N_q] (fp32). meter and flops may be
  * NULL. Returns the SRAM peak in bytes (== fa2_sram_bytes). */
-size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
-               hbm_meter_t *meter, double *flops);
+REF_PROTO(size_t, fa2_cpu, (const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
+               hbm_meter_t *meter, double *flops));
 
 /* ---- GPU kernels (fa2_simple.cu, fa2_mma.cu) ----------------------------------------
  * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];

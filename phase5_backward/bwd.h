@@ -50,15 +50,6 @@
 extern "C" {
 #endif
 
-/* The references an exercise build's checks call through REF() (common/ref.h). These two
- * lines re-declare functions of earlier phases with their ref_ twins; they belong in
- * phase0_model/oracle.h and phase4_fa2/fa2.h (see the phase-5 report) and are harmless
- * repeats once they are there. */
-REF_PROTO(void, oracle_bwd, (const attn_problem_t *p, const float *Q, const float *K, const float *V,
-                             const float *dO, double *dQ, double *dK, double *dV));
-REF_PROTO(size_t, fa2_cpu, (const attn_inputs_t *in, attn_blocks_t b, float *O, float *L,
-                            hbm_meter_t *meter, double *flops));
-
 /* The blocks for head dimension d: the row of BWD_TABLE (bwd_blocks.h); d = 64's row for
  * a d without one. Br query rows (inner), Bc keys (outer). */
 static inline attn_blocks_t bwd_blocks(int d)

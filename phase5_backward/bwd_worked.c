@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 #include "bwd.h"
+#include "fa2.h"
 #include "check.h"
 #include "fp16.h"
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bwd.h"
+#include "fa2.h"
 #include "driver.h"
 #include "timer.h"
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bwd.h"
+#include "fa2.h"
 #include "check.h"
 
 static int fails;

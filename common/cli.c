@@ -196,7 +196,8 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
 
     memset(o, 0, sizeof *o);
     attn_problem_t p = spec->defaults;
-    int H_kv = -1, N_kv = -1;        /* -1: follow H and N */
+    int H_kv = -1, N_kv = -1;        /* -1: not given */
+    bool H_given = false, N_given = false;
     o->seed = 1;
     o->kernel = "all";
     o->iters = 20;
@@ -207,14 +208,17 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
     while ((c = getopt_long_only(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case O_B:      p.B = (int)parse_int(ph, "B", optarg, 1, INT_MAX); break;
-        case O_H:      p.H = (int)parse_int(ph, "H", optarg, 1, INT_MAX); break;
+        case O_H:      p.H = (int)parse_int(ph, "H", optarg, 1, INT_MAX); H_given = true; break;
         case O_HKV:    H_kv = (int)parse_int(ph, "Hkv", optarg, 1, INT_MAX); break;
-        case O_N:      p.N_q = (int)parse_int(ph, "N", optarg, 1, INT_MAX); break;
+        case O_N:      p.N_q = (int)parse_int(ph, "N", optarg, 1, INT_MAX); N_given = true; break;
         case O_NKV:    N_kv = (int)parse_int(ph, "Nkv", optarg, 1, INT_MAX); break;
         case O_D:      p.d = (int)parse_int(ph, "d", optarg, 1, INT_MAX); break;
         case O_CAUSAL: p.causal = true; break;
         case O_SEED:   o->seed = (uint64_t)parse_int(ph, "seed", optarg, 0, LLONG_MAX); break;
-        case O_KERNEL: o->kernel = optarg; break;
+        case O_KERNEL:
+            if (!spec->kernels) cli_die(ph, "--kernel is not taken here: %s has no kernels to pick from", ph);
+            o->kernel = optarg;
+            break;
         case O_ITERS:  o->iters = (int)parse_int(ph, "iters", optarg, 1, 100000); break;
         case O_SWEEP:  o->sweep = true; break;
         case O_CSV:    o->csv_path = optarg; break;
@@ -244,10 +248,13 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
 
     if (p.d != 16 && p.d != 32 && p.d != 64 && p.d != 128 && p.d != 256)
         cli_die(ph, "head dimension d=%d is not supported (use 16, 32, 64, 128 or 256)", p.d);
-    p.H_kv = H_kv > 0 ? H_kv : p.H;                     /* default: one KV head per head */
+    /* Hkv and Nkv not given: the phase's default problem's, unless H or N was given (then
+     * one KV head per head, N_kv = N_q) */
+    bool def_kv_heads = !H_given && spec->defaults.H_kv > 0, def_kv_len = !N_given && spec->defaults.N_kv > 0;
+    p.H_kv = H_kv > 0 ? H_kv : def_kv_heads ? spec->defaults.H_kv : p.H;
     if (p.H % p.H_kv != 0)
         cli_die(ph, "H=%d is not a multiple of Hkv=%d (each KV head serves H/Hkv query heads)", p.H, p.H_kv);
-    p.N_kv = N_kv > 0 ? N_kv : p.N_q;
+    p.N_kv = N_kv > 0 ? N_kv : def_kv_len ? spec->defaults.N_kv : p.N_q;
     p.scale = (float)(1.0 / sqrt((double)p.d));
 
     if (spec->kernels && strcmp(o->kernel, "all") != 0) {

@@ -13,8 +13,8 @@
  *   ragged-S4, ragged-p16-S4   B = 4 sequences of different lengths, one of them empty
  * the table; the CSV; one verdict line. The GPU kernels of this phase are not written yet.
  * The default problem is one token against a 4096-key cache, H = 32 with 8 KV heads,
- * d = 128: `make phase6 run` passes --Nkv 4096 --Hkv 8 (rules.mk), because cli_parse
- * takes H_kv and N_kv from H and N unless given (the defaults below say the intent).
+ * d = 128 (cli_parse takes H_kv and N_kv from the defaults below unless --H / --N or
+ * --Hkv / --Nkv are given).
  * --sweep: the model's bytes vs the cache length L (counted up to 8k, the formula beyond)
  * and vs the number of splits S.
  */

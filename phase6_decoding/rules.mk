@@ -5,9 +5,8 @@ phase6_MAIN := phase6_decoding/main.c
 phase6_TEST := phase6_decoding/test_phase6.c
 phase6_CU   :=
 phase6_USES := phase4 phase3 phase2 phase1 phase0
-# `make phase6 run`: one token against a 4096-key cache, GQA 32:8, d = 128 (cli_parse
-# follows H and N for Hkv and Nkv unless they are given)
-phase6_RUN_ARGS := --Nkv 4096 --Hkv 8
+# `make phase6 run`: the driver's default problem, one token against a 4096-key cache,
+# GQA 32:8, d = 128
 # `make phase6 run EX=1` also runs these shapes (Makefile, phase_actions): a few query
 # tokens, causal, on a short cache of a tail block (the bottom-right diagonal inside the
 # last split); GQA 4:1 on a cache of one key (most splits empty); MQA, N_q > N_kv causal

@@ -26,6 +26,8 @@ t_exit2 "phase6 rejects N=0"                 "$P6" --N 0
 t_exit2 "phase6 rejects Nkv=0"               "$P6" --Nkv 0
 t_exit2 "phase6 rejects --sram"              "$P6" --sram 4096
 t_exit2 "phase6 rejects an unknown flag"     "$P6" --splits 4
+t_exit2 "phase6 rejects --kernel (no GPU kernel to pick yet)" "$P6" --kernel mma
+t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"
 
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise. CPU only.

@@ -16,12 +16,7 @@
 
 /* The running state of a row is chapter 2's (online_state_*, phase 2). In an exercise
  * build they come from the reference library, so that phase 6 can be done before phase 2
- * (common/ref.h); online_softmax.h does not declare the ref_ names, so they are here. */
-#if EX_BUILD_ON
-void ref_online_state_init(online_state_t *s, int d);
-void ref_online_state_push(online_state_t *s, float x, const float *v, int d);
-void ref_online_state_finish(const online_state_t *s, int d, float *o, float *L);
-#endif
+ * (common/ref.h). */
 
 int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b)
 {

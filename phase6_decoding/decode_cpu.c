@@ -59,15 +59,11 @@ void dec_combine_row(int S, int d, const float *Ls, const float *Os, float *o, f
      * HINT: has L_s = -inf: weight 0). */
     float m = -INFINITY;
     for (int s = 0; s < S; s++) m = fmaxf(m, Ls[s]);
-    if (m == -INFINITY) {
-        memset(o, 0, sizeof(float) * (size_t)d);
-        *L = INFINITY;
-        return;
-    }
+    memset(o, 0, sizeof(float) * (size_t)d);
+    if (m == -INFINITY) { *L = INFINITY; return; }   /* no split saw a key */
     float l = 0;
     for (int s = 0; s < S; s++) l += expf(Ls[s] - m);
     const float lse = m + logf(l);
-    memset(o, 0, sizeof(float) * (size_t)d);
     for (int s = 0; s < S; s++) {
         const float w = expf(Ls[s] - lse);
         for (int k = 0; k < d; k++) o[k] += w * Os[(size_t)s * d + k];

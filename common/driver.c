@@ -286,6 +286,14 @@ void drv_sweep_line(const drv_row_t *rows, int n)
     fflush(stdout);
 }
 
+drv_row_t drv_formula_row(const char *kernel, const char *sweep, const attn_problem_t *p, attn_blocks_t blocks,
+                          double hbm_formula, double nonmatmul, double hbm_std)
+{
+    drv_row_t r = drv_row(kernel, "cpu", sweep, p);
+    r.blocks = blocks; r.hbm_formula = hbm_formula; r.nonmatmul = nonmatmul; r.hbm_std = hbm_std;
+    return r;
+}
+
 void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase)
 {
     if (o->dump_dir && attn_dump(o->dump_dir, in, O, L, NULL, NULL, NULL) != 0)

@@ -136,6 +136,10 @@ void drv_sweep_line(const drv_row_t *rows, int n);
  * stderr and does not fail the run). Nothing when o->dump_dir is NULL. */
 void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase);
 
+/* A sweep's row beyond what the CPU runs: the closed forms alone (NaN: not given). */
+drv_row_t drv_formula_row(const char *kernel, const char *sweep, const attn_problem_t *p, attn_blocks_t blocks,
+                          double hbm_formula, double nonmatmul, double hbm_std);
+
 /* Host inputs of p from the seed, or exit 1 ("<phase>: out of host memory"). */
 void drv_inputs(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad, const char *phase);
 

@@ -232,14 +232,6 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
 #endif
 
 /* ---- --sweep ------------------------------------------------------------------------ */
-/* A row of the model sweep beyond what the CPU runs: the formulas alone. */
-static drv_row_t formula_row(const char *name, const attn_problem_t *p, attn_blocks_t b, double bytes, double nonmatmul)
-{
-    drv_row_t r = drv_row(name, "cpu", "vsN", p);
-    r.blocks = b; r.hbm_formula = bytes; r.nonmatmul = nonmatmul;
-    return r;
-}
-
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
     int fails = 0;
@@ -251,8 +243,9 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
             attn_blocks_t bl = fa2_mma_blocks(64), b1;
             REF(fa1_block_sizes)(FA1_M, 64, &b1);
             drv_row_t r = N <= 1024 ? run_cpu(&p, o, "vsN", false)
-                        : formula_row("formula", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl));
-            drv_row_t r1 = formula_row("fa1-formula", &p, b1, fa1_hbm_bytes(&p, b1.Bc), fa1_nonmatmul_flops(&p, b1.Bc));
+                        : drv_formula_row("formula", "vsN", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl), NAN);
+            drv_row_t r1 = drv_formula_row("fa1-formula", "vsN", &p, b1, fa1_hbm_bytes(&p, b1.Bc),
+                                           fa1_nonmatmul_flops(&p, b1.Bc), NAN);
             fails += !drv_passed(&r);
             drv_csv_row(D, &r);
             drv_csv_row(D, &r1);

@@ -149,13 +149,6 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
 }
 
 /* ---- --sweep ------------------------------------------------------------------------ */
-static drv_row_t formula_row(const char *name, const attn_problem_t *p, attn_blocks_t b, double bytes, double std)
-{
-    drv_row_t r = drv_row(name, "cpu", "vsN", p);
-    r.blocks = b; r.hbm_formula = bytes; r.hbm_std = std;
-    return r;
-}
-
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
     int fails = 0;
@@ -171,8 +164,8 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                 for (int k = 0; k < 3; k++) { fails += !drv_passed(&rows[k]); drv_csv_row(D, &rows[k]); }
                 sd = rows[0]; fa = rows[2];
             } else {
-                sd = formula_row("std-formula", &p, (attn_blocks_t){0, 0}, bwd_std_bytes(&p, 2), bwd_std_bytes(&p, 2));
-                fa = formula_row("fa2-formula", &p, bl, REF(bwd_hbm_bytes)(&p, bl), bwd_std_bytes(&p, 2));
+                sd = drv_formula_row("std-formula", "vsN", &p, (attn_blocks_t){0, 0}, bwd_std_bytes(&p, 2), NAN, bwd_std_bytes(&p, 2));
+                fa = drv_formula_row("fa2-formula", "vsN", &p, bl, REF(bwd_hbm_bytes)(&p, bl), NAN, bwd_std_bytes(&p, 2));
                 drv_csv_row(D, &sd); drv_csv_row(D, &fa);
             }
             printf("  sweep vsN %-6s N=%6d  HBM standard (fp16 S, P, dP, dS) %.4g  FA2 %.4g  (%.1fx)  %s\n",
@@ -193,7 +186,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
            "Q, K, V, O, dO, dQ, dK, dV, L, D at that N)\n", PHASE, bwd_std_sp_bytes(&pb, 2) / 1e9, lo - 1,
            bwd_std_sp_bytes(&pw, 2) / 1e9, lo, lo,
            (4 * 2.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
-    drv_row_t rw = formula_row("wall", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), bwd_std_bytes(&pw, 2));
+    drv_row_t rw = drv_formula_row("wall", "vsN", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), NAN, bwd_std_bytes(&pw, 2));
     drv_csv_row(D, &rw);
     return drv_sweep_end(D, fails);
 }

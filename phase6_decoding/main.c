@@ -228,7 +228,6 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                    t.write_part + t.read_part, 100.0 * (t.write_part + t.read_part) / t.total,
                    isnan(r.hbm_model) ? "formula" : r.verdict);
         }
-    printf("%s: GPU sweep: the GPU kernels of this phase are not written yet\n", PHASE);
     return drv_sweep_end(D, fails);
 }
 
@@ -245,18 +244,18 @@ static void explain(const drv_row_t *rows, int n)
 
 int main(int argc, char **argv)
 {
+    drv_t D;          /* the run: its GPU (none needed here), the machine, the CSV */
     cli_opts_t o;
     cli_parse(argc, argv, &SPEC, &o);
-    drv_t D;
     drv_start(&D, PHASE, &o);
     drv_csv_open(&D, &o, argc, argv, CSV_COLS);
+    printf("%s: the GPU kernels of this phase are not written yet: CPU rows only\n", PHASE);
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "Flash-Decoding, KV cache split into S, combined by log-sum-exp");
     drv_row_t rows[ROWS_MAX];
     attn_problem_t pc = attn_small_like(&o.p, CPU_MAX_FLOPS);
     int n = run_cpu_rows(&pc, &o, rows);
-    printf("%s: the GPU kernels of this phase are not written yet: CPU rows only\n", PHASE);
     drv_print_rows(&D, TABLE_COLS, rows, n);
     if (!o.quiet) explain(rows, n);
     return drv_finish(&D, rows, n, o.quiet);

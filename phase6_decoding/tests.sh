@@ -32,8 +32,8 @@ t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" b
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise. CPU only.
 F6=phase6_decoding/decode_cpu.c
-ex_mistake "EX=1 catches dec.combine weighting by e^{L_s - m} without dividing by the sum" phase6 $F6 dec.combine 13 's/ - lse)/ - m)/'
-ex_mistake "EX=1 catches dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 5 's/= INF/= -INF/'
+ex_mistake "EX=1 catches dec.combine weighting by e^{L_s - m} without dividing by the sum" phase6 $F6 dec.combine 9 's/ - lse)/ - m)/'
+ex_mistake "EX=1 catches dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's/*L = INF/*L = -INF/'
 ex_mistake "EX=1 catches dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's/(Tc + S - 1) \/ S/(Tc \/ S > 0 ? Tc \/ S : 1)/'
 ex_mistake "EX=1 catches dec.page_lookup ignoring the block table" phase6 $F6 dec.page_lookup 1 's/c->block_table\[\(.*\)\];/(int)(\1);/'
 rm -rf "$T6"

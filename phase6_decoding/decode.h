@@ -47,6 +47,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hbm.h"
+#include "driver.h"
+#include "gpu.h"
 #include "problem.h"
 
 #ifdef __cplusplus
@@ -102,11 +104,73 @@ typedef struct { dec_cache_t c; int *table; uint16_t *k, *v; } dec_paged_t;
 int  dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int *seqlens,
                     uint64_t seed);
 void dec_paged_free(dec_paged_t *pg);
+/* The block table of dec_paged_make: np = B x pages_per_seq entries, a permutation of the
+ * pool's pages drawn from seed (Fisher-Yates). */
+void dec_table_shuffle(int *table, int np, uint64_t seed);
 
 /* The fp64 oracle on a ragged cache: each sequence b run alone with its seqlens[b] keys
  * (REF(oracle_fwd), common/ref.h); a sequence of 0 keys gives O = 0, L = +inf. Oref
  * [B][H][N_q][d], Lref [B][H][N_q]. Returns 0, or -1 out of memory (decode_check.c). */
 int dec_oracle_ragged(const attn_inputs_t *in, const int *seqlens, double *Oref, double *Lref);
+
+/* A GPU output (O, L) on a ragged cache checked as a driver row: each sequence b with
+ * seqlens[b] > 0 alone, as a problem of its own, through phase 1's attn_validate_fp16 (the
+ * oracle, the 2x rule against the fp16 pipeline on its inputs, L within 1e-3); a sequence
+ * of 0 keys must hold O = 0 and L = +inf exactly. Fills max_abs, rel_l2, pipe, L_abs;
+ * FAILs r with the first bad element (decode_check.c). */
+void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seqlens, const float *O,
+                           const float *L, int check_rows);
+
+/* ---- the GPU half (decode.cu) --------------------------------------------------------
+ * GQA PACKING: the G = H / H_kv query heads that share a KV head are the rows of one
+ * block (G x N_q rows, in tiles of DEC_GPU_ROWS), so K/V are read once per KV head. Its
+ * bytes are the model's with the K/V (and block-table) reads of a KV head's G heads
+ * counted once per row tile instead of once per head: dec_hbm_traffic_gpu(pack = true).
+ * pack = false gives dec_hbm_traffic() exactly (the unpacked kernel is the model), except
+ * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
+#define DEC_GPU_ROWS  16      /* query rows a block holds: one mma m-tile            */
+#define DEC_GPU_MAX_NQ 16     /* the decode kernels take N_q <= this (phase 4 beyond) */
+dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, bool pack);
+
+/* The number of splits (FlashAttention-2's num_splits_heuristic, measured on waves): a
+ * launch of `work` blocks per split on a GPU that holds `slots` blocks at once (SMs x
+ * blocks per SM) runs in ceil(work S / slots) waves; its wave efficiency is
+ * (work S / slots) / ceil(work S / slots). When work alone nearly fills the GPU
+ * (>= 80% of the slots), S = 1. Else, over the S <= min(max_splits, slots, n_blocks)
+ * that change the blocks a split gets (ceil(n_blocks / S) != ceil(n_blocks / (S - 1))),
+ * the smallest S whose efficiency is >= 85% of the best. */
+int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits);
+/* The heuristic on a problem: work = B x (H_kv if pack else H) x row tiles, n_blocks =
+ * ceil(N_kv / Bc) with the model's Bc, max 128. */
+int dec_num_splits(const attn_problem_t *p, bool pack, int slots);
+
+/* Device pointers of one decode launch. k, v: the contiguous cache (common/problem.h's
+ * layout), or the pool [n_pages][H_kv][page][d] when page > 0 (table [B][pages_per_seq]).
+ * seqlens NULL: every sequence N_kv keys. ws: dec_gpu_workspace_bytes(p, S) of fp32
+ * partials (O_s [S][B][H][N_q][d], then L_s [S][B][H][N_q]); unused when S = 1. */
+typedef struct {
+    const void *q, *k, *v;
+    const int *seqlens, *table;
+    int page, pages_per_seq;
+    float *o, *L, *ws;
+} dec_gpu_args_t;
+static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)
+{ return S > 1 ? sizeof(float) * (size_t)S * p->B * p->H * p->N_q * (p->d + 1) : 0; }
+
+/* As fa2_mma_config(): 0 it can run d here; -1 not built for d (d = 64 and 128 are);
+ * 1 built, but this device's shared memory is too small (why says so). */
+int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* Blocks of the split kernel the whole GPU holds at once (SMs x occupancy). */
+int dec_gpu_slots(int d);
+/* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
+void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
+/* n fp16 values in [-2, 2) from a hash of (seed, index), made on the device. */
+void dec_gpu_fill(void *x, size_t n, unsigned long long seed);
+/* A paged copy of a contiguous device cache k, v ([B][H_kv][N_kv][d]) into the pools
+ * kpool, vpool ([B pps][H_kv][page][d]) through the device block table (as dec_paged_make
+ * does on the host). */
+void dec_gpu_paginate(const attn_problem_t *p, const void *k, const void *v, const int *table, int page,
+                      int pps, void *kpool, void *vpool);
 
 #ifdef __cplusplus
 }

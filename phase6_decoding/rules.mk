@@ -1,9 +1,9 @@
 # phase6_decoding - Flash-Decoding (split the KV cache, combine by log-sum-exp). Included
-# by the top Makefile. The CPU half: the GPU kernels are not written yet (no _CU).
+# by the top Makefile.
 phase6_LIB  := phase6_decoding/decode_cpu.c phase6_decoding/decode_check.c
 phase6_MAIN := phase6_decoding/main.c
 phase6_TEST := phase6_decoding/test_phase6.c
-phase6_CU   :=
+phase6_CU   := phase6_decoding/decode.cu
 phase6_USES := phase4 phase3 phase2 phase1 phase0
 # `make phase6 run`: the driver's default problem, one token against a 4096-key cache,
 # GQA 32:8, d = 128
@@ -15,14 +15,32 @@ phase6_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 16 --Nkv 1000 --d 64 --causal \
                 | --B 2 --H 8 --Hkv 2 --N 1 --Nkv 1 --d 128 \
                 | --B 1 --H 4 --Hkv 1 --N 20 --Nkv 7 --d 32 --causal
 
-# The sweep: the model's bytes vs the cache length L and vs the number of splits S.
+# The sweep: the model's bytes vs the cache length L and vs the number of splits S; with a
+# GPU, time and GB/s vs L (fa2-mma, split, split-pack), time vs S, paged vs contiguous; and
+# PyTorch's SDPA (flash, cuDNN) on the same decode shapes where torch imports.
 phase6-sweep: phase6-build
 	@mkdir -p $(RESULTS)/phase6
-	$(BUILD)/phase6 --sweep --csv $(RESULTS)/phase6/phase6_sweep.csv
+	$(BUILD)/phase6 --sweep --iters 10 --csv $(RESULTS)/phase6/phase6_sweep.csv
+	@$(PYTHON) tools/decode_peers.py $(RESULTS)/phase6/phase6_peers.csv || true
 	@$(MAKE) --no-print-directory phase6-plot
 
+# Nsight Compute: DRAM bytes of one run of each GPU kernel of the default problem.
 phase6-profile: phase6-build
-	@echo "phase6 profile skipped: the GPU kernels of phase 6 are not written yet"
+	@mkdir -p $(RESULTS)/phase6
+	@test -f $(RESULTS)/phase6/phase6.csv || $(BUILD)/phase6 --quiet --csv $(RESULTS)/phase6/phase6.csv
+	@bash tools/profile.sh $(BUILD)/phase6 $(RESULTS)/phase6/phase6.csv
 
+# compute-sanitizer on small shapes: GQA packing with N_q = 4 causal (two heads a row
+# tile), a cache of 1000 keys (a tail tile), every kernel (paged and ragged with a
+# zero-length sequence), FA_SPLITS=3 (partials and the combine) and S = 1; memcheck,
+# racecheck and initcheck; any error fails.
+PHASE6_SAN_ARGS := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
 phase6-sanitize: phase6-build
-	@echo "phase6 sanitize skipped: the GPU kernels of phase 6 are not written yet"
+	@command -v compute-sanitizer >/dev/null || { echo "phase6 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
+	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase6 sanitize skipped: no usable CUDA device"; exit 0; }; \
+	mkdir -p $(RESULTS)/phase6; \
+	for d in 64 128; do for tool in memcheck racecheck initcheck; do for S in 3 1; do \
+	    echo "FA_SPLITS=$$S compute-sanitizer --tool $$tool $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d"; \
+	    FA_SPLITS=$$S compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d \
+	        --csv $(RESULTS)/phase6/sanitize.csv || exit 1; \
+	done; done; done

@@ -193,8 +193,49 @@ static void test_claims(void)
     report(s8 == want, "S = 8 adds 7 reads of Q and 8 partials written and read back, per head", why);
 }
 
+/* The GPU kernels' bytes (no GPU needed): unpacked = the model's formula; packed = the
+ * model's minus the K/V reads of all but one head of each group (N_q = 1: one row tile). */
+static void test_gpu_bytes(void)
+{
+    char why[200] = "";
+    int ok = 1;
+    for (int Hkv = 1; Hkv <= 8 && ok; Hkv *= 2)
+        for (int S = 1; S <= 64 && ok; S *= 4) {
+            attn_problem_t p = attn_problem(2, 8, Hkv, 1, 3000, 128, false);
+            attn_blocks_t bl = fa2_mma_blocks(128);
+            dec_traffic_t m = dec_hbm_traffic(&p, NULL, bl, S), u = dec_hbm_traffic_gpu(&p, NULL, bl, S, false),
+                          k = dec_hbm_traffic_gpu(&p, NULL, bl, S, true);
+            if (u.total != m.total) { snprintf(why, sizeof why, "Hkv=%d S=%d unpacked %.0f != model %.0f", Hkv, S, u.total, m.total); ok = 0; }
+            else if (k.read_kv * (p.H / Hkv) != m.read_kv || k.total != m.total - m.read_kv + k.read_kv) {
+                snprintf(why, sizeof why, "Hkv=%d S=%d packed K/V %.0f, model %.0f", Hkv, S, k.read_kv, m.read_kv); ok = 0;
+            }
+        }
+    report(ok, "GPU bytes: unpacked == the model's formula; packing reads K/V once per KV head", why);
+}
+
+/* FA2's num_splits_heuristic on waves: what it must pick on known cases. */
+static void test_heuristic(void)
+{
+    char why[200] = "";
+    int ok = 1;
+    struct { int work, slots, nblocks, want; } c[] = {
+        {256, 264, 4096, 1},    /* >= 80% of the slots already: no split */
+        {8, 264, 128, 32},      /* 8 x 32 = 256 of 264 (S = 33 adds only empty splits) */
+        {32, 264, 8192, 8},     /* 32 x 8 = 256 of 264 slots: 97% */
+        {8, 264, 3, 3},         /* no more splits than K/V blocks */
+        {1, 132, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0] && ok; i++) {
+        int S = dec_num_splits_heuristic(c[i].work, c[i].slots, c[i].nblocks, 128);
+        if (S != c[i].want) { snprintf(why, sizeof why, "work %d slots %d blocks %d: S = %d, want %d", c[i].work, c[i].slots, c[i].nblocks, S, c[i].want); ok = 0; }
+    }
+    report(ok, "num_splits heuristic: fills the waves (FA2's rule)", why);
+}
+
 int main(void)
 {
+    test_gpu_bytes();
+    test_heuristic();
     test_combine();
     test_ranges();
     test_pages();

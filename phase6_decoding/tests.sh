@@ -1,5 +1,5 @@
-# phase6_decoding/tests.sh - phase 6's tests (sourced by tools/run_tests.sh). CPU only:
-# the GPU kernels of this phase are not written yet.
+# phase6_decoding/tests.sh - phase 6's tests (sourced by tools/run_tests.sh): the CPU
+# model's, then the GPU kernels' (skipped, with the reason, without a GPU).
 t_units "$BUILD/test_phase6"
 
 P6="$BUILD/phase6"
@@ -18,7 +18,7 @@ t_run   "phase6 CPU rows pass (GQA 32:4, N_q=4, causal)" "$P6" --cpu --quiet --H
 t_run   "phase6 CPU rows pass (MQA H=8 Hkv=1, N_q=16, causal)" "$P6" --cpu --quiet --H 8 --Hkv 1 --N 16 --Nkv 777 --d 32 --causal --csv "$T6/m.csv"
 t_run   "phase6 CPU rows pass (N_q > N_kv causal: fully masked rows)" "$P6" --cpu --quiet --H 4 --Hkv 1 --N 20 --Nkv 7 --d 64 --causal --csv "$T6/f.csv"
 t_run   "phase6 sweep: bytes == formula, L = 1k..8k counted (S = 1, 8, 32; S = 1..128 at 4k), formula to 256k" bash -c "\"$P6\" --sweep --quiet --H 4 --Hkv 2 --csv \"$T6/sweep.csv\" >\"$T6/sweep.log\" && grep -q 'sweep PASS' \"$T6/sweep.log\""
-t_run   "phase6 default run says the GPU kernels are not written yet" bash -c "\"$P6\" --csv \"$T6/n.csv\" | grep -q 'GPU kernels of this phase are not written yet'"
+t_run   "phase6 --cpu run says the GPU rows were skipped, and why" bash -c "\"$P6\" --cpu --csv \"$T6/n.csv\" | grep -q 'GPU rows skipped: '"
 t_run   "phase6 default run: S=1 moves phase 4's bytes" bash -c "\"$P6\" --Nkv 4096 --Hkv 8 --csv \"$T6/n.csv\" | grep -q 'the same: one split is FA2'"
 t_exit2 "phase6 rejects d=48"                "$P6" --d 48
 t_exit2 "phase6 rejects H % Hkv != 0"        "$P6" --H 6 --Hkv 4
@@ -26,8 +26,37 @@ t_exit2 "phase6 rejects N=0"                 "$P6" --N 0
 t_exit2 "phase6 rejects Nkv=0"               "$P6" --Nkv 0
 t_exit2 "phase6 rejects --sram"              "$P6" --sram 4096
 t_exit2 "phase6 rejects an unknown flag"     "$P6" --splits 4
-t_exit2 "phase6 rejects --kernel (no GPU kernel to pick yet)" "$P6" --kernel mma
+t_exit2 "phase6 rejects an unknown kernel"   "$P6" --kernel mma
+t_exit2_says "phase6 rejects FA_SPLITS=0 (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=0 "$P6" --cpu
+t_exit2_says "phase6 rejects FA_SPLITS=abc (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=abc "$P6" --cpu
 t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"
+
+# GPU: every decode row (split, split-pack, paged 16/64/256 in a shuffled pool, ragged
+# with a zero-length sequence, contiguous and paged) against the oracle (2x rule) and
+# phase 4's fa2-mma on the same inputs, on the issue's shapes
+for Nq in 1 4 16; do
+    for L in 1 7 1000 4097; do
+        c=""; [ "$Nq" -gt 1 ] && c=--causal
+        t_gpu "phase6 gpu N_q=$Nq L=$L ${c:-full} GQA 32:8 d=128" "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N $Nq --Nkv $L --d 128 $c --csv "$T6/g.csv"
+    done
+done
+# L = 100000: the oracle checks every row in fp64 (and phase 1's fp16 pipeline), ~ rows x L x d each
+t_gpu "phase6 gpu N_q=1 L=100000 GQA 32:8 d=128" "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 100000 --d 128 --csv "$T6/g.csv"
+t_gpu "phase6 gpu N_q=4 L=100000 causal GQA 8:2 d=128" "$P6" --quiet --iters 2 --H 8 --Hkv 2 --N 4 --Nkv 100000 --d 128 --causal --csv "$T6/g.csv"
+t_gpu "phase6 gpu N_q=1 L=1000 d=64 GQA 32:8 (GPU rows, CPU rows too)" "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 1000 --d 64 --csv "$T6/g.csv"
+t_gpu "phase6 gpu GQA 32:4 N_q=4 L=4097 causal" "$P6" --quiet --iters 2 --H 32 --Hkv 4 --N 4 --Nkv 4097 --d 128 --causal --csv "$T6/g.csv"
+t_gpu "phase6 gpu MQA 32:1 N_q=16 L=1000 causal (two row tiles a block group)" "$P6" --quiet --iters 2 --H 32 --Hkv 1 --N 16 --Nkv 1000 --d 128 --causal --csv "$T6/g.csv"
+t_gpu "phase6 gpu MHA B=3 N_q=1 L=100000 d=64" "$P6" --quiet --iters 2 --B 3 --H 8 --Hkv 8 --N 1 --Nkv 100000 --d 64 --csv "$T6/g.csv"
+t_gpu "phase6 gpu N_q > N_kv causal (fully masked rows) d=64" "$P6" --quiet --iters 2 --H 4 --Hkv 1 --N 16 --Nkv 7 --d 64 --causal --csv "$T6/g.csv"
+for S in 1 3 64 1024; do
+    t_gpu "phase6 gpu FA_SPLITS=$S (empty splits when S exceeds the blocks)" env FA_SPLITS=$S "$P6" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 4 --Nkv 3000 --d 128 --causal --csv "$T6/g.csv"
+done
+t_gpu "phase6 gpu d=32: decode rows n/a with the reason, fa2-mma and the CPU rows pass" bash -c "
+    \"$P6\" --iters 2 --H 4 --Hkv 2 --N 1 --Nkv 500 --d 32 --csv \"$T6/g32.csv\" >\"$T6/g32.log\" 2>&1 || exit 1
+    grep -q '^  n/a split (gpu): the decode kernels are built for d = 64 and 128' \"$T6/g32.log\""
+t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
+    \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"
+    awk '\$1 == \"split-pack\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' \"$T6/gd.log\""
 
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise. CPU only.

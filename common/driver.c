@@ -202,7 +202,7 @@ static const struct { const char *name, *head; } TABLE_COLS[] = {
     {"tflops", ">TFLOP/s"}, {"gbps", ">GB/s"}, {"hbm_model", ">HBM model"},
     {"hbm_meas", ">HBM meas."}, {"max_abs", ">max abs"}, {"rel_l2", ">rel L2"},
     {"L_abs", ">L abs"}, {"vs_prev", ">vs prev"}, {"speedup", ">speedup"},
-    {"vs_first", ">vs first"}, {"verdict", "verdict"},
+    {"vs_first", ">vs first"}, {"extra", ">extra mem"}, {"verdict", "verdict"},
 };
 
 void drv_table_init(table_t *t, const char *const *columns)
@@ -248,6 +248,7 @@ void drv_table_add(table_t *t, const char *const *columns, const drv_row_t *r, c
         else if (COL("vs_prev"))  NUM(r->rel_prev, "%.2e");
         else if (COL("speedup"))  NUM(r->speedup, "%.2fx");
         else if (COL("vs_first") && first && timed) NUM(first->time_ms / r->time_ms, "%.2fx");
+        else if (COL("extra") && !isnan(r->sp_bytes)) cells[i] = fmt_cell(s, "%s", fmt_bytes(r->sp_bytes, b));
 #undef NUM
 #undef COL
     }

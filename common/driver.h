@@ -116,7 +116,7 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet);
 /* ---- the table ------------------------------------------------------------------------
  * Columns by name: kernel device problem blocks sram time tflops gbps hbm_model
  * hbm_meas max_abs rel_l2 L_abs vs_prev verdict (and the ladder's what speedup
- * vs_first). */
+ * vs_first), extra (sp_bytes: the memory a backward needs beyond its inputs and outputs). */
 void drv_table_init(table_t *t, const char *const *columns);
 void drv_table_add(table_t *t, const char *const *columns, const drv_row_t *r, const drv_row_t *first);
 /* The whole table of rows[0..n) under the columns, on stdout ("vs_first" compares with

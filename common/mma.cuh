@@ -9,6 +9,7 @@
  *   load_b_nk()        the B operand of two 8-wide n-tiles over k16, from an array stored
  *                      N x K (rows = n): K_j for S = Q K^T
  *   load_b_kn_trans()  the same from an array stored K x N (rows = k): V_j for P V
+ *   load_a_trans()     the A operand from an array stored K x M (dS^T for dQ = dS K)
  *   mma_16816()        D = A B + D, A 16x16 fp16, B 16x8 fp16, C/D 16x8 fp32
  *
  * Fragment layouts of mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (PTX ISA,
@@ -143,6 +144,25 @@ __device__ __forceinline__ void load_b_kn_trans(uint32_t b[4], const __half *til
 {
     const int l = lane_id();
     ldmatrix_x4_trans(b, tile + ((l / 8 % 2) * 8 + l % 8) * ld + (l / 16) * 8);
+}
+
+/* A operand of a 16x16 tile that is stored TRANSPOSED: an array stored K x M, row k
+ * holding (m = 0, 1, ...), `ld` halves per row; `tile` points at element (k0, m0). This
+ * is dS in dQ = dS K when the backward kept dS^T (keys x queries) in shared memory.
+ * .trans hands a lane (rows 2t, 2t+1 of col g) of each stored 8x8 tile = (m = g, k = 2t,
+ * 2t+1): the A pattern, once each register takes the right tile:
+ *
+ *   stored:        m 0..7                   m 8..15
+ *   k 0..7       tile 0 <- lanes  0..7    tile 1 <- lanes  8..15   -> a[0], a[1]
+ *   k 8..15      tile 2 <- lanes 16..23   tile 3 <- lanes 24..31   -> a[2], a[3]
+ *
+ *   lane l points at row k = (l / 16) * 8 + l % 8, col m = (l / 8 % 2) * 8;
+ *   a[0] = (m 0..7, k 0..7)   a[1] = (m 8..15, k 0..7)   a[2] = (m 0..7, k 8..15) ...
+ */
+__device__ __forceinline__ void load_a_trans(uint32_t a[4], const __half *tile, int ld)
+{
+    const int l = lane_id();
+    ldmatrix_x4_trans(a, tile + ((l / 16) * 8 + l % 8) * ld + (l / 8 % 2) * 8);
 }
 
 /* A tile's `rows` rows of COLS halves from global memory (row stride COLS: a head's Q, K

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "gpu.h"
 #include "hbm.h"
 #include "oracle.h"
 #include "problem.h"
@@ -131,6 +132,55 @@ size_t bwd_fa2(const attn_inputs_t *in, attn_blocks_t b, const float *O, const f
  * sum(dO * O). One "PASS name" / "FAIL name: why" line per check on out; returns the
  * number of FAILs, *nchecks the number of checks. exercises: the names to blame. */
 int bwd_worked(FILE *out, int *nchecks);
+
+/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu) ------------------------------
+ * Device pointers in the layouts above: Q, K, V, dO fp16; O, L (the forward's), D and the
+ * gradients dQ, dK, dV fp32. Asynchronous; every launcher runs the whole backward,
+ * preprocess included, so one call is one timed backward. */
+typedef struct {
+    const void *Q, *K, *V, *dO;     /* fp16                                        */
+    const float *O, *L;             /* the forward's output and log-sum-exp        */
+    float *D;                       /* scratch [B][H][N_q]: rowsum(dO * O)          */
+    float *dQ, *dK, *dV;            /* the gradients (dQ is also the accumulator)  */
+} bwd_gpu_args_t;
+
+/* The preprocess (Alg. 2 l.4): D = rowsum(dO * O), and dQ = 0 when zero_dq (the
+ * accumulator of the atomic kernels). One warp per row. */
+void bwd_preprocess_launch(const attn_problem_t *p, const bwd_gpu_args_t *a, int zero_dq);
+
+/* As fa2.h's *_config: 0 runs here, -1 not built for d (n/a), 1 too little shared memory. */
+int bwd_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+
+/* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
+ * CUDA cores, dQ_i added with fp32 atomics. */
+void bwd_simple_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
+
+/* mma variants (bwd_mma.cu):
+ *   ATOMIC    Alg. 2: one pass, K/V outer, dQ_i added to HBM with fp32 atomics every step
+ *   TWO_PASS  deterministic: pass 1 K/V outer for dK, dV only; pass 2 Q outer for dQ
+ *             (S, P, dP, dS recomputed a second time; no atomics: bit-identical reruns)
+ *   NOSKIP    ATOMIC without the causal skip: every Q block visited, masked elementwise */
+typedef enum { BWD_ATOMIC = 0, BWD_TWO_PASS = 1, BWD_NOSKIP = 2 } bwd_variant_t;
+void bwd_mma_launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_t *a);
+
+/* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
+ * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;
+ * S, P, dP, dS in fp16 buffers of bwd_std_sp_bytes(p, 2) bytes together (sp). */
+void bwd_std_gpu(const attn_problem_t *p, const bwd_gpu_args_t *a, void *sp);
+void bwd_std_gpu_teardown(void);
+
+/* The HBM bytes of the two-pass variant: pass 1 is bwd_hbm_bytes without the dQ
+ * read-modify-write and zeroing; pass 2, per query head and Q block of qr rows: Q_i, dO_i
+ * (4 d qr), L_i, D_i (8 qr), dQ_i written once (4 d qr), and K_j, V_j of every block it
+ * visits (4 d kr); blocks dq (Br x Bc of the dQ kernel). */
+/* The fp64 dQ of one row (b, h, i) from in's fp16-rounded values, alone: its scores, P,
+ * dP, D = rowsum(P dP) and dS over the keys it sees, O(N_kv d) (bwd_check.c). The GPU rows
+ * of a problem too big for oracle_bwd check a spread sample of dQ rows with it. */
+void bwd_oracle_dq_row(const attn_inputs_t *in, int b, int h, int i, double *dq);
+
+double bwd_hbm_bytes_two_pass(const attn_problem_t *p, attn_blocks_t b, attn_blocks_t dq);
+
 
 #ifdef __cplusplus
 }

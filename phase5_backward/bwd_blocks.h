@@ -10,7 +10,13 @@
  *
  * Each row must keep the CPU model's SRAM (bwd_sram_bytes(): K_j, V_j, dK_j, dV_j,
  * Q_i, dO_i, dQ_i, two Br x Bc tiles, L_i, D_i, in fp32) within BWD_SRAM_MAX; bwd_cpu.c
- * asserts it. These are first choices for the CPU model (the GPU session will tune them).
+ * asserts it. The simple kernel (bwd_simple.cu) keeps exactly those fp32 tiles in shared
+ * memory, so it uses these rows too.
+ *
+ * The mma kernel (bwd_mma.cu) keeps dK_j and dV_j in registers and its tiles in fp16, so
+ * its blocks are larger: BWD_MMA_TABLE below, X(d, Br, Bc). Bc = 16 keys per warp, so Bc
+ * also sets the warps (Bc / 16); Br is the rows of Q_i, dO_i a step. The driver gives the
+ * formula those blocks, so the bytes it shows for the mma row are that kernel's.
  */
 #ifndef PHASE5_BWD_BLOCKS_H
 #define PHASE5_BWD_BLOCKS_H
@@ -19,27 +25,211 @@
 
 #ifndef BWD_D32_BR
 #define BWD_D32_BR 64
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D32_BC
 #define BWD_D32_BC 128
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D64_BR
 #define BWD_D64_BR 32
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D64_BC
 #define BWD_D64_BC 128
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D128_BR
 #define BWD_D128_BR 32
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D128_BC
 #define BWD_D128_BC 64
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D256_BR
 #define BWD_D256_BR 16
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 #ifndef BWD_D256_BC
 #define BWD_D256_BC 32
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
+
 #endif
 
 /* X(d, Br, Bc) for every head dimension with its own row; any other d gets d = 64's. */
@@ -48,5 +238,28 @@
     X(64,  BWD_D64_BR,  BWD_D64_BC)       \
     X(128, BWD_D128_BR, BWD_D128_BC)      \
     X(256, BWD_D256_BR, BWD_D256_BC)
+
+/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
+ * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
+#ifndef BWD_MMA_D32_BR
+#define BWD_MMA_D32_BR 64
+#endif
+#ifndef BWD_MMA_D64_BR
+#define BWD_MMA_D64_BR 64
+#endif
+#ifndef BWD_MMA_D128_BR
+#define BWD_MMA_D128_BR 32
+#endif
+#ifndef BWD_MMA_BC
+#define BWD_MMA_BC 128
+#endif
+#define BWD_MMA_TABLE(X)                     \
+    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
+    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
+    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
+
+/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
+#define BWD_DQ_BR 64
+#define BWD_DQ_BC 64
 
 #endif

@@ -1,23 +1,30 @@
 /* main.c - phase 5 driver: the backward pass of attention (FlashAttention-2, Alg. 2).
  *
  *   build/phase5 [--B b --H h --Hkv h --N n --Nkv n --d d --causal --seed s]
- *                [--kernel cpu|all] [--sweep] [--csv file] [--cpu] [--quiet]
+ *                [--kernel cpu|std|simple|mma|two-pass|noskip|fwd-bwd|all] [--iters k]
+ *                [--sweep] [--csv file] [--cpu] [--quiet]
  *
  * Order (docs/design.md, "The driver contract"): parse; inputs with dO from the seed; the
  * forward's O and L from phase 4's CPU model (REF(fa2_cpu)); the CPU rows: the standard
  * backward (S, P, dP, dS stored in fp16 as the GPU baseline will, and in fp32) and FA2's
  * backward model (Alg. 2), each with dQ, dK, dV against the fp64 oracle (REF(oracle_bwd)),
  * its bytes against the chapter's formula, FA2's against the standard's; the table; the
- * CSV; the worked example (chapter 0's 4 x 2); one verdict line. The GPU kernels of this
- * phase are not written yet.
- * --sweep: the models' bytes vs N (counted up to N = 512, the formulas beyond) and the
- * training memory wall at B = 32, H = 8.
+ * CSV; the worked example (chapter 0's 4 x 2); one verdict line.
+ * With a GPU, the GPU rows first run phase 4's forward (fa2-mma) for O and L on the device
+ * (end to end, as training does), then each backward kernel: std (cuBLAS, S, P, dP, dS in
+ * HBM: the previous kernel), simple, mma, two-pass, noskip, each with poisoned outputs,
+ * its dQ, dK, dV against the fp64 oracle (all of them, or a spread sample of dQ rows when
+ * the problem is too big for the CPU oracle) under the 2x rule against std, and against
+ * std's on every element; timed only when it passed. fwd-bwd times the training step.
+ * --sweep: the models' bytes vs N (counted up to N = 512, the formulas beyond), the
+ * training memory wall at B = 32, H = 8, and with a GPU the FA2 paper's setting.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bwd.h"
+#include "bwd_rows.h"
 #include "fa2.h"
 #include "driver.h"
 #include "timer.h"
@@ -25,15 +32,16 @@
 #define PHASE         "phase5"
 #define CPU_MAX_FLOPS 2e8    /* the CPU rows run a smaller problem like it above (attn_small_like) */
 #define WALL_BYTES    80e9   /* an 80 GB GPU (1 GB = 1e9 bytes)                                    */
+#define SIMPLE_MAX_N  4096   /* the sweep times the simple kernel up to this N (it takes seconds)  */
 
-static const char *const KERNELS[] = {"cpu", NULL};
+static const char *const KERNELS[] = {"cpu", "std", "simple", "mma", "two-pass", "noskip", "fwd-bwd", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
-    "d", "causal", "Br", "Bc", "time_ms", "hbm_model", "hbm_formula", "hbm_std", "max_abs", "rel_l2",
-    "rel_prev", "verdict", NULL};
-static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks", "sram", "time",
-    "hbm_model", "max_abs", "rel_l2", "vs_prev", "verdict", NULL};
+    "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_std", "sp_bytes",
+    "max_abs", "rel_l2", "rel_prev", "speedup", "verdict", NULL};
+static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks", "sram", "time", "tflops",
+    "hbm_model", "extra", "max_abs", "rel_l2", "vs_prev", "verdict", NULL};
 static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
-    .summary = "attention backward: the standard pass (S, P, dP, dS in HBM) and FA2's Alg. 2 (K/V outer, Q inner)",
+    .summary = "attention backward: the standard pass (S, P, dP, dS in HBM) and FA2's Alg. 2 (K/V outer, Q inner), CPU models and GPU kernels",
     .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },
     .default_sweep_csv = "results/phase5/phase5_sweep.csv" };
 
@@ -188,16 +196,44 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
            (4 * 2.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
     drv_row_t rw = drv_formula_row("wall", "vsN", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), NAN, bwd_std_bytes(&pw, 2));
     drv_csv_row(D, &rw);
+    if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
+#if HAVE_CUDA
+    else   /* the FA2 paper's setting: hidden 2048, B x N = 16k tokens */
+        for (int c = 0; c <= 1; c++)
+            for (int d = 64; d <= 128; d *= 2)
+                for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
+                    attn_problem_t p = drv_tokens16k(N, d, c);
+                    attn_inputs_t in;
+                    drv_inputs(&in, &p, o->seed, true, PHASE);
+                    drv_row_t rows[8];
+                    int n = bwd_gpu_rows(&in, o, "tokens16k", N <= SIMPLE_MAX_N, rows, NULL);
+                    double t_std = NAN;
+                    for (int k = 0; k < n; k++) {
+                        fails += drv_failed(&rows[k]);
+                        if (strcmp(rows[k].kernel, "std") == 0) t_std = rows[k].time_ms;
+                        if (strcmp(rows[k].kernel, "mma") == 0) rows[k].speedup = t_std / rows[k].time_ms;
+                        drv_csv_row(D, &rows[k]);
+                    }
+                    drv_sweep_line(rows, n);
+                    attn_inputs_free(&in);
+                }
+#endif
     return drv_sweep_end(D, fails);
 }
 
-static void explain(const drv_row_t *rows, int n)
+static void explain(const drv_row_t *rows, int n, size_t rerun)
 {
-    const drv_row_t *s = &rows[0], *f = &rows[n - 1];
+    const drv_row_t *s = &rows[0], *f = &rows[2];
     printf("standard backward: %.0f HBM bytes with fp16 S, P, dP, dS (%.0f in fp32); FA2's Alg. 2 "
            "(Br x Bc = %d x %d, SRAM %.0f bytes): %.0f (%.1fx fewer) = the formula of docs/05_backward.md\n",
            s->hbm_model, rows[1].hbm_model, f->blocks.Br, f->blocks.Bc, f->sram, f->hbm_model,
            s->hbm_model / f->hbm_model);
+    for (int k = 0; k < n; k++)
+        if (strcmp(rows[k].device, "gpu") == 0 && strcmp(rows[k].kernel, "mma") == 0 && drv_passed(&rows[k]))
+            printf("mma adds dQ with atomics: a rerun changed %zu of the gradient elements (two-pass: none, "
+                   "checked bit for bit)\n", rerun);
+    printf("GPU rows: dQ, dK, dV vs the fp64 oracle (rel L2 < 1e-2, max abs <= 2x std's + 1e-4) and vs std "
+           "(vs prev); extra mem: beyond Q, K, V, O, dO and the gradients (std: S, P, dP, dS; flash: D)\n");
 }
 
 int main(int argc, char **argv)
@@ -210,7 +246,7 @@ int main(int argc, char **argv)
     if (o.sweep) return run_sweep(&D, &o);
 
     drv_banner(&D, &o, "attention backward, standard and FlashAttention-2 (Alg. 2: K/V outer, Q inner)");
-    drv_row_t rows[8];
+    drv_row_t rows[16];
     attn_problem_t pc = attn_small_like(&o.p, CPU_MAX_FLOPS);
     int n = run_cpu(&pc, &o, "-", true, rows);
     /* the worked example: its own row, checked against the oracle and finite differences */
@@ -220,9 +256,19 @@ int main(int argc, char **argv)
     int nchk = 0, wf = bwd_worked(o.quiet ? NULL : stdout, &nchk);
     if (wf) drv_fail(&w, "worked example: %d of %d checks failed", wf, nchk);
     drv_blame(&w, EX_FA2[0]);
-    printf("%s: the GPU kernels of this phase are not written yet (CPU models only)\n", PHASE);
     rows[n++] = w;
+    size_t rerun = 0;
+    (void)rerun;
+#if HAVE_CUDA
+    if (D.gpu) {
+        attn_inputs_t in;
+        drv_inputs(&in, &o.p, o.seed, true, PHASE);
+        n += bwd_gpu_rows(&in, &o, "-", true, rows + n, &rerun);
+        attn_inputs_free(&in);
+    }
+#endif
+    if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);
     drv_print_rows(&D, TABLE_COLS, rows, n);
-    if (!o.quiet) explain(rows, n - 1);
+    if (!o.quiet) explain(rows, n, rerun);
     return drv_finish(&D, rows, n, o.quiet);
 }

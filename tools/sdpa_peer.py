@@ -88,10 +88,12 @@ def header(phase, argv):
 BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
 
 
-def main(argv=None, backends=("math", "flash"), phase="peer", command=None):
+def main(argv=None, backends=("math", "flash"), phase="peer", command=None, mode="fwd"):
     """argv: [OUT.csv, spec...]; backends: names from BACKENDS (tools/peers.py asks for
     flash and cudnn); phase and command: what the CSV's header says (command defaults to
-    this process's own command line)."""
+    this process's own command line). mode: "fwd" times the forward; "bwd" the backward
+    alone (torch.autograd.grad of one saved forward: dQ, dK, dV, nothing accumulated),
+    FLOPs 2.5x the forward's; "fwdbwd" a forward and its backward, 3.5x."""
     argv = sys.argv[1:] if argv is None else argv
     command = sys.argv if command is None else command
     if len(argv) < 2 or not torch.cuda.is_available():
@@ -103,7 +105,11 @@ def main(argv=None, backends=("math", "flash"), phase="peer", command=None):
     for spec in argv[1:]:
         B, H, N, d, causal = (int(x) for x in spec.split(","))
         q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
-        flops = 4.0 * B * H * N * N * d / (2 if causal else 1)
+        flops = 4.0 * B * H * N * N * d / (2 if causal else 1) * {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}[mode]
+        if mode != "fwd":
+            for x in (q, k, v):
+                x.requires_grad_(True)
+            do = torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
         for name in backends:
             backend = getattr(SDPBackend, BACKENDS[name], None)
             note, t = "", float("nan")
@@ -111,7 +117,15 @@ def main(argv=None, backends=("math", "flash"), phase="peer", command=None):
                 if backend is None:
                     raise RuntimeError(f"this torch has no SDPBackend.{BACKENDS[name]}")
                 with sdpa_kernel(backend):
-                    t = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
+                    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))  # noqa: E731
+                    if mode == "fwd":
+                        t = time_ms(sdpa)
+                    elif mode == "bwd":
+                        o = sdpa()
+                        t = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+                        del o
+                    else:
+                        t = time_ms(lambda: torch.autograd.grad(sdpa(), (q, k, v), do))
             except Exception as e:
                 note = str(e).splitlines()[0][:80].replace(",", ";")
             torch.cuda.empty_cache()
@@ -120,6 +134,8 @@ def main(argv=None, backends=("math", "flash"), phase="peer", command=None):
             print("sdpa_peer:", line, flush=True)
             out.write(line.replace("nan", "") + "\n")
         del q, k, v
+        if mode != "fwd":
+            del do
         torch.cuda.empty_cache()
 
 

@@ -1,0 +1,225 @@
+/* bwd_rows.c - phase 5's GPU rows: one problem's buffers, the forward that feeds the
+ * backward, and each backward kernel poisoned, run, checked, then timed (bwd.h). The
+ * driver (main.c) calls bwd_gpu_rows() once per problem; no algorithm lives here.
+ *
+ * The checks of a kernel's dQ, dK, dV (docs/05_backward.md, "Checking a backward"):
+ *   - against the fp64 oracle: every element when the problem is small enough for
+ *     oracle_bwd on the CPU (BWD_FULL_ORACLE_FLOPS), else a spread sample of dQ rows
+ *     (bwd_oracle_dq_row: a row's dQ needs only that row);
+ *   - the flash-attention test suite's rule: rel L2 < 1e-2 and max abs <= 2x the
+ *     standard fp16 backward's (std, run first, on the same elements) + 1e-4;
+ *   - against std's gradients on every element (the previous kernel): rel L2 < 1e-2.
+ * No NaN or inf passes (common/check.c). Outputs are poisoned before every checked run.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bwd.h"
+#include "bwd_rows.h"
+#include "fa2.h"
+
+#if HAVE_CUDA
+#define PHASE "phase5"
+#define BWD_FULL_ORACLE_FLOPS 4e9   /* backward FLOPs up to which oracle_bwd checks everything */
+#define DQ_SAMPLE_ROWS 192          /* else: this many dQ rows, spread (attn_check_rows)       */
+#define BWD_REL_L2 1e-2             /* the and flash-attention's rel L2 bound          */
+
+typedef enum { K_STD, K_SIMPLE, K_MMA, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
+static const char *const KIND[] = {"std", "simple", "mma", "two-pass", "noskip", "fwd-bwd"};
+static const char *const EX_SIMPLE = "bwd.causal_range_gpu, bwd.recompute_P_gpu";
+static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
+
+typedef struct {
+    const attn_inputs_t *in;
+    drv_gpu_bufs_t fw;          /* Q, K, V, and the forward's O, L                       */
+    bwd_gpu_args_t a;           /* + dO, D, dQ, dK, dV                                   */
+    void *sp;                   /* std's S, P, dP, dS (fp16), NULL when they do not fit  */
+    double *ref[3];             /* the oracle's dQ, dK, dV (all), or NULL                */
+    int nrows, *bhi;            /* else: the sampled dQ rows (b, h, i) ...               */
+    double *refq;               /* ... and their oracle dQ                               */
+    double yard[3];             /* std's max abs per tensor: the 2x rule's yardstick     */
+    float *prev[3];             /* std's gradients (host), or NULL                       */
+} bctx_t;
+
+typedef struct { attn_problem_t p; kind_t kind; const bctx_t *c; } launch_t;
+
+static void launch(void *ctx)
+{
+    const launch_t *x = ctx;
+    const bwd_gpu_args_t *a = &x->c->a;
+    switch (x->kind) {
+    case K_STD:      bwd_std_gpu(&x->p, a, x->c->sp); break;
+    case K_SIMPLE:   bwd_simple_launch(&x->p, a); break;
+    case K_MMA:      bwd_mma_launch(&x->p, BWD_ATOMIC, a); break;
+    case K_TWO_PASS: bwd_mma_launch(&x->p, BWD_TWO_PASS, a); break;
+    case K_NOSKIP:   bwd_mma_launch(&x->p, BWD_NOSKIP, a); break;
+    case K_FWD_BWD:  /* the training step: phase 4's forward, then this backward */
+        fa2_mma_launch(&x->p, FA2_FULL, a->Q, a->K, a->V, (float *)a->O, (float *)a->L);
+        bwd_mma_launch(&x->p, BWD_ATOMIC, a);
+        break;
+    }
+}
+
+static size_t n_of(const attn_problem_t *p, int t) { return t == 0 ? attn_q_elems(p) : attn_kv_elems(p); }
+
+static void fetch(const bctx_t *c, float *g[3])
+{
+    const float *src[3] = { c->a.dQ, c->a.dK, c->a.dV };
+    for (int t = 0; t < 3; t++) gpu_download(g[t], src[t], n_of(&c->in->p, t) * sizeof(float));
+}
+
+/* dQ, dK, dV of one run against the oracle and std's; the row keeps the largest errors. */
+static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const char *ex)
+{
+    static const char *const NAME[3] = {"dQ", "dK", "dV"};
+    const attn_problem_t *p = &c->in->p;
+    double ma = 0, rl = 0;
+    int compared = 0;
+    for (int t = 0; t < 3; t++) {
+        /* std is the yardstick: held to the fp16 pipeline's rel L2 (its max abs is what the
+         * others are measured by); the flash kernels to the 2x rule */
+        tol_t tol = { TOL_FP16_REL_L2, 0.05 };
+        if (kind != K_STD) {
+            tol.rel_l2 = BWD_REL_L2;
+            tol.max_abs = isnan(c->yard[t]) ? DBL_MAX : 2.0 * c->yard[t] + TOL_ABS_SLACK;
+        }
+        if (c->ref[0]) {
+            drv_compare(r, "vs the fp64 oracle_bwd", NAME[t], g[t], c->ref[t], n_of(p, t), p->d, tol, true, ex);
+        } else if (t == 0) {   /* the sampled dQ rows */
+            float *rowsv = xmalloc((size_t)c->nrows * p->d * sizeof(float), PHASE);
+            for (int k = 0; k < c->nrows; k++)
+                memcpy(rowsv + (size_t)k * p->d, g[0] + attn_q_offset(p, c->bhi[3 * k], c->bhi[3 * k + 1]) +
+                       (size_t)c->bhi[3 * k + 2] * p->d, p->d * sizeof(float));
+            drv_compare(r, "vs the fp64 oracle (sampled dQ rows)", "dQ", rowsv, c->refq, (size_t)c->nrows * p->d,
+                        p->d, tol, true, ex);
+            free(rowsv);
+        } else continue;
+        if (kind == K_STD) c->yard[t] = r->max_abs;
+        ma = fmax(ma, r->max_abs); rl = fmax(rl, r->rel_l2);
+        compared++;
+    }
+    if (compared) { r->max_abs = ma; r->rel_l2 = rl; }
+    r->rows_checked = c->ref[0] ? (int)attn_l_elems(p) : c->nrows;
+    if (kind != K_STD && c->prev[0]) {
+        static const char *const PREV[3] = {"std's dQ", "std's dK", "std's dV"};
+        for (int t = 0; t < 3; t++) drv_compare_prev(r, PREV[t], g[t], c->prev[t], n_of(p, t), BWD_REL_L2);
+    }
+    drv_blame(r, ex);
+}
+
+/* One kernel: its blocks and bytes, the checked run, the timing. */
+static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters, size_t *rerun_diff)
+{
+    const attn_problem_t *p = &c->in->p;
+    drv_row_t r = drv_row(KIND[kind], "gpu", sweep, p);
+    r.flops = attn_flops_bwd(p);
+    r.hbm_std = bwd_std_bytes(p, 2);
+    r.sp_bytes = 4.0 * attn_l_elems(p);   /* D: the flash kernels' only extra memory */
+    launch_t x = { *p, kind, c };
+    const char *ex = kind == K_SIMPLE ? EX_SIMPLE : kind == K_STD ? NULL : EX_MMA;
+    gpu_kernel_config_t cfg;
+    char why[200];
+    if (kind == K_STD) {
+        r.hbm_model = r.hbm_formula = bwd_std_bytes(p, 2);
+        r.sp_bytes = bwd_std_sp_bytes(p, 2);
+        if (!c->sp) { drv_not_run(&r, "OOM", "S, P, dP, dS (fp16) do not fit in device memory"); return r; }
+    } else {
+        int rc = (kind == K_SIMPLE ? bwd_simple_config : bwd_mma_config)(p->d, &cfg, why, sizeof why);
+        if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
+        if (kind == K_FWD_BWD && !fa2_mma_supports(p->d)) { drv_not_run(&r, "n/a", "phase 4's fa2-mma is not built for this d"); return r; }
+        r.blocks = cfg.blocks;
+        attn_problem_t pf = *p;
+        if (kind == K_NOSKIP) pf.causal = false;   /* every Q block read: a full mask's bytes */
+        r.hbm_model = r.hbm_formula = kind == K_TWO_PASS
+            ? bwd_hbm_bytes_two_pass(p, cfg.blocks, (attn_blocks_t){ BWD_DQ_BR, BWD_DQ_BC })
+            : bwd_hbm_bytes(&pf, cfg.blocks);
+        if (kind == K_FWD_BWD) {
+            r.flops = attn_flops_fwd(p) + attn_flops_bwd(p);
+            r.hbm_model = r.hbm_formula = NAN;
+        }
+    }
+    float *g[3];
+    for (int t = 0; t < 3; t++) g[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
+    gpu_poison_f32(c->a.dQ, attn_q_elems(p));
+    gpu_poison_f32(c->a.dK, attn_kv_elems(p));
+    gpu_poison_f32(c->a.dV, attn_kv_elems(p));
+    launch(&x);
+    gpu_sync();
+    fetch(c, g);
+    check(&r, c, g, kind, ex);
+    if (kind == K_TWO_PASS || kind == K_MMA) {   /* determinism: a second run, bit for bit */
+        float *g2[3];
+        for (int t = 0; t < 3; t++) g2[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
+        launch(&x);
+        gpu_sync();
+        fetch(c, g2);
+        size_t diff = 0;
+        for (int t = 0; t < 3; t++)
+            for (size_t e = 0; e < n_of(p, t); e++) diff += memcmp(&g[t][e], &g2[t][e], sizeof(float)) != 0;
+        if (kind == K_TWO_PASS && diff)
+            drv_fail(&r, "not deterministic: a rerun changed %zu gradient elements", diff);
+        if (rerun_diff) *rerun_diff = diff;
+        for (int t = 0; t < 3; t++) free(g2[t]);
+    }
+    if (kind == K_STD && drv_passed(&r))
+        for (int t = 0; t < 3; t++) { c->prev[t] = g[t]; g[t] = NULL; }   /* the previous kernel */
+    if (drv_passed(&r) && iters > 0) r.time_ms = gpu_time_ms(launch, &x, 2, iters);
+    for (int t = 0; t < 3; t++) free(g[t]);
+    return r;
+}
+
+int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, bool simple_ok,
+                 drv_row_t *rows, size_t *rerun_diff)
+{
+    const attn_problem_t *p = &in->p;
+    bctx_t c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    for (int t = 0; t < 3; t++) c.yard[t] = NAN;
+    /* the forward on the GPU: phase 4's kernel (its simple one for a d mma lacks) */
+    c.fw = drv_gpu_alloc(in, DRV_SP_NONE);
+    c.a.Q = c.fw.Q; c.a.K = c.fw.K; c.a.V = c.fw.V;
+    c.a.O = c.fw.O; c.a.L = c.fw.L;
+    void *dO = gpu_malloc(attn_q_elems(p) * 2);
+    gpu_upload(dO, in->do_h, attn_q_elems(p) * 2);
+    c.a.dO = dO;
+    c.a.D = gpu_malloc(attn_l_elems(p) * sizeof(float));
+    c.a.dQ = gpu_malloc(attn_q_elems(p) * sizeof(float));
+    c.a.dK = gpu_malloc(attn_kv_elems(p) * sizeof(float));
+    c.a.dV = gpu_malloc(attn_kv_elems(p) * sizeof(float));
+    if (fa2_mma_supports(p->d)) fa2_mma_launch(p, FA2_FULL, c.a.Q, c.a.K, c.a.V, c.fw.O, c.fw.L);
+    else fa2_simple_launch(p, c.a.Q, c.a.K, c.a.V, c.fw.O, c.fw.L);
+    /* std's S, P, dP, dS when they fit with 1 GiB to spare */
+    size_t free_b = 0, total_b = 0;
+    const double sp = bwd_std_sp_bytes(p, 2);
+    if (gpu_mem_info(&free_b, &total_b) == 0 && sp + (1u << 30) < (double)free_b) c.sp = gpu_malloc((size_t)sp);
+    /* the oracle */
+    if (attn_flops_bwd(p) <= BWD_FULL_ORACLE_FLOPS) {
+        for (int t = 0; t < 3; t++) c.ref[t] = xmalloc(n_of(p, t) * sizeof(double), PHASE);
+        REF(oracle_bwd)(p, in->q, in->k, in->v, in->dO, c.ref[0], c.ref[1], c.ref[2]);
+    } else {
+        c.bhi = xmalloc(3 * DQ_SAMPLE_ROWS * sizeof(int), PHASE);
+        c.nrows = attn_check_rows(p, DQ_SAMPLE_ROWS, c.bhi);
+        c.refq = xmalloc((size_t)c.nrows * p->d * sizeof(double), PHASE);
+        for (int k = 0; k < c.nrows; k++)
+            bwd_oracle_dq_row(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d);
+    }
+    int n = 0;
+    const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* simple takes seconds at 16k tokens */
+    /* std: the yardstick and the previous kernel, always run; timed and a row when asked */
+    const bool want_std = cli_kernel_selected(o, "std");
+    rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL);
+    if (want_std) n++;
+    if (cli_kernel_selected(o, "simple") && simple_ok) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL);
+    for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)
+        if (cli_kernel_selected(o, KIND[k])) rows[n++] = run_kernel(&c, k, sweep, o->iters, k == K_MMA ? rerun_diff : NULL);
+    for (int t = 0; t < 3; t++) { free(c.ref[t]); free(c.prev[t]); }
+    free(c.bhi); free(c.refq);
+    if (c.sp) gpu_free(c.sp);
+    gpu_free(dO); gpu_free(c.a.D); gpu_free(c.a.dQ); gpu_free(c.a.dK); gpu_free(c.a.dV);
+    drv_gpu_free(&c.fw);
+    return n;
+}
+#endif

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""bwd_peers.py - the official FlashAttention-2 backward (and cuDNN's) on the phase-5
+sweep's shapes, as peer lines for chapter 5's plots. Optional: without PyTorch it says so
+and writes nothing.
+
+    python3 tools/bwd_peers.py OUT.csv          (make phase5-sweep runs it)
+
+Shapes: the FA2 paper's setting: fp16, hidden 2048 (H = 2048 / d), B x N = 16k tokens,
+N = 512..16384, d = 64 and 128, causal and not. Each shape twice: the backward alone
+(mode bwd, "<backend>" rows) and a forward with its backward (mode fwdbwd,
+"<backend>-fwdbwd" rows: the training step). Timing, CSV and header: tools/sdpa_peer.py.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import torch  # noqa: F401
+except Exception as e:
+    print(f"bwd_peers: skipped: PyTorch not importable ({e})")
+    sys.exit(0)
+import sdpa_peer  # noqa: E402
+
+
+def shapes():
+    for causal in (0, 1):
+        for d in (64, 128):
+            N = 512
+            while N <= 16384:
+                yield f"{16384 // N},{2048 // d},{N},{d},{causal}"
+                N *= 2
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: bwd_peers.py OUT.csv")
+        sys.exit(2)
+    out = sys.argv[1]
+    base, ext = os.path.splitext(out)
+    sdpa_peer.main([out] + list(shapes()), backends=("flash", "cudnn"), phase="phase5 (peers, backward)", mode="bwd")
+    sdpa_peer.main([base + "_fwdbwd" + ext] + list(shapes()), backends=("flash", "cudnn"),
+                   phase="phase5 (peers, forward + backward)", mode="fwdbwd")

@@ -101,6 +101,7 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
     int n = 0;
     for (int e = 2; e <= 4; e += 2) {   /* the standard backward, fp16 then fp32 storage */
         drv_row_t r = drv_row(e == 2 ? "std-bwd" : "std-bwd-fp32", "cpu", sweep, pc);
+        r.flops = attn_flops_bwd(pc);
         grads_t *x = e == 2 ? &s16 : &s32;
         hbm_reset(&m);
         double t0 = now_seconds();
@@ -121,6 +122,7 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
         rows[n++] = r;
     }
     drv_row_t r = drv_row("fa2-bwd", "cpu", sweep, pc);
+    r.flops = attn_flops_bwd(pc);
     r.blocks = bl;
     hbm_reset(&m);
     double t0 = now_seconds();

@@ -79,33 +79,47 @@ __device__ __forceinline__ float dex2(float x)
     return y;
 }
 
+/* Rows of a K/V tile one thread copies: thread t copies the 16-byte chunks t + k THREADS,
+ * k < KV_ROWS, each of a row of its own (row (t + k THREADS) / (D / 8)). */
+template <int D> struct KvRows { static constexpr int N = BK * (D / 8) / DTHREADS; };
+
+/* The pool pages of this thread's rows of the tile at jt (paged cache), fetched one tile
+ * ahead of their use so that the table's latency hides behind a tile's compute. */
+template <int D>
+__device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecArgs &a, int b, int jt, int kend)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int k = 0; k < KvRows<D>::N; k++) {
+        const int j = jt + (int)(threadIdx.x + k * DTHREADS) / CH;
+        /* EXERCISE dec.page_lookup_gpu: the pool page of key j of sequence b, through the block table
+         * HINT: as dec.page_lookup: a.table holds a.pps pool pages per sequence (row b); the
+         * HINT: entry of key j's page (j / a.page) is the pool page. A key at or past kend is
+         * HINT: never read (set 0: its table entry may not exist). */
+        pid[k] = j < kend ? a.table[(size_t)b * a.pps + j / a.page] : 0;
+        /* STUB: pid[k] = b * a.pps + j / a.page; (void)kend; */
+        /* END EXERCISE */
+    }
+}
+
 /* Keys [jt, jt + BK) of KV head kvh of sequence b into shared memory (K and V), rows at or
- * past kend zero-filled (and never read from HBM). Every thread issues D / 8 x BK / THREADS
- * 16-byte copies per tensor. */
+ * past kend zero-filled (and never read from HBM). pid: the pool pages of this thread's
+ * rows (fetch_pages) when paged: the pool is [n_pages][H_kv][page][D], key j row j % page
+ * of its page. */
 template <int D, bool PAGED>
-__device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a, int b, int kvh, int jt, int kend)
+__device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a, int b, int kvh, int jt, int kend,
+                                        const int (&pid)[KvRows<D>::N])
 {
     constexpr int LDH = DCfg<D>::LDH, CH = D / 8;   /* 16-byte chunks per row */
     const attn_problem_t &p = a.p;
 #pragma unroll
-    for (int k = 0; k < BK * CH / DTHREADS; k++) {
+    for (int k = 0; k < KvRows<D>::N; k++) {
         const int c = threadIdx.x + k * DTHREADS, r = c / CH, col = (c % CH) * 8, j = jt + r;
         const bool valid = j < kend;
         size_t row = 0;   /* element offset of key j's row in K (and V) */
-        if (valid) {
-            if (PAGED) {
-                /* EXERCISE dec.page_lookup_gpu: the pool row of key j (KV head kvh, sequence b) through the block table
-                 * HINT: as dec.page_lookup: a.table holds a.pps pool pages per sequence (row b);
-                 * HINT: the entry of key j's page gives the pool page; the pool is
-                 * HINT: [n_pages][H_kv][a.page][D], and the key is row j % a.page of its page. */
-                const int pool_page = a.table[(size_t)b * a.pps + j / a.page];
-                row = (((size_t)pool_page * p.H_kv + kvh) * (size_t)a.page + (size_t)(j % a.page)) * D;
-                /* STUB: row = (((size_t)b * p.H_kv + kvh) * (size_t)a.page + (size_t)(j % a.page)) * D; */
-                /* END EXERCISE */
-            } else {
-                row = (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
-            }
-        }
+        if (valid)
+            row = PAGED ? (((size_t)pid[k] * p.H_kv + kvh) * (size_t)a.page + (size_t)(j % a.page)) * D
+                        : (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
         cp_async16(Ks + r * LDH + col, a.K + row + col, valid);
         cp_async16(Vs + r * LDH + col, a.V + row + col, valid);
     }
@@ -161,9 +175,12 @@ dec_split_kernel(const DecArgs a)
     }
 
     /* Q's rows (zero past nrows) and the first K/V tile */
+    int pid[KvRows<D>::N] = {};   /* pool pages of the next tile this thread copies (paged) */
+    if (PAGED) fetch_pages<D>(pid, a, b, k0, k1);
     cp_async_tile<D, LDH, DTHREADS>(Qs, a.Q + row_base * D, ROWS, nrows);
-    load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, k0, k1);
+    load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, k0, k1, pid);
     cp_async_commit();
+    if (PAGED) fetch_pages<D>(pid, a, b, k0 + BK, k1);   /* tile 1's, a tile ahead */
 
     const float sl2 = p.scale * 1.4426950408889634f;   /* e^(scale x) = 2^(sl2 x) */
     /* this thread's rows g and g + 8 of the tile: the last key each may see (causal,
@@ -191,8 +208,9 @@ dec_split_kernel(const DecArgs a)
         }
         if (tt + 1 < ntiles) {   /* tile tt + 1 streams in while this one is computed */
             __half *nx = KVs + (1 - st) * 2 * BK * LDH;
-            load_kv<D, PAGED>(nx, nx + BK * LDH, a, b, kvh, jt + BK, k1);
+            load_kv<D, PAGED>(nx, nx + BK * LDH, a, b, kvh, jt + BK, k1, pid);
             cp_async_commit();
+            if (PAGED) fetch_pages<D>(pid, a, b, jt + 2 * BK, k1);   /* tile tt + 2's pages, a tile ahead */
         }
         const int jw = jt + warp * KW;   /* this warp's 16 keys */
         if (jw >= k1) continue;          /* warp-uniform: past the range's end */
@@ -302,23 +320,29 @@ dec_split_kernel(const DecArgs a)
     if (tid < nrows) Ldst[tid] = Lrow[tid];
 }
 
-/* The combine: one warp per query row (rows of [B][H][N_q]), S partials each. */
+/* The combine: one warp per query row (rows of [B][H][N_q]), S partials each. The S
+ * weights go through shared memory so that the O loop issues its loads unrolled, several
+ * partial rows in flight at once (a loop of dependent loads would wait on each). */
+#define DEC_MAX_SPLITS 1024
 template <int D>
 __global__ void __launch_bounds__(DTHREADS)
 dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
 {
-    const int lane = threadIdx.x % 32, row = blockIdx.x * DWARPS + threadIdx.x / 32;
-    if (row >= nrows) return;   /* warp-uniform */
+    __shared__ float wsh[DWARPS][DEC_MAX_SPLITS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, row = blockIdx.x * DWARPS + warp;
+    if (row >= nrows) return;   /* warp-uniform; no block-wide barrier below */
     const size_t nq = (size_t)nrows * D;
+    float *w = wsh[warp];
     float acc[D / 32];          /* columns lane, lane + 32, ...: every load coalesced */
 #pragma unroll
     for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
     float lse;
     /* EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
-     * HINT: as dec.combine: m = max_s L_s (Lpart[s * nrows + row]; the lanes share the S
-     * HINT: values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
+     * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
+     * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
      * HINT: row is O = 0 (acc as it is) and lse = +inf. Else lse = m + log sum_s e^{L_s - m}
-     * HINT: (a warp sum the same way) and acc[k] = sum_s e^{L_s - lse} O_s[row][lane + 32 k]
+     * HINT: (a warp sum the same way), w[s] = e^{L_s - lse} (w: this warp's shared array;
+     * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
      * HINT: (O_s at Opart + s * nq + row * D). */
     float m = -INFINITY;
     for (int s = lane; s < S; s += 32) m = fmaxf(m, Lpart[(size_t)s * nrows + row]);
@@ -332,14 +356,16 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
         lse = m + logf(sum);
+        for (int s = lane; s < S; s += 32) w[s] = expf(Lpart[(size_t)s * nrows + row] - lse);
+        __syncwarp();   /* every lane's weights are visible to the whole warp */
+#pragma unroll 8
         for (int s = 0; s < S; s++) {
-            const float w = expf(Lpart[(size_t)s * nrows + row] - lse);
             const float *Os = Opart + (size_t)s * nq + (size_t)row * D;
 #pragma unroll
-            for (int k = 0; k < D / 32; k++) acc[k] += w * Os[lane + 32 * k];
+            for (int k = 0; k < D / 32; k++) acc[k] += w[s] * Os[lane + 32 * k];
         }
     }
-    /* STUB: lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; */
+    /* STUB: lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; (void)w; */
     /* END EXERCISE */
 #pragma unroll
     for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
@@ -425,7 +451,7 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
-    if (S > 1) {
+    if (S > 1) {   /* S <= DEC_MAX_SPLITS: the driver takes FA_SPLITS up to 1024 */
         const int blocks = (int)((nrows + DWARPS - 1) / DWARPS);
         if (p->d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
         else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);

@@ -30,17 +30,19 @@ phase6-profile: phase6-build
 	@test -f $(RESULTS)/phase6/phase6.csv || $(BUILD)/phase6 --quiet --csv $(RESULTS)/phase6/phase6.csv
 	@bash tools/profile.sh $(BUILD)/phase6 $(RESULTS)/phase6/phase6.csv
 
-# compute-sanitizer on small shapes: GQA packing with N_q = 4 causal (two heads a row
+# compute-sanitizer on a small shape: GQA packing with N_q = 4 causal (two heads a row
 # tile), a cache of 1000 keys (a tail tile), every kernel (paged and ragged with a
-# zero-length sequence), FA_SPLITS=3 (partials and the combine) and S = 1; memcheck,
-# racecheck and initcheck; any error fails.
+# zero-length sequence); memcheck at d = 64 and 128, with partials and the combine
+# (FA_SPLITS=3) and without (FA_SPLITS=1); racecheck and initcheck at d = 128, S = 3.
+# Any error fails.
 PHASE6_SAN_ARGS := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
+PHASE6_SAN_RUNS := memcheck:64:3 memcheck:128:1 memcheck:128:3 racecheck:128:3 initcheck:128:3
 phase6-sanitize: phase6-build
 	@command -v compute-sanitizer >/dev/null || { echo "phase6 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
 	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase6 sanitize skipped: no usable CUDA device"; exit 0; }; \
 	mkdir -p $(RESULTS)/phase6; \
-	for d in 64 128; do for tool in memcheck racecheck initcheck; do for S in 3 1; do \
+	for run in $(PHASE6_SAN_RUNS); do IFS=: read -r tool d S <<<"$$run"; \
 	    echo "FA_SPLITS=$$S compute-sanitizer --tool $$tool $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d"; \
 	    FA_SPLITS=$$S compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d \
 	        --csv $(RESULTS)/phase6/sanitize.csv || exit 1; \
-	done; done; done
+	done

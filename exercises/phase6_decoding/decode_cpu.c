@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fa2.h"
 #include "online_softmax.h"
 #include "ref.h"
 #include "rng.h"
@@ -125,6 +126,69 @@ dec_traffic_t dec_hbm_traffic(const attn_problem_t *p, const dec_cache_t *c, att
 double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S)
 {
     return dec_hbm_traffic(p, c, b, S).total;
+}
+
+/* The GPU kernels' bytes: the model's terms per block of the launch (decode.h). A block
+ * holds DEC_GPU_ROWS rows of a group (one query head, or with packing the G heads of a KV
+ * head, N_q rows each) and the keys of its split; it reads Q's rows once and the split's
+ * K/V rows once for all of them. The kernels take N_q <= DEC_GPU_MAX_NQ <= Br: one Q block,
+ * which sees every key of its sequence (split_keys with i0 = 0, qr = N_q). */
+dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S, bool pack)
+{
+    dec_traffic_t t;
+    memset(&t, 0, sizeof t);
+    const double d = p->d;
+    const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, R = G * p->N_q;
+    for (int b = 0; b < p->B; b++) {
+        const int n = dec_seqlen(p, c, b);
+        for (int grp = 0; grp < groups; grp++)
+            for (int r0 = 0; r0 < R; r0 += DEC_GPU_ROWS) {
+                const int nrows = R - r0 < DEC_GPU_ROWS ? R - r0 : DEC_GPU_ROWS;
+                for (int s = 0; s < S; s++) {
+                    int k0, k1;
+                    split_keys(p, n, 0, p->N_q, bl, S, s, &k0, &k1);
+                    if (ragged) t.read_seqlens += 4.0;
+                    if (k1 > k0) {
+                        t.read_q += 2.0 * nrows * d;
+                        t.read_kv += 4.0 * (k1 - k0) * d;
+                        if (paged)
+                            for (int j0 = k0; j0 < k1; j0 += bl.Bc)
+                                t.read_table += 4.0 * pages_spanned(j0, k1 - j0 < bl.Bc ? k1 - j0 : bl.Bc, c->page);
+                    }
+                    if (S > 1) t.write_part += 4.0 * nrows * (d + 1);
+                }
+                if (S > 1) t.read_part += 4.0 * nrows * S * (d + 1);
+                t.write_o += 4.0 * nrows * (d + 1);
+            }
+    }
+    t.total = t.read_q + t.read_kv + t.read_table + t.read_seqlens + t.write_part + t.read_part + t.write_o;
+    return t;
+}
+
+int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
+{
+    if (work >= 0.8 * slots) return 1;   /* one split already nearly fills the GPU */
+    if (max_splits > slots) max_splits = slots;
+    if (max_splits > n_blocks) max_splits = n_blocks;
+    double best = 0.0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int S = 1; S <= max_splits; S++) {
+            /* a split count that gives every split as many blocks as S - 1 did only adds
+             * empty splits */
+            if (S > 1 && (n_blocks + S - 1) / S == (n_blocks + S - 2) / (S - 1)) continue;
+            const double waves = (double)work * S / slots, eff = waves / ceil(waves);
+            if (pass == 0 && eff > best) best = eff;
+            if (pass == 1 && eff >= 0.85 * best) return S;
+        }
+    return 1;
+}
+
+int dec_num_splits(const attn_problem_t *p, bool pack, int slots)
+{
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
+    const int tiles = (G * p->N_q + DEC_GPU_ROWS - 1) / DEC_GPU_ROWS, Bc = fa2_mma_blocks(p->d).Bc;
+    return dec_num_splits_heuristic(p->B * groups * tiles, slots, (p->N_kv + Bc - 1) / Bc, 128);
 }
 
 size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
@@ -247,6 +311,19 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
     return peak;
 }
 
+void dec_table_shuffle(int *table, int np, uint64_t seed)
+{
+    /* a shuffled pool: sequence b's page q lives at pool page table[b pps + q] */
+    rng_t rng;
+    rng_seed(&rng, seed);
+    for (int e = 0; e < np; e++) table[e] = e;
+    for (int e = np - 1; e > 0; e--) {
+        const int f = (int)(rng_u64(&rng) % (uint64_t)(e + 1)), t = table[e];
+        table[e] = table[f];
+        table[f] = t;
+    }
+}
+
 int dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int *seqlens, uint64_t seed)
 {
     const attn_problem_t *p = &in->p;
@@ -257,15 +334,7 @@ int dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int
     pg->k = calloc((size_t)np * page_elems, sizeof(uint16_t));
     pg->v = calloc((size_t)np * page_elems, sizeof(uint16_t));
     if (!pg->table || !pg->k || !pg->v) { dec_paged_free(pg); return -1; }
-    /* a shuffled pool: sequence b's page q lives at pool page perm[b pps + q] */
-    rng_t rng;
-    rng_seed(&rng, seed);
-    for (int e = 0; e < np; e++) pg->table[e] = e;
-    for (int e = np - 1; e > 0; e--) {
-        const int f = (int)(rng_u64(&rng) % (uint64_t)(e + 1)), t = pg->table[e];
-        pg->table[e] = pg->table[f];
-        pg->table[f] = t;
-    }
+    dec_table_shuffle(pg->table, np, seed);
     for (int b = 0; b < p->B; b++)
         for (int g = 0; g < p->H_kv; g++)
             for (int j = 0; j < p->N_kv; j++) {

@@ -1,0 +1,475 @@
+/* decode.cu - Flash-Decoding on the GPU: split the KV cache, combine by log-sum-exp
+ * (decode.h says what and why; the CPU model decode_cpu.c is the same algorithm in C).
+ *
+ *   split        grid (S, row tiles, B x H): one block per (split, head, batch); its 16-row
+ *                m-tile holds the head's N_q query rows; 4 warps, each warp 16 keys of
+ *                every 64-key K/V tile (split-K inside the block), Q K^T and P V on the
+ *                tensor cores (mma.sync m16n8k16, common/mma.cuh); K/V tiles
+ *                double-buffered in shared memory by cp.async; at the end the 4 warps'
+ *                (m, l, O~) merged in shared memory and the partial (O_s, L_s) written
+ *                (S = 1: O and L themselves)          build/phase6 --kernel split
+ *   split-pack   the same with GQA PACKING: grid (S, row tiles, B x H_kv); the
+ *                G = H / H_kv query heads that share a KV head are the rows of one block
+ *                (G x N_q rows, 16 a tile), so the cache is read once per KV head, not
+ *                once per query head                   build/phase6 --kernel split-pack
+ *   paged        split-pack reading K and V through the block table (a pool of pages)
+ *                                                      build/phase6 --kernel paged
+ *   ragged       split-pack on a batch of sequences of their own lengths (seqlens_k)
+ *                                                      build/phase6 --kernel ragged
+ *   combine      one warp per query row: L = log sum_s e^{L_s}, O = sum_s e^{L_s - L} O_s
+ *                (launched after split when S > 1)
+ *
+ * Why the tensor cores for a problem with 1..16 query rows: decoding is memory-bound
+ * (every K/V element read once is used by G x N_q rows), so the arithmetic unit matters
+ * only through its instruction count. One mma.sync does 16 x 8 x 16 multiply-adds for
+ * the issue cost of one instruction, and its B operand comes straight from shared
+ * memory through ldmatrix with no fp16 -> fp32 conversions; padding the rows to 16 wastes
+ * tensor-core work that is free here (at 3 TB/s the padded mma work of d = 128 is well
+ * under a tenth of the time the bytes take).
+ *
+ * The split ranges are dec_split_range()'s, whole blocks of the CPU model's Bc
+ * (fa2_mma_blocks(d).Bc), so the model's bytes (decode_hbm_bytes) are this kernel's; the
+ * kernel walks its range in tiles of 64 keys, masking past the range's end.
+ */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mma.cuh"
+#include "decode.h"
+#include "fa2.h"
+
+#define DWARPS   4                       /* warps per block                        */
+#define DTHREADS (32 * DWARPS)
+#define KW       16                      /* keys per warp in a tile                 */
+#define BK       (DWARPS * KW)           /* keys per K/V tile                       */
+#define ROWS     16                      /* query rows per block: one m-tile        */
+
+template <int D>
+struct DCfg {
+    static constexpr int LDH = D + 8;    /* halves per shared row: +16 bytes, so the 8 rows of an
+                                            ldmatrix tile start in different banks */
+    static constexpr size_t Q_OFF = 0;
+    static constexpr size_t KV_OFF = sizeof(__half) * ROWS * LDH;
+    static constexpr size_t STAGE = 2 * sizeof(__half) * BK * LDH;   /* K_j and V_j */
+    static constexpr int STAGES = 2;
+    static constexpr size_t SMEM = KV_OFF + STAGES * STAGE;
+    /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D], m, l, the
+     * per-warp weights [DWARPS][ROWS] and each row's L [ROWS] */
+    static constexpr size_t MERGE = sizeof(float) * ((size_t)DWARPS * ROWS * D + 3 * DWARPS * ROWS + ROWS);
+};
+
+/* What one launch of the split kernel needs (by value, as a kernel parameter). */
+struct DecArgs {
+    attn_problem_t p;
+    const __half *Q, *K, *V;      /* K, V: the contiguous cache, or the pool when paged */
+    const int *seqlens;           /* [B] or NULL: every sequence N_kv keys            */
+    const int *table;             /* [B][pps] pool page of each page of keys          */
+    int page, pps;
+    float *O, *L;                 /* S = 1: the outputs                               */
+    float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
+    int S, Bc, pack;
+};
+
+/* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
+__device__ __forceinline__ float dex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Rows of a K/V tile one thread copies: thread t copies the 16-byte chunks t + k THREADS,
+ * k < KV_ROWS, each of a row of its own (row (t + k THREADS) / (D / 8)). */
+template <int D> struct KvRows { static constexpr int N = BK * (D / 8) / DTHREADS; };
+
+/* The pool pages of this thread's rows of the tile at jt (paged cache), fetched one tile
+ * ahead of their use so that the table's latency hides behind a tile's compute. */
+template <int D>
+__device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecArgs &a, int b, int jt, int kend)
+{
+    constexpr int CH = D / 8;
+#pragma unroll
+    for (int k = 0; k < KvRows<D>::N; k++) {
+        const int j = jt + (int)(threadIdx.x + k * DTHREADS) / CH;
+        /* TODO EXERCISE dec.page_lookup_gpu: the pool page of key j of sequence b, through the block table
+         * HINT: as dec.page_lookup: a.table holds a.pps pool pages per sequence (row b); the
+         * HINT: entry of key j's page (j / a.page) is the pool page. A key at or past kend is
+         * HINT: never read (set 0: its table entry may not exist). */
+        pid[k] = b * a.pps + j / a.page; (void)kend;
+    }
+}
+
+/* Keys [jt, jt + BK) of KV head kvh of sequence b into shared memory (K and V), rows at or
+ * past kend zero-filled (and never read from HBM). pid: the pool pages of this thread's
+ * rows (fetch_pages) when paged: the pool is [n_pages][H_kv][page][D], key j row j % page
+ * of its page. */
+template <int D, bool PAGED>
+__device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a, int b, int kvh, int jt, int kend,
+                                        const int (&pid)[KvRows<D>::N])
+{
+    constexpr int LDH = DCfg<D>::LDH, CH = D / 8;   /* 16-byte chunks per row */
+    const attn_problem_t &p = a.p;
+#pragma unroll
+    for (int k = 0; k < KvRows<D>::N; k++) {
+        const int c = threadIdx.x + k * DTHREADS, r = c / CH, col = (c % CH) * 8, j = jt + r;
+        const bool valid = j < kend;
+        size_t row = 0;   /* element offset of key j's row in K (and V) */
+        if (valid)
+            row = PAGED ? (((size_t)pid[k] * p.H_kv + kvh) * (size_t)a.page + (size_t)(j % a.page)) * D
+                        : (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
+        cp_async16(Ks + r * LDH + col, a.K + row + col, valid);
+        cp_async16(Vs + r * LDH + col, a.V + row + col, valid);
+    }
+}
+
+/* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
+ * without packing, a (batch, KV head) with it). */
+template <int D, bool PAGED>
+__global__ void __launch_bounds__(DTHREADS)
+dec_split_kernel(const DecArgs a)
+{
+    using C = DCfg<D>;
+    constexpr int LDH = C::LDH;
+    const attn_problem_t &p = a.p;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __half *Qs = (__half *)(smem + C::Q_OFF);
+    __half *KVs = (__half *)(smem + C::KV_OFF);   /* stage st: K at st 2 BK LDH, V after it */
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+    const int s = blockIdx.x, rt = blockIdx.y;
+    const int G = a.pack ? p.H / p.H_kv : 1;              /* query heads in a block's group */
+    const int ngroups = a.pack ? p.H_kv : p.H;
+    const int b = blockIdx.z / ngroups, grp = blockIdx.z % ngroups;
+    const int h0 = grp * G, kvh = attn_kv_head(&p, h0);
+    const int R = G * p.N_q, r0 = rt * ROWS, nrows = min(ROWS, R - r0);
+    /* rows r0 .. of the group are consecutive rows of Q, O and L: heads h0 .. h0 + G - 1,
+     * N_q rows each (common/problem.h's layout) */
+    const size_t row_base = ((size_t)b * p.H + h0) * p.N_q + r0;
+    const size_t nq_rows = (size_t)p.B * p.H * p.N_q;
+    const int n = a.seqlens ? a.seqlens[b] : p.N_kv;       /* this sequence's keys */
+    float *Odst = a.S == 1 ? a.O + row_base * D : a.Opart + ((size_t)s * nq_rows + row_base) * D;
+    float *Ldst = a.S == 1 ? a.L + row_base : a.Lpart + (size_t)s * nq_rows + row_base;
+
+    /* the keys [k0, k1) of split s: whole blocks of the model's Bc (dec_split_range) */
+    int k0, k1;
+    {
+        const int Tc = (n + a.Bc - 1) / a.Bc;
+        /* TODO EXERCISE dec.split_range_gpu: the keys [k0, k1) of split s, whole blocks of a.Bc keys, as dec.split_range
+         * HINT: Tc blocks of a.Bc keys cut into a.S splits of ceil(Tc / a.S) blocks each, in
+         * HINT: order; both ends clamped to Tc blocks and then to the n keys (the last splits
+         * HINT: may be empty: k0 == k1). */
+        k0 = 0; k1 = n; (void)Tc;
+    }
+    if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf) */
+        for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
+        for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = a.S == 1 ? INFINITY : -INFINITY;
+        return;
+    }
+
+    /* Q's rows (zero past nrows) and the first K/V tile */
+    int pid[KvRows<D>::N] = {};   /* pool pages of the next tile this thread copies (paged) */
+    if (PAGED) fetch_pages<D>(pid, a, b, k0, k1);
+    cp_async_tile<D, LDH, DTHREADS>(Qs, a.Q + row_base * D, ROWS, nrows);
+    load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, k0, k1, pid);
+    cp_async_commit();
+    if (PAGED) fetch_pages<D>(pid, a, b, k0 + BK, k1);   /* tile 1's, a tile ahead */
+
+    const float sl2 = p.scale * 1.4426950408889634f;   /* e^(scale x) = 2^(sl2 x) */
+    /* this thread's rows g and g + 8 of the tile: the last key each may see (causal,
+     * bottom-right on this sequence's own length); rows past nrows are padding */
+    int lim[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) lim[x] = p.causal ? (r0 + g + 8 * x) % p.N_q + (n - p.N_q) : n - 1;
+    const int lim_min = p.causal ? n - p.N_q : n - 1;   /* the least of any row (query 0) */
+
+    uint32_t qf[D / 16][4];               /* Q's 16 rows as A fragments                    */
+    float o[D / 8][4];                    /* this warp's O~: 16 rows x D, fp32              */
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nn = 0; nn < D / 8; nn++) o[nn][0] = o[nn][1] = o[nn][2] = o[nn][3] = 0.0f;
+
+    const int ntiles = (k1 - k0 + BK - 1) / BK;
+    for (int tt = 0; tt < ntiles; tt++) {
+        const int st = tt % 2, jt = k0 + tt * BK;
+        cp_async_wait<0>();
+        __syncthreads();   /* tile tt (and Q) landed and are visible to every warp; every warp
+                              is done with the other stage (tile tt - 1) */
+        if (tt == 0) {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[kk], Qs + kk * 16, LDH);
+        }
+        if (tt + 1 < ntiles) {   /* tile tt + 1 streams in while this one is computed */
+            __half *nx = KVs + (1 - st) * 2 * BK * LDH;
+            load_kv<D, PAGED>(nx, nx + BK * LDH, a, b, kvh, jt + BK, k1, pid);
+            cp_async_commit();
+            if (PAGED) fetch_pages<D>(pid, a, b, jt + 2 * BK, k1);   /* tile tt + 2's pages, a tile ahead */
+        }
+        const int jw = jt + warp * KW;   /* this warp's 16 keys */
+        if (jw >= k1) continue;          /* warp-uniform: past the range's end */
+        const __half *Kw = KVs + st * 2 * BK * LDH + warp * KW * LDH, *Vw = Kw + BK * LDH;
+
+        /* S = Q K^T: 16 rows x 16 keys (two n-tiles of 8) */
+        float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t bf[4];
+            load_b_nk(bf, Kw + kk * 16, LDH);
+            mma_16816(sc[0], qf[kk], bf);
+            mma_16816(sc[1], qf[kk], bf + 2);
+        }
+        /* the mask: keys past the range's end, and the causal diagonal */
+        if (jw + KW > k1 || jw + KW - 1 > lim_min) {
+#pragma unroll
+            for (int nn = 0; nn < 2; nn++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int col = jw + nn * 8 + 2 * t + e % 2;
+                    if (col >= k1 || col > lim[e / 2]) sc[nn][e] = -INFINITY;
+                }
+        }
+        /* the online softmax of rows g, g + 8 (the quad's 4 lanes hold a row's 16 keys) */
+        float alpha[2];
+#pragma unroll
+        for (int x = 0; x < 2; x++) {
+            float mx = fmaxf(m_i[x], fmaxf(fmaxf(sc[0][2 * x], sc[0][2 * x + 1]), fmaxf(sc[1][2 * x], sc[1][2 * x + 1])));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            alpha[x] = mx == -INFINITY ? 0.0f : dex2((m_i[x] - mx) * sl2);
+            const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
+            m_i[x] = mx;
+            float rs = 0.0f;
+#pragma unroll
+            for (int nn = 0; nn < 2; nn++)
+#pragma unroll
+                for (int e = 2 * x; e < 2 * x + 2; e++) {
+                    sc[nn][e] = dex2(fmaf(sc[nn][e], sl2, -msc));
+                    rs += sc[nn][e];
+                }
+            l_i[x] = alpha[x] * l_i[x] + rs;   /* this thread's columns; the quad's are added at the end */
+        }
+        /* O~ = diag(alpha) O~ + P V_w: P from the S registers as one A fragment (16 keys) */
+        uint32_t pa[4] = { pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),
+                           pack_half2(sc[1][0], sc[1][1]), pack_half2(sc[1][2], sc[1][3]) };
+#pragma unroll
+        for (int n2 = 0; n2 < D / 16; n2++) {
+            uint32_t bf[4];
+            load_b_kn_trans(bf, Vw + n2 * 16, LDH);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float *acc = o[2 * n2 + h];
+                acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1];
+                mma_16816(acc, pa, bf + 2 * h);
+            }
+        }
+    }
+
+    /* the 4 warps' states merged in shared memory (over the K/V stages) */
+    cp_async_wait<0>();
+    __syncthreads();   /* every warp is done with the K/V stages: they become the merge area */
+    float *Om = (float *)(smem + C::KV_OFF);          /* [DWARPS][ROWS][D] */
+    float *Mm = Om + DWARPS * ROWS * D, *Lm = Mm + DWARPS * ROWS, *Wm = Lm + DWARPS * ROWS;
+    float *Lrow = Wm + DWARPS * ROWS;
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
+        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 2);
+        const int r = g + 8 * x;
+#pragma unroll
+        for (int nn = 0; nn < D / 8; nn++)
+            *reinterpret_cast<float2 *>(Om + ((size_t)warp * ROWS + r) * D + nn * 8 + 2 * t) = make_float2(o[nn][2 * x], o[nn][2 * x + 1]);
+        if (t == 0) { Mm[warp * ROWS + r] = m_i[x]; Lm[warp * ROWS + r] = l_i[x]; }
+    }
+    __syncthreads();   /* every warp's O~, m, l are in shared memory */
+    if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) mx = fmaxf(mx, Mm[w * ROWS + tid]);
+        float l = 0.0f, e[DWARPS];
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) {
+            e[w] = mx == -INFINITY ? 0.0f : dex2((Mm[w * ROWS + tid] - mx) * sl2);
+            l += e[w] * Lm[w * ROWS + tid];
+        }
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) Wm[w * ROWS + tid] = e[w] * inv;
+        /* O_s = O~ / l, L_s = m + log l; a row with no key: O_s = 0 and L_s = -inf (a
+         * partial: the log of an empty sum), or L = +inf when this is the output (S = 1) */
+        Lrow[tid] = l > 0.0f ? mx * p.scale + logf(l) : (a.S == 1 ? INFINITY : -INFINITY);
+    }
+    __syncthreads();   /* the weights and L of every row are in shared memory */
+    for (int e4 = tid * 4; e4 < nrows * D; e4 += DTHREADS * 4) {
+        const int r = e4 / D, c = e4 % D;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) {
+            const float wt = Wm[w * ROWS + r];
+            const float4 x = *reinterpret_cast<const float4 *>(Om + ((size_t)w * ROWS + r) * D + c);
+            v.x += wt * x.x; v.y += wt * x.y; v.z += wt * x.z; v.w += wt * x.w;
+        }
+        *reinterpret_cast<float4 *>(Odst + e4) = v;
+    }
+    if (tid < nrows) Ldst[tid] = Lrow[tid];
+}
+
+/* The combine: one warp per query row (rows of [B][H][N_q]), S partials each. The S
+ * weights go through shared memory so that the O loop issues its loads unrolled, several
+ * partial rows in flight at once (a loop of dependent loads would wait on each). */
+#define DEC_MAX_SPLITS 1024
+template <int D>
+__global__ void __launch_bounds__(DTHREADS)
+dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
+{
+    __shared__ float wsh[DWARPS][DEC_MAX_SPLITS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, row = blockIdx.x * DWARPS + warp;
+    if (row >= nrows) return;   /* warp-uniform; no block-wide barrier below */
+    const size_t nq = (size_t)nrows * D;
+    float *w = wsh[warp];
+    float acc[D / 32];          /* columns lane, lane + 32, ...: every load coalesced */
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
+    float lse;
+    /* TODO EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
+     * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
+     * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
+     * HINT: row is O = 0 (acc as it is) and lse = +inf. Else lse = m + log sum_s e^{L_s - m}
+     * HINT: (a warp sum the same way), w[s] = e^{L_s - lse} (w: this warp's shared array;
+     * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
+     * HINT: (O_s at Opart + s * nq + row * D). */
+    lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; (void)w;
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
+    if (lane == 0) L[row] = lse;
+}
+
+/* Shared memory: the layout must fit the smallest opt-in limit of the build's GPUs
+ * (sm_86/89: 99 KiB), and the merge must fit in the K/V stages it reuses. */
+#define DEC_ASSERT_D(D_)                                                                        \
+    static_assert(DCfg<D_>::SMEM <= SMEM_OPTIN_SM86, "decode: shared memory above 99 KiB");     \
+    static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
+    static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");
+DEC_ASSERT_D(64)
+DEC_ASSERT_D(128)
+
+template <int D, bool PAGED>
+static void launch_split(const DecArgs &a, dim3 grid)
+{
+    using C = DCfg<D>;
+    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        attr_set = true;
+    }
+    dec_split_kernel<D, PAGED><<<grid, DTHREADS, C::SMEM>>>(a);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    c->name = "split";
+    c->threads = DTHREADS;
+    c->blocks = fa2_mma_blocks(d);   /* the split ranges' Bc; Br: the model's Q block */
+    switch (d) {
+    case 64:  c->smem_bytes = DCfg<64>::SMEM; break;
+    case 128: c->smem_bytes = DCfg<128>::SMEM; break;
+    default:
+        snprintf(why, len, "the decode kernels are built for d = 64 and 128, not d = %d", d);
+        return -1;
+    }
+    return fa1_config_fits(c, why, len);
+}
+
+extern "C" int dec_gpu_slots(int d)
+{
+    int dev = 0, sms = 0, per_sm = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (d == 64) {
+        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<64, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<64>::SMEM));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<64, false>, DTHREADS, DCfg<64>::SMEM));
+    } else {
+        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<128, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<128>::SMEM));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<128, false>, DTHREADS, DCfg<128>::SMEM));
+    }
+    return sms * (per_sm > 0 ? per_sm : 1);
+}
+
+extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g, bool pack, int S)
+{
+    DecArgs a;
+    a.p = *p;
+    a.Q = (const __half *)g->q;
+    a.K = (const __half *)g->k;
+    a.V = (const __half *)g->v;
+    a.seqlens = g->seqlens;
+    a.table = g->table;
+    a.page = g->page;
+    a.pps = g->pages_per_seq;
+    a.O = g->o;
+    a.L = g->L;
+    const size_t nrows = (size_t)p->B * p->H * p->N_q;
+    a.Opart = g->ws;
+    a.Lpart = g->ws + (size_t)S * nrows * p->d;
+    a.S = S;
+    a.Bc = fa2_mma_blocks(p->d).Bc;
+    a.pack = pack;
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
+    const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * groups);
+    const bool paged = g->page > 0;
+    switch (p->d) {
+    case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
+    case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
+    default: return;   /* dec_gpu_config() said -1; the driver never gets here */
+    }
+    if (S > 1) {   /* S <= DEC_MAX_SPLITS: the driver takes FA_SPLITS up to 1024 */
+        const int blocks = (int)((nrows + DWARPS - 1) / DWARPS);
+        if (p->d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
+        else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
+        CUDA_CHECK_LAUNCH();
+    }
+}
+
+/* A cache of random fp16 values made on the device (the sweep's inputs at sizes the host
+ * would take minutes to draw): a hash of (seed, index) to a uniform value in [-2, 2). */
+__global__ void dec_fill_kernel(__half *x, size_t n, unsigned long long seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned long long z = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        x[i] = __float2half((float)(z >> 40) * (4.0f / 16777216.0f) - 2.0f);
+    }
+}
+
+extern "C" void dec_gpu_fill(void *x, size_t n, unsigned long long seed)
+{
+    dec_fill_kernel<<<1024, 256>>>((__half *)x, n, seed);
+    CUDA_CHECK_LAUNCH();
+}
+
+/* One thread per 16-byte chunk of a key row: row j of (b, g) to row j % page of pool page
+ * table[b pps + j / page]. */
+__global__ void dec_paginate_kernel(attn_problem_t p, const uint4 *k, const uint4 *v, const int *table, int page,
+                                    int pps, uint4 *kp, uint4 *vp)
+{
+    const int CH = p.d / 8;
+    const size_t total = (size_t)p.B * p.H_kv * p.N_kv * CH;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+        const size_t row = e / CH;
+        const int c = (int)(e % CH), j = (int)(row % p.N_kv);
+        const int bg = (int)(row / p.N_kv), b = bg / p.H_kv, g = bg % p.H_kv;
+        const int pid = table[(size_t)b * pps + j / page];
+        const size_t to = (((size_t)pid * p.H_kv + g) * page + j % page) * CH + c;
+        kp[to] = k[e];
+        vp[to] = v[e];
+    }
+}
+
+extern "C" void dec_gpu_paginate(const attn_problem_t *p, const void *k, const void *v, const int *table, int page,
+                                 int pps, void *kpool, void *vpool)
+{
+    dec_paginate_kernel<<<2048, 256>>>(*p, (const uint4 *)k, (const uint4 *)v, table, page, pps, (uint4 *)kpool, (uint4 *)vpool);
+    CUDA_CHECK_LAUNCH();
+}

@@ -344,22 +344,22 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
      * HINT: (a warp sum the same way), w[s] = e^{L_s - lse} (w: this warp's shared array;
      * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
      * HINT: (O_s at Opart + s * nq + row * D). */
-    float m = -INFINITY;
-    for (int s = lane; s < S; s += 32) m = fmaxf(m, Lpart[(size_t)s * nrows + row]);
+    float lmax = -INFINITY;
+    for (int s = lane; s < S; s += 32) lmax = fmaxf(lmax, Lpart[(size_t)s * nrows + row]);
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (m == -INFINITY) {
+    for (int off = 16; off > 0; off /= 2) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, off));
+    if (lmax == -INFINITY) {
         lse = INFINITY;
     } else {
         float sum = 0.0f;
-        for (int s = lane; s < S; s += 32) sum += expf(Lpart[(size_t)s * nrows + row] - m);
+        for (int s = lane; s < S; s += 32) sum += expf(Lpart[(size_t)s * nrows + row] - lmax);
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        lse = m + logf(sum);
+        lse = lmax + logf(sum);
         for (int s = lane; s < S; s += 32) w[s] = expf(Lpart[(size_t)s * nrows + row] - lse);
         __syncwarp();   /* every lane's weights are visible to the whole warp */
 #pragma unroll 8
-        for (int s = 0; s < S; s++) {
+        for (int s = 0; s < S; ++s) {
             const float *Os = Opart + (size_t)s * nq + (size_t)row * D;
 #pragma unroll
             for (int k = 0; k < D / 32; k++) acc[k] += w[s] * Os[lane + 32 * k];

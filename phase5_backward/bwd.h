@@ -142,7 +142,14 @@ typedef struct {
     const float *O, *L;             /* the forward's output and log-sum-exp        */
     float *D;                       /* scratch [B][H][N_q]: rowsum(dO * O)          */
     float *dQ, *dK, *dV;            /* the gradients (dQ is also the accumulator)  */
+    unsigned long long *visits;     /* NULL, or a counter the K/V-outer kernels add
+                                       their (Q block, K/V block) steps to: the driver
+                                       holds it to the causal range (bwd_visits)     */
 } bwd_gpu_args_t;
+
+/* The (Q block, K/V block) steps a K/V-outer kernel with blocks b takes over all heads:
+ * G (Tr - first_j) for each KV head and K/V block j (skip: the causal range; else Tr). */
+double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip);
 
 /* The preprocess (Alg. 2 l.4): D = rowsum(dO * O), and dQ = 0 when zero_dq (the
  * accumulator of the atomic kernels). One warp per row. */

@@ -58,7 +58,7 @@ struct Cfg {
 template <int D, int BR, int BC, bool DQ, bool SKIP>
 __global__ void __launch_bounds__(Cfg<D, BR, BC>::THREADS, 1)
 bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
-               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg)
+               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, unsigned long long *visits)
 {
     using C = Cfg<D, BR, BC>;
     constexpr int LDH = C::LDH, LDS = C::LDS, THREADS = C::THREADS;
@@ -79,6 +79,7 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
     const int first = SKIP ? bwd_first_q_block(p, j, BR, BC) : 0;
     const int per_head = Tr - first, steps = G * per_head;
+    if (visits && threadIdx.x == 0) atomicAdd(visits, (unsigned long long)steps);   /* the driver's check */
 
     /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
     auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
@@ -436,7 +437,7 @@ static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_
     if (v == BWD_TWO_PASS) {
         static bool s1 = false, s2 = false;
         set_smem(bwd_mma_kernel<D, BR, BC, false, true>, C::SMEM, s1);
-        bwd_mma_kernel<D, BR, BC, false, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV);
+        bwd_mma_kernel<D, BR, BC, false, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
         CUDA_CHECK_LAUNCH();
         set_smem(bwd_dq_kernel<D>, DqCfg<D>::SMEM, s2);
         const dim3 g2((p->N_q + BWD_DQ_BR - 1) / BWD_DQ_BR, p->B * p->H);
@@ -445,12 +446,12 @@ static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_
     } else if (v == BWD_NOSKIP) {
         static bool s = false;
         set_smem(bwd_mma_kernel<D, BR, BC, true, false>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV);
+        bwd_mma_kernel<D, BR, BC, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
         CUDA_CHECK_LAUNCH();
     } else {
         static bool s = false;
         set_smem(bwd_mma_kernel<D, BR, BC, true, true>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV);
+        bwd_mma_kernel<D, BR, BC, true, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
         CUDA_CHECK_LAUNCH();
     }
 }

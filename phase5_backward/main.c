@@ -32,7 +32,7 @@
 #define PHASE         "phase5"
 #define CPU_MAX_FLOPS 2e8    /* the CPU rows run a smaller problem like it above (attn_small_like) */
 #define WALL_BYTES    80e9   /* an 80 GB GPU (1 GB = 1e9 bytes)                                    */
-#define SIMPLE_MAX_N  4096   /* the sweep times the simple kernel up to this N (it takes seconds)  */
+#define SIMPLE_MAX_N  2048   /* the sweep times the simple kernel up to this N (it takes seconds)  */
 
 static const char *const KERNELS[] = {"cpu", "std", "simple", "mma", "two-pass", "noskip", "fwd-bwd", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",

@@ -13,7 +13,7 @@ t_run   "phase5 CPU rows pass (N_q > N_kv causal: fully masked rows)" "$P5" --cp
 t_run   "phase5 CPU rows pass (MQA H=4 Hkv=1, d=128, causal)" "$P5" --cpu --quiet --B 2 --H 4 --Hkv 1 --N 97 --d 128 --causal --csv "$T5/cpu6.csv"
 # bytes == formula on every CPU row of a run: the CSV's hbm_model and hbm_formula columns
 t_run   "phase5 CSV: every model row's counted bytes == its formula" bash -c "
-    awk -F, '!/^#/ && \$1 != \"kernel\" && \$14 != \"\" { n++; if (\$14 != \$15) bad++ } END { exit !(n >= 3 && !bad) }' \"$T5/cpu5.csv\""
+    awk -F, '!/^#/ && \$1 != \"kernel\" && \$15 != \"\" { n++; if (\$15 != \$16) bad++ } END { exit !(n >= 3 && !bad) }' \"$T5/cpu5.csv\""
 t_run   "phase5 model sweep bytes == formulas, memory wall printed" bash -c "\"$P5\" --sweep --cpu --quiet --csv \"$T5/sweep.csv\" >\"$T5/sweep.log\" && grep -q 'sweep PASS' \"$T5/sweep.log\" && grep -q 'memory wall .*past 80 GB from N = ' \"$T5/sweep.log\""
 t_run   "phase5 default run prints the worked example" bash -c "
     \"$P5\" --cpu --csv \"$T5/d.csv\" >\"$T5/d.log\" && grep -q '58 checks, 0 failed' \"$T5/d.log\""

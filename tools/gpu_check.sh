@@ -57,6 +57,7 @@ phase phase1 "build/phase1 --sweep --iters 5 --csv \$OUT/phase1_sweep.csv && bas
 phase phase2 "mkdir -p \$OUT/p2 && build/phase2 --sweep --csv \$OUT/p2/phase2.csv && mv \$OUT/p2/phase2_sweep.csv \$OUT/ && rm -rf \$OUT/p2"
 phase phase3 "build/phase3 --sweep --iters 5 --csv \$OUT/phase3_sweep.csv && bash tools/profile.sh build/phase3 \$OUT/phase3_sweep.csv 2048 \"r['d'] == '64' and r['N_q'] in ('512', '2048')\""
 phase phase4 "build/phase4 --sweep --iters 5 --csv \$OUT/phase4_sweep.csv && python3 tools/peers.py \$OUT/phase4_peers.csv"
+phase phase5 "build/phase5 --sweep --iters 5 --csv \$OUT/phase5_sweep.csv && python3 tools/bwd_peers.py \$OUT/phase5_peers.csv"
 phase phase6 "build/phase6 --sweep --iters 10 --csv \$OUT/phase6_sweep.csv && python3 tools/decode_peers.py \$OUT/phase6_peers.csv"
 # -------------------------------------------------------------------------------------
 

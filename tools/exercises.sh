@@ -69,6 +69,15 @@ cut)
             mkdir -p "$out/$(dirname "$f")"
             "$MK" --only "$name" "$f" >"$out/$f"
             echo "$f"
+            # a cut header is read only by sources compiled from the same folder (a quoted
+            # #include looks beside the including file first): copy the sources beside it
+            # that include it, whole, so the build compiles them from $out
+            case "$f" in *.h|*.cuh)
+                for src in "$(dirname "$f")"/*.c "$(dirname "$f")"/*.cu; do
+                    [ -f "$src" ] && [ ! -f "$out/$src" ] && grep -q "#include \"$(basename "$f")\"" "$src" &&
+                        cp "$src" "$out/$src"
+                done ;;
+            esac
         fi
     done
     ;;

@@ -200,8 +200,8 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
     drv_csv_row(D, &rw);
     if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
 #if HAVE_CUDA
-    else   /* the FA2 paper's setting: hidden 2048, B x N = 16k tokens */
-        for (int c = 0; c <= 1; c++)
+    else   /* the FA2 paper's setting: hidden 2048, B x N = 16k tokens (--causal: causal only) */
+        for (int c = o->p.causal; c <= 1; c++)
             for (int d = 64; d <= 128; d *= 2)
                 for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
                     attn_problem_t p = drv_tokens16k(N, d, c);

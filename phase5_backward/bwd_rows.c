@@ -18,6 +18,7 @@
 #include <string.h>
 #include "bwd.h"
 #include "bwd_rows.h"
+#include "dump.h"
 #include "fa2.h"
 
 #if HAVE_CUDA
@@ -111,7 +112,8 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
 }
 
 /* One kernel: its blocks and bytes, the checked run, the timing. */
-static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters, size_t *rerun_diff)
+static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters, size_t *rerun_diff,
+                            const char *dump_dir)
 {
     const attn_problem_t *p = &c->in->p;
     drv_row_t r = drv_row(KIND[kind], "gpu", sweep, p);
@@ -176,6 +178,14 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
         if (rerun_diff) *rerun_diff = diff;
         for (int t = 0; t < 3; t++) free(g2[t]);
     }
+    if (dump_dir) {   /* --dump: the inputs, the forward's O and L, and these gradients */
+        float *O = xmalloc(attn_q_elems(p) * sizeof(float), PHASE), *L = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
+        gpu_download(O, c->a.O, attn_q_elems(p) * sizeof(float));
+        gpu_download(L, c->a.L, attn_l_elems(p) * sizeof(float));
+        if (attn_dump(dump_dir, c->in, O, L, g[0], g[1], g[2]) != 0)
+            fprintf(stderr, "%s: could not write the dump to %s\n", PHASE, dump_dir);
+        free(O); free(L);
+    }
     if (kind == K_STD && drv_passed(&r))
         for (int t = 0; t < 3; t++) { c->prev[t] = g[t]; g[t] = NULL; }   /* the previous kernel */
     if (drv_passed(&r) && iters > 0) r.time_ms = gpu_time_ms(launch, &x, 2, iters);
@@ -224,11 +234,13 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* simple takes seconds at 16k tokens */
     /* std: the yardstick and the previous kernel, always run; timed and a row when asked */
     const bool want_std = cli_kernel_selected(o, "std");
-    rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL);
+    rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL, NULL);
     if (want_std) n++;
-    if (cli_kernel_selected(o, "simple") && simple_ok) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL);
-    for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)
-        if (cli_kernel_selected(o, KIND[k])) rows[n++] = run_kernel(&c, k, sweep, o->iters, k == K_MMA ? rerun_diff : NULL);
+    if (cli_kernel_selected(o, "simple") && simple_ok) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL, NULL);
+    for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)   /* --dump: mma's gradients (the sweep dumps nothing) */
+        if (cli_kernel_selected(o, KIND[k]))
+            rows[n++] = run_kernel(&c, k, sweep, o->iters, k == K_MMA ? rerun_diff : NULL,
+                                   k == K_MMA && !o->sweep ? o->dump_dir : NULL);
     for (int t = 0; t < 3; t++) { free(c.ref[t]); free(c.prev[t]); }
     free(c.bhi); free(c.refq);
     if (c.sp) gpu_free(c.sp);

@@ -16,6 +16,8 @@
  * its dQ, dK, dV against the fp64 oracle (all of them, or a spread sample of dQ rows when
  * the problem is too big for the CPU oracle) under the 2x rule against std, and against
  * std's on every element; timed only when it passed. fwd-bwd times the training step.
+ * --dump DIR: the inputs, O, L and the gradients of mma on the GPU (of the CPU FA2 model,
+ * on its problem, without one) for tools/check_numpy.py --tol 3e-3 --gtol 1e-2.
  * --sweep: the models' bytes vs N (counted up to N = 512, the formulas beyond), the
  * training memory wall at B = 32, H = 8, and with a GPU the FA2 paper's setting.
  */
@@ -25,6 +27,7 @@
 #include <string.h>
 #include "bwd.h"
 #include "bwd_rows.h"
+#include "dump.h"
 #include "fa2.h"
 #include "driver.h"
 #include "timer.h"
@@ -149,6 +152,11 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
             drv_blame(&r, EX_FA2[0]);
         }
         grads_free(&sr);
+        /* --dump without a GPU: this model's gradients (with a GPU, bwd_rows.c dumps mma's) */
+        char why_gpu[8];
+        if (o->dump_dir && (o->cpu_only || !gpu_available(why_gpu, sizeof why_gpu)) &&
+            attn_dump(o->dump_dir, &in, O, L, f.g[0], f.g[1], f.g[2]) != 0)
+            fprintf(stderr, "%s: could not write the dump to %s\n", PHASE, o->dump_dir);
     }
     rows[n++] = r;
     grads_free(&s32); grads_free(&s16); grads_free(&f);

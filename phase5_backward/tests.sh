@@ -18,6 +18,22 @@ t_run   "phase5 model sweep bytes == formulas, memory wall printed" bash -c "\"$
 t_run   "phase5 default run prints the worked example" bash -c "
     \"$P5\" --cpu --csv \"$T5/d.csv\" >\"$T5/d.log\" && grep -q '58 checks, 0 failed' \"$T5/d.log\""
 
+# The independent NumPy cross-check of the gradients (tools/check_numpy.py): the CPU FA2
+# model's here; on a GPU the mma kernel's (fp16 inputs: the fp16 kernel bounds).
+if "$PYTHON" -c "import numpy" >/dev/null 2>&1; then
+    t_run "phase5 --cpu --dump (GQA, causal, N_q < N_kv)" "$P5" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 40 --Nkv 70 --d 32 --causal \
+          --dump "$T5/dump1" --csv "$T5/dump1.csv"
+    t_run "numpy cross-check of phase5's CPU gradients" "$PYTHON" tools/check_numpy.py "$T5/dump1"
+    t_fail "numpy cross-check catches a wrong dK" bash -c "cp -r '$T5/dump1' '$T5/bad' &&
+        '$PYTHON' -c \"import numpy as np; x = np.load('$T5/bad/dK.npy'); x[0, 1, 2, 3] += 1e-2; np.save('$T5/bad/dK.npy', x)\" &&
+        '$PYTHON' tools/check_numpy.py '$T5/bad'"
+    t_gpu "phase5 gpu --dump: numpy cross-check of mma's gradients (GQA 4:1, causal, tails)" bash -c "
+        \"$P5\" --quiet --iters 1 --B 2 --H 4 --Hkv 1 --N 150 --Nkv 211 --d 64 --causal --kernel mma --dump \"$T5/gdump\" --csv \"$T5/gd.csv\" &&
+        \"$PYTHON\" tools/check_numpy.py --tol 3e-3 --gtol 1e-2 \"$T5/gdump\""
+else
+    t_skip "numpy cross-check of phase5's dump" "NumPy missing for $PYTHON: install it with '$PYTHON -m pip install numpy' (or make deps)"
+fi
+
 # GPU: every kernel's dQ, dK, dV against the fp64 oracle (2x rule against std) and std's,
 # on the shape families of phases 1-4 (tails, N = 1, N_q != N_kv causal, fully masked
 # rows, GQA 8:1 and MQA, d = 32/64/128; simple also d = 256)

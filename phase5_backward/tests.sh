@@ -3,6 +3,7 @@
 t_units "$BUILD/test_phase5"
 
 P5="$BUILD/phase5"
+PYTHON=${PYTHON:-python3}
 T5=$(mktemp -d "${TMPDIR:-/tmp}/phase5-tests.XXXXXX")
 t_run   "phase5 CPU rows pass (default problem)" "$P5" --cpu --quiet --csv "$T5/cpu.csv"
 t_run   "phase5 CPU rows pass (default problem, causal)" "$P5" --cpu --quiet --causal --csv "$T5/cpu1.csv"

@@ -1,8 +1,7 @@
 /* bwd_blocks.h - the blocks of the backward pass (FA2 Alg. 2), one row per head dimension.
  *
- * The one place they are chosen: the CPU model reads them now (bwd_blocks(), bwd.h) and
- * the GPU kernel of a later session will read the same rows, so that the model's bytes
- * are the kernel's. Each value can be set on the compiler's command line
+ * The one place they are chosen: the CPU model and the simple kernel read them
+ * (bwd_blocks(), bwd.h), so that the model's bytes are the kernel's. Each value can be set on the compiler's command line
  * (-DBWD_D64_BC=64); the defaults are below.
  *
  *   Bc = K/V rows of a block (the OUTER loop j: dK_j, dV_j stay on chip)
@@ -25,211 +24,27 @@
 
 #ifndef BWD_D32_BR
 #define BWD_D32_BR 64
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D32_BC
 #define BWD_D32_BC 128
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D64_BR
 #define BWD_D64_BR 32
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D64_BC
 #define BWD_D64_BC 128
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D128_BR
 #define BWD_D128_BR 32
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D128_BC
 #define BWD_D128_BC 64
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D256_BR
 #define BWD_D256_BR 16
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 #ifndef BWD_D256_BC
 #define BWD_D256_BC 32
-/* The mma kernel's rows: X(d, Br, Bc). d = 128 takes Br = 32: with 64 rows a step the
- * S^T and dP^T accumulators (2 x 32 registers) beside dK_j and dV_j (2 x 64) spill. */
-#ifndef BWD_MMA_D32_BR
-#define BWD_MMA_D32_BR 64
-#endif
-#ifndef BWD_MMA_D64_BR
-#define BWD_MMA_D64_BR 64
-#endif
-#ifndef BWD_MMA_D128_BR
-#define BWD_MMA_D128_BR 32
-#endif
-#ifndef BWD_MMA_BC
-#define BWD_MMA_BC 128
-#endif
-#define BWD_MMA_TABLE(X)                     \
-    X(32,  BWD_MMA_D32_BR,  BWD_MMA_BC)      \
-    X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
-    X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
-
-/* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
-#define BWD_DQ_BR 64
-#define BWD_DQ_BC 64
-
 #endif
 
 /* X(d, Br, Bc) for every head dimension with its own row; any other d gets d = 64's. */

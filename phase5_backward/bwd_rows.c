@@ -25,7 +25,7 @@
 #define PHASE "phase5"
 #define BWD_FULL_ORACLE_FLOPS 4e9   /* backward FLOPs up to which oracle_bwd checks everything */
 #define DQ_SAMPLE_ROWS 192          /* else: this many dQ rows, spread (attn_check_rows)       */
-#define BWD_REL_L2 1e-2             /* the and flash-attention's rel L2 bound          */
+#define BWD_REL_L2 1e-2             /* flash-attention's test suite's rel L2 bound          */
 
 typedef enum { K_STD, K_SIMPLE, K_MMA, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
 static const char *const KIND[] = {"std", "simple", "mma", "two-pass", "noskip", "fwd-bwd"};

@@ -4,7 +4,7 @@ t_units "$BUILD/test_phase6"
 
 P6="$BUILD/phase6"
 T6=$(mktemp -d "${TMPDIR:-/tmp}/phase6-tests.XXXXXX")
-# the issue's shape list on the CPU: N_q = 1, 4, 16 against L = 1, 7, 1000, 4097 keys,
+# the decode shape list on the CPU: N_q = 1, 4, 16 against L = 1, 7, 1000, 4097 keys,
 # causal and not (every row: splits, paged 16/64/256 in a shuffled pool, ragged with a
 # zero-length sequence, against the oracle and phase 4's model, bytes == formula)
 for Nq in 1 4 16; do
@@ -33,7 +33,7 @@ t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" b
 
 # GPU: every decode row (split, split-pack, paged 16/64/256 in a shuffled pool, ragged
 # with a zero-length sequence, contiguous and paged) against the oracle (2x rule) and
-# phase 4's fa2-mma on the same inputs, on the issue's shapes
+# phase 4's fa2-mma on the same inputs, on the decode shape list
 for Nq in 1 4 16; do
     for L in 1 7 1000 4097; do
         c=""; [ "$Nq" -gt 1 ] && c=--causal

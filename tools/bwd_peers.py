@@ -20,15 +20,7 @@ except Exception as e:
     print(f"bwd_peers: skipped: PyTorch not importable ({e})")
     sys.exit(0)
 import sdpa_peer  # noqa: E402
-
-
-def shapes():
-    for causal in (0, 1):
-        for d in (64, 128):
-            N = 512
-            while N <= 16384:
-                yield f"{16384 // N},{2048 // d},{N},{d},{causal}"
-                N *= 2
+from peers import shapes  # noqa: E402  (the forward peers' shapes: the same sweep)
 
 
 if __name__ == "__main__":

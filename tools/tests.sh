@@ -45,9 +45,13 @@ while read -r name file; do
             t_skip "exercise $name: fill-in compiles and fails the check" "nvcc not found"
         elif [ -n "$(gpu_skip_reason)" ]; then
             # without a GPU the check cannot run: show at least that it compiles
+            # every .cu of the cut: the file itself, or for a cut header the sources that
+            # include it (exercises.sh cut copies them beside it)
             t_run "exercise $name: fill-in compiles" bash -c "
-                dir=\$(mktemp -d '$T/ex.XXXX'); bash tools/exercises.sh cut '$name' \"\$dir\" >/dev/null &&
-                ${NVCC:-nvcc} -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -c \"\$dir/$file\" -o \"\$dir/x.o\""
+                dir=\$(mktemp -d '$T/ex.XXXX'); bash tools/exercises.sh cut '$name' \"\$dir\" >/dev/null || exit 1
+                n=0; for cu in \$(find \"\$dir\" -name '*.cu'); do n=\$((n + 1))
+                    ${NVCC:-nvcc} -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -c \"\$cu\" -o \"\$dir/x.o\" || exit 1
+                done; [ \$n -gt 0 ]"
             t_skip "exercise $name: fill-in fails the check" "$(gpu_skip_reason)"
         else
             t_run "exercise $name: fill-in fails the check" fails_the_check exercise_fails_gpu "$name" "$(mktemp -d "$T/ex.XXXX")"

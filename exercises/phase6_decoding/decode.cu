@@ -233,20 +233,21 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
         for (int x = 0; x < 2; x++) {
             float mx = fmaxf(m_i[x], fmaxf(fmaxf(sc[0][2 * x], sc[0][2 * x + 1]), fmaxf(sc[1][2 * x], sc[1][2 * x + 1])));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+#pragma unroll
+            for (int lane_xor = 1; lane_xor <= 2; lane_xor *= 2)   /* the quad's 4 lanes */
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, lane_xor));
             alpha[x] = mx == -INFINITY ? 0.0f : dex2((m_i[x] - mx) * sl2);
-            const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
+            const float m_scaled = (mx == -INFINITY) ? 0.0f : sl2 * mx;
             m_i[x] = mx;
-            float rs = 0.0f;
+            float row_sum = 0.0f;
 #pragma unroll
             for (int nn = 0; nn < 2; nn++)
 #pragma unroll
-                for (int e = 2 * x; e < 2 * x + 2; e++) {
-                    sc[nn][e] = dex2(fmaf(sc[nn][e], sl2, -msc));
-                    rs += sc[nn][e];
+                for (int e = 2 * x; e <= 2 * x + 1; e++) {
+                    sc[nn][e] = dex2(fmaf(sc[nn][e], sl2, -m_scaled));
+                    row_sum += sc[nn][e];
                 }
-            l_i[x] = alpha[x] * l_i[x] + rs;   /* this thread's columns; the quad's are added at the end */
+            l_i[x] = alpha[x] * l_i[x] + row_sum;   /* this thread's columns; the quad's are added at the end */
         }
         /* O~ = diag(alpha) O~ + P V_w: P from the S registers as one A fragment (16 keys) */
         uint32_t pa[4] = { pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),

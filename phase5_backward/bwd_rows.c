@@ -235,7 +235,7 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     /* std: the yardstick and the previous kernel, always run; timed and a row when asked */
     const bool want_std = cli_kernel_selected(o, "std");
     rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL, NULL);
-    if (want_std) n++;
+    if (want_std || !drv_passed(&rows[n])) n++;   /* a missing yardstick is always shown */
     if (cli_kernel_selected(o, "simple") && simple_ok) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL, NULL);
     for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)   /* --dump: mma's gradients (the sweep dumps nothing) */
         if (cli_kernel_selected(o, KIND[k]))

@@ -53,6 +53,10 @@ t_gpu "phase5 gpu MQA H=8 Hkv=1 d=64 N_q != N_kv" "$P5" --quiet --iters 2 --B 3 
 t_gpu "phase5 gpu d=256 (simple; mma n/a)" "$P5" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T5/g.csv"
 t_gpu "phase5 gpu large problem: sampled dQ rows vs the oracle (B=4 H=16 N=2048 d=128 causal)" \
     "$P5" --quiet --iters 2 --B 4 --H 16 --N 2048 --d 128 --causal --kernel mma --csv "$T5/g.csv"
+t_gpu "phase5 gpu past the memory wall: std OOM (S, P, dP, dS: 137 GB), mma runs and passes (B=32 H=8 N=8192 d=64 causal)" bash -c "
+    \"$P5\" --quiet --iters 1 --B 32 --H 8 --N 8192 --d 64 --causal --kernel mma --csv \"$T5/wall.csv\" >\"$T5/wall.log\" 2>&1
+    awk -F, '!/^#/ && \$2 == \"gpu\" { v[\$1] = \$NF } END { exit !(v[\"mma\"] == \"PASS\") }' \"$T5/wall.csv\" &&
+    grep -q 'std .*S, P, dP, dS (fp16) do not fit in device memory' \"$T5/wall.log\""
 t_gpu "phase5 gpu two-pass is bit-identical on a rerun, every kernel row PASS" bash -c "
     \"$P5\" --iters 2 --B 2 --H 4 --N 700 --d 64 --causal --csv \"$T5/det.csv\" >\"$T5/det.log\" &&
     grep -q 'two-pass: none, checked bit for bit' \"$T5/det.log\" &&

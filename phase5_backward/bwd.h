@@ -186,6 +186,12 @@ void bwd_std_gpu_teardown(void);
  * of a problem too big for oracle_bwd check a spread sample of dQ rows with it. */
 void bwd_oracle_dq_row(const attn_inputs_t *in, int b, int h, int i, double *dq);
 
+/* The standard fp16 backward's dQ of one row, emulated on the CPU: S, P, dP, dS rounded to
+ * fp16 as bwd_std.cu stores them, fp32 sums (bwd_check.c). Where std's four matrices do
+ * not fit on the GPU, its max abs error on the sampled rows is the 2x rule's yardstick,
+ * as phase 1's emulated fp16 pipeline is for the forward. */
+void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq);
+
 double bwd_hbm_bytes_two_pass(const attn_problem_t *p, attn_blocks_t b, attn_blocks_t dq);
 
 

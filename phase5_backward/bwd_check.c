@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "bwd.h"
+#include "fp16.h"
 
 int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len)
 {
@@ -83,4 +84,38 @@ double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip)
     double n = 0;
     for (int j = 0; j < Tc; j++) n += Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0);
     return n * G * p->B * p->H_kv;
+}
+
+void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d, n = attn_visible_count(p, i);
+    const float *q = in->q + attn_q_offset(p, b, h) + (size_t)i * d, *g = in->dO + attn_q_offset(p, b, h) + (size_t)i * d;
+    const float *K = in->k + attn_kv_offset(p, b, h), *V = in->v + attn_kv_offset(p, b, h);
+    for (int k = 0; k < d; k++) dq[k] = 0.0f;
+    if (n == 0) return;
+    float *s = xmalloc(2 * (size_t)n * sizeof(float), "bwd_std16_dq_row"), *dp = s + n;
+    double m = -INFINITY, l = 0.0;
+    for (int j = 0; j < n; j++) {   /* 1, 3: S and dP as cuBLAS leaves them (fp32 sums, fp16 stores) */
+        float x = 0.0f, y = 0.0f;
+        for (int k = 0; k < d; k++) {
+            x += q[k] * K[(size_t)j * d + k];
+            y += g[k] * V[(size_t)j * d + k];
+        }
+        s[j] = p->scale * x;
+        dp[j] = f16_round(y);
+        if (s[j] > m) m = s[j];
+    }
+    for (int j = 0; j < n; j++) l += exp(s[j] - m);
+    const float L = (float)(m + log(l));   /* the forward's L (fp32) */
+    float D = 0.0f;
+    for (int j = 0; j < n; j++) {           /* 2, 4: P = exp(S - L), D = rowsum(P dP), all fp16 stores */
+        s[j] = f16_round(expf(f16_round(s[j]) - L));
+        D += s[j] * dp[j];
+    }
+    for (int j = 0; j < n; j++) {           /* 4, 5: dS (fp16), dQ = scale dS K (fp32) */
+        const float ds = f16_round(s[j] * (dp[j] - D));
+        for (int k = 0; k < d; k++) dq[k] += p->scale * ds * K[(size_t)j * d + k];
+    }
+    free(s);
 }

@@ -8,7 +8,7 @@ Optional: without PyTorch (or a GPU) it says so and writes nothing.
 Shapes: one query token (N_q = 1), B in {1, 8}, H = 32, H_kv in {32, 8} (GQA through
 enable_gqa), d = 128, L = N_kv = 1k..256k, not causal. The timing is tools/sdpa_peer.py's
 (median of CUDA-event runs after warm-up), here with the L2 flushed before each timed run
-as the project's own timings are (time_ms below: sdpa_peer.time_ms plus the flush); the
+as the project's own timings are (sdpa_peer.time_ms with its flush); the
 CSV opens with sdpa_peer's metadata header. GB/s counts the bytes phase 6 counts for one split: K and V
 (fp16) read once per KV head, Q read (fp16), O written (fp16 here: SDPA returns the input's
 type) and no partials.
@@ -27,21 +27,6 @@ except Exception as e:
 import sdpa_peer  # noqa: E402
 
 BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
-
-
-def time_ms(fn, flush, warmup=3, iters=20):
-    """sdpa_peer.time_ms with flush() before each timed run, outside the events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        flush()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def shapes():
@@ -77,7 +62,7 @@ def main():
                 backend = getattr(SDPBackend, attr)
                 with sdpa_kernel(backend):
                     fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=Hkv != H)  # noqa: E731
-                    t = time_ms(fn, flush)
+                    t = sdpa_peer.time_ms(fn, warmup=3, iters=20, flush=flush)
             except Exception as e:
                 note = str(e).splitlines()[0][:80].replace(",", ";")
             gbps = nbytes / (t * 1e-3) / 1e9 if t == t else float("nan")

@@ -31,12 +31,16 @@ except Exception as e:  # no torch: say so, write nothing
     sys.exit(0)
 
 
-def time_ms(fn, warmup=3, iters=10):
+def time_ms(fn, warmup=3, iters=10, flush=None):
+    """Median of iters CUDA-event timed runs of fn after warmup runs; flush(), when given,
+    runs before each timed run, outside the events (tools/decode_peers.py empties the L2)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     ts = []
     for _ in range(iters):
+        if flush is not None:
+            flush()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record(); fn(); b.record(); b.synchronize()
         ts.append(a.elapsed_time(b))

@@ -53,6 +53,26 @@ struct Cfg {
     static constexpr int WM = BR / 16, WD = WARPS / WM, NT = D / 8 / WD;
 };
 
+/* acc (the warp's 16 rows x N columns, N/8 n-tiles) += A B^T over k = 0 .. D-1: A is the
+ * warp's 16 rows at `a` (row-major, e.g. K_j's keys), B is stored N x D at `b` (rows = the
+ * columns of acc, e.g. Q_i). S^T = K_j Q_i^T and dP^T = V_j dO_i^T are both this. */
+template <int D, int N, int LDH>
+__device__ __forceinline__ void mma_rows_bt(float (&acc)[N / 8][4], const __half *a, const __half *b)
+{
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t af[4];
+        load_a_16x16(af, a + kk * 16, LDH);
+#pragma unroll
+        for (int n2 = 0; n2 < N / 16; n2++) {
+            uint32_t bf[4];
+            load_b_nk(bf, b + n2 * 16 * LDH + kk * 16, LDH);
+            mma_16816(acc[2 * n2], af, bf);
+            mma_16816(acc[2 * n2 + 1], af, bf + 2);
+        }
+    }
+}
+
 /* DQ: compute dQ (the atomic pass) or not (pass 1 of two). SKIP: start at the causal
  * range's first Q block and mask only the blocks that need it. */
 template <int D, int BR, int BC, bool DQ, bool SKIP>
@@ -131,21 +151,9 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int n = 0; n < BR / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            load_a_16x16(a, Kw + kk * 16, LDH);
-#pragma unroll
-            for (int n2 = 0; n2 < BR / 16; n2++) {
-                uint32_t bf[4];
-                load_b_nk(bf, Qi + n2 * 16 * LDH + kk * 16, LDH);
-                mma_16816(s[2 * n2], a, bf);
-                mma_16816(s[2 * n2 + 1], a, bf + 2);
-            }
-        }
+        mma_rows_bt<D, BR, LDH>(s, Kw, Qi);
         /* l.11: P^T = e^(scale S^T - L), L one per query column; masked entries 0 */
-        const bool mask = !SKIP ? (p.causal || bwd_block_needs_mask(p, i, j, BR, BC))
-                                : bwd_block_needs_mask(p, i, j, BR, BC);
+        const bool mask = (!SKIP && p.causal) || bwd_block_needs_mask(p, i, j, BR, BC);
 #pragma unroll
         for (int n = 0; n < BR / 8; n++)
 #pragma unroll
@@ -165,18 +173,7 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 /* END EXERCISE */
             }
         /* l.12: dP^T = V_j dO_i^T */
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            load_a_16x16(a, Vw + kk * 16, LDH);
-#pragma unroll
-            for (int n2 = 0; n2 < BR / 16; n2++) {
-                uint32_t bf[4];
-                load_b_nk(bf, dOi + n2 * 16 * LDH + kk * 16, LDH);
-                mma_16816(dp[2 * n2], a, bf);
-                mma_16816(dp[2 * n2 + 1], a, bf + 2);
-            }
-        }
+        mma_rows_bt<D, BR, LDH>(dp, Vw, dOi);
         /* l.14: dS^T = P^T * (dP^T - D), D one per query column */
 #pragma unroll
         for (int n = 0; n < BR / 8; n++)

@@ -3,6 +3,9 @@
 as a peer line for the plots (docs/design.md, "Peers"). Nothing in the project needs it.
 
     python3 tools/sdpa_peer.py OUT.csv B,H,N,d,causal [B,H,N,d,causal ...]
+    python3 tools/sdpa_peer.py --once fwd|bwd BACKEND B,H,H_kv,N_q,N_kv,d,causal
+        one forward (or one forward and its backward) and nothing else, untimed: the
+        process tools/ncu_compare.py profiles beside ours
 
 For each shape and each backend (math: the unfused reference; flash: FlashAttention-2
 inside PyTorch) prints and writes: backend,B,H,N,d,causal,time_ms,tflops. fp16 inputs
@@ -143,5 +146,22 @@ def main(argv=None, backends=("math", "flash"), phase="peer", command=None, mode
         torch.cuda.empty_cache()
 
 
+def once(mode, backend, spec):
+    """One call of SDPA on one shape (GQA through enable_gqa), for a profiler to watch."""
+    B, H, Hkv, Nq, Nkv, d, causal = (int(x) for x in spec.split(","))
+    q = torch.randn(B, H, Nq, d, device="cuda", dtype=torch.float16, requires_grad=mode == "bwd")
+    k, v = (torch.randn(B, Hkv, Nkv, d, device="cuda", dtype=torch.float16, requires_grad=mode == "bwd")
+            for _ in range(2))
+    with sdpa_kernel(getattr(SDPBackend, BACKENDS[backend])):
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), enable_gqa=Hkv != H)
+        if mode == "bwd":
+            torch.autograd.grad(o, (q, k, v), torch.randn_like(o))
+    torch.cuda.synchronize()
+    print(f"sdpa_peer: once {mode} {backend} {spec}: done")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 5 and sys.argv[1] == "--once" and sys.argv[2] in ("fwd", "bwd") and sys.argv[3] in BACKENDS:
+        once(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        main()

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# tools/ncu_pairs.sh [SET...] - our kernels and their peers profiled by Nsight Compute on
+# the same shapes, side by side (tools/ncu_compare.py), on the GPU machine.
+#
+#   SET   ours                                      beside
+#   bwd   phase 5 mma backward, d=128 and d=64       PyTorch SDPA flash backward (FA2's)
+#   fwd   phase 4 fa2-mma forward, d=64 and d=128    PyTorch SDPA flash forward (FA2's)
+#   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
+#
+# $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
+# ncu_SET.txt, the side-by-side table; the tables are printed last.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-results/ncu}
+T=$(mktemp -d "${TMPDIR:-/tmp}/ncu.XXXXXX"); trap 'rm -rf "$T"' EXIT
+PY=${PYTHON:-python3}
+NC="$PY tools/ncu_compare.py"
+mkdir -p "$OUT"
+command -v ncu >/dev/null || { echo "ncu_pairs: skipped: Nsight Compute (ncu) not found"; exit 0; }
+
+# pair NAME REGEX COMMAND... : one profile into $T/NAME.csv
+pair() { local n=$1 rx=$2; shift 2; $NC profile "$T/$n.csv" "$rx" -- "$@" >"$T/$n.log" 2>&1 || echo "ncu_pairs: $n failed (see $n.log)"; }
+PEER="$PY tools/sdpa_peer.py --once"   # one SDPA call, nothing else
+q() { echo "--quiet --iters 1 --csv $T/run.csv"; }
+
+set_bwd() {
+    pair ours_bwd128  'bwd_mma_kernel<128' build/phase5 --kernel mma --B 2 --H 16 --N 8192 --d 128 $(q)
+    pair fa2_bwd128   'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
+    pair ours_bwd64   'bwd_mma_kernel<64'  build/phase5 --kernel mma --B 2 --H 32 --N 8192 --d 64 $(q)
+    pair fa2_bwd64    'flash_bwd_dq_dk_dv' $PEER bwd flash 2,32,32,8192,8192,64,0
+    table bwd ours_bwd128 fa2_bwd128 ours_bwd64 fa2_bwd64
+}
+set_fwd() {
+    pair ours_fwd64   'fa2_mma_kernel<64'  build/phase4 --kernel mma --B 4 --H 32 --N 4096 --d 64 $(q)
+    pair fa2_fwd64    'flash_fwd_kernel'   $PEER fwd flash 4,32,32,4096,4096,64,0
+    pair ours_fwd128  'fa2_mma_kernel<128' build/phase4 --kernel mma --B 4 --H 16 --N 4096 --d 128 $(q)
+    pair fa2_fwd128   'flash_fwd_kernel'   $PEER fwd flash 4,16,16,4096,4096,128,0
+    table fwd ours_fwd64 fa2_fwd64 ours_fwd128 fa2_fwd128
+}
+set_dec() {
+    pair ours_contig  'dec_split_kernel<128, false' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
+    pair ours_paged   'dec_split_kernel<128, true'  build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
+    pair ours_mha     'dec_split_kernel<128, false' build/phase6 --kernel split --B 1 --H 32 --Nkv 65536 $(q)
+    pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,65536,128,0
+    table dec ours_contig ours_paged ours_mha fa2_mha
+}
+table() {
+    local s=$1; shift
+    local files=(); for n in "$@"; do [ -s "$T/$n.csv" ] && files+=("$T/$n.csv"); done
+    [ ${#files[@]} -gt 0 ] || { echo "ncu_pairs: $s: nothing profiled"; return; }
+    $NC table "${files[@]}" >"$OUT/ncu_$s.txt" 2>&1
+    tar -czf "$OUT/ncu_$s.tar.gz" -C "$T" $(cd "$T" && ls *.csv *.log | grep -v '^run')
+    rm -f "$T"/*.csv "$T"/*.log
+}
+
+sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
+for s in "${sets[@]}"; do
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec)" >&2; exit 2; }
+    "set_$s"
+done
+for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

@@ -160,8 +160,9 @@ static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)
 /* As fa2_mma_config(): 0 it can run d here; -1 not built for d (d = 64 and 128 are);
  * 1 built, but this device's shared memory is too small (why says so). */
 int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-/* Blocks of the split kernel the whole GPU holds at once (SMs x occupancy). */
-int dec_gpu_slots(int d);
+/* Blocks of the split kernel (the paged variant when paged) the whole GPU holds at once
+ * (SMs x occupancy): the heuristic's slots. */
+int dec_gpu_slots(int d, bool paged);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
 /* n fp16 values in [-2, 2) from a hash of (seed, index), made on the device. */

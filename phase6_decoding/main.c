@@ -211,9 +211,10 @@ static void dec_launch(void *ctx)
  * heuristic's (0: the heuristic). Read and checked before any allocation. */
 static int splits_override;
 
-static int pick_splits(const attn_problem_t *p, bool pack)
+/* the heuristic's S for the kernel that runs (paged: its own occupancy, decode.h) */
+static int pick_splits(const attn_problem_t *p, bool pack, bool paged)
 {
-    return splits_override > 0 ? splits_override : dec_num_splits(p, pack, dec_gpu_slots(p->d));
+    return splits_override > 0 ? splits_override : dec_num_splits(p, pack, dec_gpu_slots(p->d, paged));
 }
 
 static const int *ragged_lens;   /* the ragged rows' check (drv_check_fn has no context) */
@@ -293,17 +294,23 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t 
     const int nprev = O4 ? 1 : 0;
     if (cli_kernel_selected(o, "fa2-mma")) rows[n++] = r4;
     const bool dec_ok = p->N_q <= DEC_GPU_MAX_NQ && (p->d == 64 || p->d == 128);
-    *S_split = dec_ok ? pick_splits(p, false) : 1;
-    *S_pack = dec_ok ? pick_splits(p, true) : 1;
+    *S_split = dec_ok ? pick_splits(p, false, false) : 1;
+    *S_pack = dec_ok ? pick_splits(p, true, false) : 1;
+    const int S_paged = dec_ok ? pick_splits(p, true, true) : 1;
     const char *EX_SPLIT = "dec.split_range_gpu, dec.combine_gpu";
     if (cli_kernel_selected(o, "split"))
         rows[n++] = run_dec("split", in, &b, NULL, a0, false, false, *S_split, &prev, nprev, attn_check_fp16, o->iters, NULL, NULL, EX_SPLIT);
-    /* split-pack: its O and L are what the paged rows must equal bit for bit */
+    /* split-pack: its O and L, at the paged kernel's S, are what the paged rows must equal
+     * bit for bit (a second, unshown run when the paged kernel's S differs) */
     float *Op = NULL, *Lp = NULL;
     const bool want_paged = cli_kernel_selected(o, "paged");
     if (cli_kernel_selected(o, "split-pack") || want_paged) {
-        drv_row_t r = run_dec("split-pack", in, &b, NULL, a0, false, true, *S_pack, &prev, nprev, attn_check_fp16, o->iters, &Op, &Lp, EX_SPLIT);
+        const bool same = S_paged == *S_pack;
+        drv_row_t r = run_dec("split-pack", in, &b, NULL, a0, false, true, *S_pack, &prev, nprev, attn_check_fp16, o->iters,
+                              same ? &Op : NULL, same ? &Lp : NULL, EX_SPLIT);
         if (cli_kernel_selected(o, "split-pack")) rows[n++] = r;
+        if (want_paged && !same)
+            run_dec("split-pack", in, &b, NULL, a0, false, true, S_paged, &prev, nprev, attn_check_fp16, 1, &Op, &Lp, EX_SPLIT);
     }
     for (size_t k = 0; want_paged && k < sizeof PAGES / sizeof PAGES[0]; k++) {
         dec_paged_t pg;
@@ -314,7 +321,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t 
         gpu_upload(kp, pg.k, pool); gpu_upload(vp, pg.v, pool); gpu_upload(tb, pg.table, tab);
         a.k = kp; a.v = vp; a.table = tb; a.page = PAGES[k]; a.pages_per_seq = pg.c.pages_per_seq;
         float *O = NULL, *L = NULL;
-        drv_row_t r = run_dec(row_name("paged-p%d", PAGES[k], 0), in, &b, &pg.c, a, false, true, *S_pack, &prev, nprev,
+        drv_row_t r = run_dec(row_name("paged-p%d", PAGES[k], 0), in, &b, &pg.c, a, false, true, S_paged, &prev, nprev,
                               attn_check_fp16, o->iters, &O, &L, "dec.page_lookup_gpu, dec.split_range_gpu, dec.combine_gpu");
         same_bits(&r, O, Op, L, Lp, nq, nl, "split-pack on the contiguous cache");
         drv_blame(&r, "dec.page_lookup_gpu");
@@ -336,7 +343,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t 
         drv_inputs(&inr, &pr, o->seed, false, PHASE);
         const size_t rq = attn_q_elems(&pr), rl = attn_l_elems(&pr);
         drv_gpu_bufs_t br = drv_gpu_alloc(&inr, DRV_SP_NONE);
-        const int S = pick_splits(&pr, true);
+        const int S = pick_splits(&pr, true, false);   /* one S for all three: bitwise compared */
         float *Of = NULL, *Lf = NULL, *Oc = NULL, *Lc = NULL;
         drv_row_t rf = run_dec("split-pack", &inr, &br, NULL, a0, false, true, S, NULL, 0, attn_check_fp16, 1, &Of, &Lf, EX_SPLIT);
         int *lens_d = gpu_malloc(sizeof lens);
@@ -434,7 +441,7 @@ static int run_gpu_sweep(drv_t *D, const cli_opts_t *o)
     dec_gpu_fill(sb.K, sb.kv_elems, o->seed + 1);
     dec_gpu_fill(sb.V, sb.kv_elems, o->seed + 2);
     const double copy = D->mi.copy_gbps > 0 ? D->mi.copy_gbps : gpu_copy_bandwidth_gbps();
-    const int slots = dec_gpu_slots(d);
+    const int slots = dec_gpu_slots(d, false);
     printf("%s: GPU sweep: d = 128, N_q = 1, H = 32; %d split blocks fit the GPU at once; copy bandwidth %.0f GB/s\n",
            PHASE, slots, copy);
     /* 1. time and GB/s vs L: fa2-mma, split, split-pack */
@@ -444,7 +451,7 @@ static int run_gpu_sweep(drv_t *D, const cli_opts_t *o)
                 attn_problem_t p = attn_problem(B, H, Hkv, 1, L, d, false);
                 float *O4 = NULL;
                 drv_row_t r[3];
-                const int S1 = pick_splits(&p, false), S2 = pick_splits(&p, true);
+                const int S1 = pick_splits(&p, false, false), S2 = pick_splits(&p, true, false);
                 r[0] = sweep_time(o, &p, "fa2-mma", "vsL", &sb, NULL, true, false, 1, NULL, &O4);
                 r[1] = sweep_time(o, &p, row_name("split-S%d", S1, 0), "vsL", &sb, NULL, false, false, S1, O4, NULL);
                 r[2] = sweep_time(o, &p, row_name("split-pack-S%d", S2, 0), "vsL", &sb, NULL, false, true, S2, O4, NULL);
@@ -479,17 +486,28 @@ static int run_gpu_sweep(drv_t *D, const cli_opts_t *o)
         free(O4);
     }
     /* 3. paged vs contiguous (split-pack, GQA 32:8, L = 64k, B = 1 and 8): a pool of pages
-     * shuffled from the seed, made on the device from the contiguous cache; each paged
-     * output bitwise equal to the contiguous one */
+     * shuffled from the seed, made on the device from the contiguous cache. Each kernel
+     * runs with its own heuristic's S (the paged one may fit fewer blocks per SM); the
+     * speed-up is against the contiguous row, and each paged output must be bitwise equal
+     * to the contiguous kernel's at the same S (that row shown too when the S differ). */
     for (int B = 1; B <= 8; B *= 8) {
         attn_problem_t p = attn_problem(B, H, 8, 1, 65536, d, false);
-        const int S = pick_splits(&p, true);
+        const int S = pick_splits(&p, true, false), Sp = pick_splits(&p, true, true);
         float *Oc = NULL;
         drv_row_t rc = sweep_time(o, &p, row_name("split-pack-S%d", S, 0), "paged", &sb, NULL, false, true, S, NULL, &Oc);
         rc.speedup = 1.0;
         fails += drv_failed(&rc);
         drv_csv_row(D, &rc);
         sweep_print(&rc, copy);
+        if (Sp != S) {   /* the bitwise reference at the paged kernel's S */
+            free(Oc);
+            Oc = NULL;
+            drv_row_t rs = sweep_time(o, &p, row_name("split-pack-S%d", Sp, 0), "paged", &sb, NULL, false, true, Sp, NULL, &Oc);
+            rs.speedup = rc.time_ms / rs.time_ms;
+            fails += drv_failed(&rs);
+            drv_csv_row(D, &rs);
+            sweep_print(&rs, copy);
+        }
         const size_t kv = attn_kv_elems(&p), nq = attn_q_elems(&p);
         void *kp = gpu_malloc(kv * 2 + 256 * 8 * d * 2), *vp = gpu_malloc(kv * 2 + 256 * 8 * d * 2);
         for (int page = 16; page <= 256; page *= 2) {
@@ -501,11 +519,11 @@ static int run_gpu_sweep(drv_t *D, const cli_opts_t *o)
             dec_gpu_paginate(&p, sb.K, sb.V, tb, page, pps, kp, vp);
             dec_gpu_args_t a = { .k = kp, .v = vp, .table = tb, .page = page, .pages_per_seq = pps };
             float *O = NULL;
-            drv_row_t r = sweep_time(o, &p, row_name("paged-p%d-S%d", page, S), "paged", &sb, &a, false, true, S, NULL, &O);
+            drv_row_t r = sweep_time(o, &p, row_name("paged-p%d-S%d", page, Sp), "paged", &sb, &a, false, true, Sp, NULL, &O);
             r.speedup = rc.time_ms / r.time_ms;   /* against the contiguous cache */
             if (drv_passed(&r) && (!Oc || memcmp(O, Oc, nq * sizeof(float)) != 0))
                 drv_fail(&r, "O differs from split-pack on the contiguous cache (must be bitwise equal)");
-            r.hbm_model = r.hbm_formula = dec_hbm_traffic_gpu(&p, &(dec_cache_t){ .page = page }, r.blocks, S, true).total;
+            r.hbm_model = r.hbm_formula = dec_hbm_traffic_gpu(&p, &(dec_cache_t){ .page = page }, r.blocks, Sp, true).total;
             fails += drv_failed(&r);
             drv_csv_row(D, &r);
             sweep_print(&r, copy);

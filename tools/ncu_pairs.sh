@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/ncu_pairs.sh [SET...] - our kernels and their peers profiled by Nsight Compute on
-# the same shapes, side by side (tools/ncu_compare.py), on the GPU machine.
+# the same shapes, side by side (tools/ncu_compare.py), on the GPU machine. ncu names our
+# kernels demangled with casts, bwd_mma_kernel<(int)128, (int)32, ...>: hence \(int\) below.
 #
 #   SET   ours                                      beside
 #   bwd   phase 5 mma backward, d=128 and d=64       PyTorch SDPA flash backward (FA2's)
@@ -19,29 +20,36 @@ mkdir -p "$OUT"
 command -v ncu >/dev/null || { echo "ncu_pairs: skipped: Nsight Compute (ncu) not found"; exit 0; }
 
 # pair NAME REGEX COMMAND... : one profile into $T/NAME.csv
-pair() { local n=$1 rx=$2; shift 2; $NC profile "$T/$n.csv" "$rx" -- "$@" >"$T/$n.log" 2>&1 || echo "ncu_pairs: $n failed (see $n.log)"; }
+# NCU_ONLY="name ...": those profiles alone (the others of a set are skipped)
+pair() {
+    local n=$1 rx=$2; shift 2
+    [ -n "${NCU_ONLY:-}" ] && [[ " $NCU_ONLY " != *" $n "* ]] && return
+    echo "ncu_pairs: $n" >&2
+    timeout "${NCU_TIMEOUT:-150}" $NC profile "$T/$n.csv" "$rx" -- "$@" >"$T/$n.log" 2>&1 || echo "ncu_pairs: $n failed (see $n.log)"
+    grep -q 'No kernels were profiled' "$T/$n.log" && echo "ncu_pairs: $n: no kernel matched '$rx' (see $n.log)"
+}
 PEER="$PY tools/sdpa_peer.py --once"   # one SDPA call, nothing else
 q() { echo "--quiet --iters 1 --csv $T/run.csv"; }
 
 set_bwd() {
-    pair ours_bwd128  'bwd_mma_kernel<128' build/phase5 --kernel mma --B 2 --H 16 --N 8192 --d 128 $(q)
+    pair ours_bwd128  'bwd_mma_kernel<\(int\)128,' build/phase5 --kernel mma --B 2 --H 16 --N 8192 --d 128 $(q)
     pair fa2_bwd128   'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
-    pair ours_bwd64   'bwd_mma_kernel<64'  build/phase5 --kernel mma --B 2 --H 32 --N 8192 --d 64 $(q)
+    pair ours_bwd64   'bwd_mma_kernel<\(int\)64,' build/phase5 --kernel mma --B 2 --H 32 --N 8192 --d 64 $(q)
     pair fa2_bwd64    'flash_bwd_dq_dk_dv' $PEER bwd flash 2,32,32,8192,8192,64,0
     table bwd ours_bwd128 fa2_bwd128 ours_bwd64 fa2_bwd64
 }
 set_fwd() {
-    pair ours_fwd64   'fa2_mma_kernel<64'  build/phase4 --kernel mma --B 4 --H 32 --N 4096 --d 64 $(q)
+    pair ours_fwd64   'fa2_mma_kernel<\(int\)64,' build/phase4 --kernel mma --B 4 --H 32 --N 4096 --d 64 $(q)
     pair fa2_fwd64    'flash_fwd_kernel'   $PEER fwd flash 4,32,32,4096,4096,64,0
-    pair ours_fwd128  'fa2_mma_kernel<128' build/phase4 --kernel mma --B 4 --H 16 --N 4096 --d 128 $(q)
+    pair ours_fwd128  'fa2_mma_kernel<\(int\)128,' build/phase4 --kernel mma --B 4 --H 16 --N 4096 --d 128 $(q)
     pair fa2_fwd128   'flash_fwd_kernel'   $PEER fwd flash 4,16,16,4096,4096,128,0
     table fwd ours_fwd64 fa2_fwd64 ours_fwd128 fa2_fwd128
 }
 set_dec() {
-    pair ours_contig  'dec_split_kernel<128, false' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
-    pair ours_paged   'dec_split_kernel<128, true'  build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
-    pair ours_mha     'dec_split_kernel<128, false' build/phase6 --kernel split --B 1 --H 32 --Nkv 65536 $(q)
-    pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,65536,128,0
+    pair ours_contig  'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
+    pair ours_paged   'dec_split_kernel<\(int\)128, \(bool\)1' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
+    pair ours_mha     'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel split --B 1 --H 32 --Nkv 16384 $(q)
+    pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,16384,128,0
     table dec ours_contig ours_paged ours_mha fa2_mha
 }
 table() {

@@ -34,6 +34,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
 #include "decode.h"
@@ -65,11 +66,16 @@ struct DecArgs {
     const __half *Q, *K, *V;      /* K, V: the contiguous cache, or the pool when paged */
     const int *seqlens;           /* [B] or NULL: every sequence N_kv keys            */
     const int *table;             /* [B][pps] pool page of each page of keys          */
-    int page, pps;
+    int page, pps;                /* page: keys per page, a power of two               */
     float *O, *L;                 /* S = 1: the outputs                               */
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
 };
+
+/* log2 of the page size (a power of two): key j's page is j >> page_shift(a), its row in
+ * the page j & (a.page - 1). A divide by a run-time value would be a sequence of integer
+ * instructions for every key row a thread copies. */
+__device__ __forceinline__ int page_shift(const DecArgs &a) { return __ffs(a.page) - 1; }
 
 /* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
 __device__ __forceinline__ float dex2(float x)
@@ -94,9 +100,9 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
         const int j = jt + (int)(threadIdx.x + k * DTHREADS) / CH;
         /* TODO EXERCISE dec.page_lookup_gpu: the pool page of key j of sequence b, through the block table
          * HINT: as dec.page_lookup: a.table holds a.pps pool pages per sequence (row b); the
-         * HINT: entry of key j's page (j / a.page) is the pool page. A key at or past kend is
-         * HINT: never read (set 0: its table entry may not exist). */
-        pid[k] = b * a.pps + j / a.page; (void)kend;
+         * HINT: entry of key j's page (j / a.page, written j >> page_shift(a)) is the pool page.
+         * HINT: A key at or past kend is never read (set 0: its table entry may not exist). */
+        pid[k] = b * a.pps + (j >> page_shift(a)); (void)kend;
     }
 }
 
@@ -116,7 +122,7 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
         const bool valid = j < kend;
         size_t row = 0;   /* element offset of key j's row in K (and V) */
         if (valid)
-            row = PAGED ? (((size_t)pid[k] * p.H_kv + kvh) * (size_t)a.page + (size_t)(j % a.page)) * D
+            row = PAGED ? ((((size_t)pid[k] * p.H_kv + kvh) << page_shift(a)) + (size_t)(j & (a.page - 1))) * D
                         : (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
         cp_async16(Ks + r * LDH + col, a.K + row + col, valid);
         cp_async16(Vs + r * LDH + col, a.V + row + col, valid);
@@ -381,19 +387,24 @@ extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     return fa1_config_fits(c, why, len);
 }
 
-extern "C" int dec_gpu_slots(int d)
+/* The blocks of one variant of the split kernel the whole GPU holds at once: the paged
+ * kernel needs more registers (its page ids, a tile ahead) and may fit fewer per SM. */
+template <int D, bool PAGED>
+static int slots_of(int sms)
 {
-    int dev = 0, sms = 0, per_sm = 0;
+    int per_sm = 0;
+    CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<D>::SMEM));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<D, PAGED>, DTHREADS, DCfg<D>::SMEM));
+    return sms * (per_sm > 0 ? per_sm : 1);
+}
+
+extern "C" int dec_gpu_slots(int d, bool paged)
+{
+    int dev = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (d == 64) {
-        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<64, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<64>::SMEM));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<64, false>, DTHREADS, DCfg<64>::SMEM));
-    } else {
-        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<128, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<128>::SMEM));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<128, false>, DTHREADS, DCfg<128>::SMEM));
-    }
-    return sms * (per_sm > 0 ? per_sm : 1);
+    if (d == 64) return paged ? slots_of<64, true>(sms) : slots_of<64, false>(sms);
+    return paged ? slots_of<128, true>(sms) : slots_of<128, false>(sms);
 }
 
 extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g, bool pack, int S)
@@ -407,6 +418,10 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.table = g->table;
     a.page = g->page;
     a.pps = g->pages_per_seq;
+    if (g->page > 0 && (g->page & (g->page - 1)) != 0) {   /* the driver's pages are 16..256 */
+        fprintf(stderr, "dec_gpu_launch: page size %d is not a power of two\n", g->page);
+        exit(2);
+    }
     a.O = g->o;
     a.L = g->L;
     const size_t nrows = (size_t)p->B * p->H * p->N_q;

@@ -272,7 +272,8 @@ static void same_bits(drv_row_t *r, const float *O, const float *O0, const float
         drv_fail(r, "O or L differs from %s (same keys, same order: must be bitwise equal)", what);
 }
 
-static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, int *S_split, int *S_pack)
+static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, int *S_split, int *S_pack,
+                        int *S_paged_out)
 {
     const attn_problem_t *p = &in->p;
     const size_t nq = attn_q_elems(p), nl = attn_l_elems(p);
@@ -296,7 +297,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t 
     const bool dec_ok = p->N_q <= DEC_GPU_MAX_NQ && (p->d == 64 || p->d == 128);
     *S_split = dec_ok ? pick_splits(p, false, false) : 1;
     *S_pack = dec_ok ? pick_splits(p, true, false) : 1;
-    const int S_paged = dec_ok ? pick_splits(p, true, true) : 1;
+    const int S_paged = *S_paged_out = dec_ok ? pick_splits(p, true, true) : 1;
     const char *EX_SPLIT = "dec.split_range_gpu, dec.combine_gpu";
     if (cli_kernel_selected(o, "split"))
         rows[n++] = run_dec("split", in, &b, NULL, a0, false, false, *S_split, &prev, nprev, attn_check_fp16, o->iters, NULL, NULL, EX_SPLIT);
@@ -633,12 +634,12 @@ int main(int argc, char **argv)
     drv_banner(&D, &o, "Flash-Decoding, KV cache split into S, combined by log-sum-exp");
     drv_row_t rows[ROWS_MAX];
     attn_problem_t pc = attn_small_like(&o.p, CPU_MAX_FLOPS);
-    int n = run_cpu_rows(&pc, &o, rows), ncpu = n, S_split = 0, S_pack = 0;
+    int n = run_cpu_rows(&pc, &o, rows), ncpu = n, S_split = 0, S_pack = 0, S_paged = 0;
 #if HAVE_CUDA
     if (D.gpu) {
         attn_inputs_t in;
         drv_inputs(&in, &o.p, o.seed, false, PHASE);
-        n += run_gpu_rows(&in, &o, rows + n, &S_split, &S_pack);
+        n += run_gpu_rows(&in, &o, rows + n, &S_split, &S_pack, &S_paged);
         attn_inputs_free(&in);
         for (int k = ncpu + 1; k < n && strcmp(rows[ncpu].kernel, "fa2-mma") == 0; k++)
             rows[k].speedup = rows[ncpu].time_ms / rows[k].time_ms;
@@ -648,8 +649,8 @@ int main(int argc, char **argv)
     drv_print_rows(&D, TABLE_COLS, rows, n);
     if (!o.quiet) explain(rows, ncpu);
     if (!o.quiet && n > ncpu) {
-        printf("GPU: splits S = %d (split), %d (split-pack, paged) %s; time: median of %d runs after warm-up (CUDA "
-               "events, L2 flushed)\n", S_split, S_pack, getenv("FA_SPLITS") && *getenv("FA_SPLITS") ? "(FA_SPLITS)" : "(the heuristic, decode.h)", o.iters);
+        printf("GPU: splits S = %d (split), %d (split-pack), %d (paged) %s; time: median of %d runs after warm-up (CUDA "
+               "events, L2 flushed)\n", S_split, S_pack, S_paged, getenv("FA_SPLITS") && *getenv("FA_SPLITS") ? "(FA_SPLITS)" : "(the heuristic, decode.h)", o.iters);
         for (int k = ncpu + 1; k < n; k++)
             if (drv_passed(&rows[k]) && !isnan(rows[k].speedup))
                 printf("  %-12s %.2fx phase 4's fa2-mma\n", rows[k].kernel, rows[k].speedup);

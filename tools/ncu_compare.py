@@ -9,9 +9,9 @@
         (our drivers, or PyTorch through tools/sdpa_peer.py).
     python3 tools/ncu_compare.py table A.csv B.csv ...
         prints the metrics that explain a speed gap, one column per profile: time,
-        launch shape, occupancy, issue activity, tensor-pipe activity, the instruction mix
-        per tensor-core instruction, shared-memory wavefronts and bank conflicts, and the
-        warp stall reasons (cycles per issued instruction). Runs anywhere (no GPU).
+        launch shape, occupancy, issue activity, tensor-pipe activity, shared-memory
+        wavefronts and bank conflicts, the instruction mix (each pipe's share of its peak
+        issue rate), and the warp stall reasons (cycles per issued instruction). Runs anywhere (no GPU).
 
 ncu locks the clocks to base and flushes the caches before the profiled launch, for
 every profile alike, so the columns compare; the times are not the sweep's times.
@@ -24,7 +24,7 @@ import sys
 
 # (label, regex on the raw metric name); a regex may match several metrics (one row each)
 ROWS = [
-    ("time (us, ncu clocks)", r"^gpu__time_duration\.sum$"),
+    ("time (ms, ncu's clocks)", r"^gpu__time_duration\.sum$"),
     ("grid", r"^launch__grid_size$"),
     ("block", r"^launch__block_size$"),
     ("registers / thread", r"^launch__registers_per_thread$"),
@@ -36,11 +36,13 @@ ROWS = [
     ("issue slots busy (%)", r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$"),
     ("tensor pipe busy (%)", r"^sm__pipe_tensor_op_hmma_cycles_active\.avg\.pct_of_peak_sustained_active$"),
     ("SM throughput (%)", r"^sm__throughput\.avg\.pct_of_peak_sustained_elapsed$"),
-    ("DRAM throughput (%)", r"^gpu__compute_memory_throughput\.avg\.pct_of_peak_sustained_elapsed$"),
+    ("memory busiest unit (%)", r"^gpu__compute_memory_throughput\.avg\.pct_of_peak_sustained_elapsed$"),
+    ("DRAM busy (%)", r"^dram__cycles_active\.avg\.pct_of_peak_sustained_elapsed$"),
+    ("L1/shared busy (%)", r"^l1tex__throughput\.avg\.pct_of_peak_sustained_active$"),
+    ("L2 busy (%)", r"^lts__throughput\.avg\.pct_of_peak_sustained_elapsed$"),
     ("DRAM bytes read", r"^dram__bytes_read\.sum$"),
     ("DRAM bytes written", r"^dram__bytes_write\.sum$"),
     ("instructions (warp)", r"^smsp__inst_executed\.sum$"),
-    ("tensor instructions", r"^smsp__inst_executed_pipe_tensor_op_hmma\.sum$"),
     ("shared ld wavefronts", r"^l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld\.sum$"),
     ("shared st wavefronts", r"^l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st\.sum$"),
     ("shared ld bank conflicts", r"^l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld\.sum$"),
@@ -48,10 +50,10 @@ ROWS = [
     ("ldmatrix instructions", r"^smsp__inst_executed_op_ldsm\.sum$"),
     ("global atomics/reductions", r"^smsp__inst_executed_op_global_red\.sum$"),
     ("warp cycles / issued inst", r"^smsp__average_warp_latency_per_inst_issued\.ratio$"),
+    ("pipe issue: {} (%)", r"^sm__inst_executed_pipe_(tensor_op_hmma|alu|fma|fmaheavy|lsu|xu|cbu|adu|uniform)"
+                           r"\.avg\.pct_of_peak_sustained_active$"),
     ("stall: {}", r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$"),
 ]
-# per tensor instruction: instructions of each pipe (the mix around each mma)
-PIPES = r"^smsp__inst_executed_pipe_(alu|fma|fmaheavy|fmalite|fp16|lsu|xu|cbu|adu|uniform)\.sum$"
 
 
 def profile(out, regex, cmd):
@@ -99,18 +101,16 @@ def table(paths):
         names = sorted({n for m, _ in profs for n in m if re.match(rx, n)})
         for n in names:
             vals = [num(m.get(n, ("", ""))[0]) for m, _ in profs]
+            if n == "gpu__time_duration.sum":   # in the unit ncu chose (ns, us, ms), shown in ms
+                scale = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}
+                vals = [v * scale.get(m.get(n, ("", ""))[1], float("nan")) if v is not None else None
+                        for v, (m, _) in zip(vals, profs)]
             if label.startswith("stall") and all(v is None or v < 0.05 for v in vals):
                 continue   # the stall reasons that cost nothing here
             lab = label.format(re.match(rx, n).group(1)) if "{}" in label else label
             if lab in ("shared mem / block (B)",):
                 lab += " " + n.rsplit("_", 1)[1]
             lines.append((lab, vals))
-    for n in sorted({n for m, _ in profs for n in m if re.match(PIPES, n)}):
-        vals = []
-        for m, _ in profs:
-            a, t = num(m.get(n, ("", ""))[0]), num(m.get("smsp__inst_executed_pipe_tensor_op_hmma.sum", ("", ""))[0])
-            vals.append(a / t if a is not None and t else None)
-        lines.append((f"{re.match(PIPES, n).group(1)} inst / tensor inst", vals))
     w = max(len(lab) for lab, _ in lines) + 2
     print(f"{'metric':<{w}}" + "".join(f"{h[:16]:>18}" for h in heads))
     for lab, vals in lines:

@@ -41,3 +41,13 @@ phase4-sanitize: phase4-build
 	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase4 $(PHASE4_SAN_ARGS) --d $$d \
 	        --kernel $$k --csv $(RESULTS)/phase4/sanitize.csv || exit 1; \
 	done; done; done
+
+# The Hopper building block (common/wgmma.cuh): wgmma needs sm_90a, so this one program is
+# built for that target alone, whatever CUDA_ARCH says; on any other GPU it says skipped.
+ifneq ($(HAVE_NVCC),)
+$(BUILD)/test_wgmma: phase4_fa2/test_wgmma.cu common/wgmma.cuh common/mma.cuh common/cuda_check.cuh
+	@mkdir -p $(@D)
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(CPPFLAGS) -std=c++17 $(NVCCFLAGS) -gencode arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra $< -o $@
+phase4-build: $(BUILD)/test_wgmma
+endif

@@ -78,6 +78,16 @@ t_gpu "phase4 d=128 on a 99 KiB device: fa1-mma skipped with the reason, the res
     grep -q '^  skipped fa1-mma (gpu): needs .* KiB of shared memory a block, this device gives 99.0 KiB' \"$T4/smem.log\" &&
     awk '\$2 == \"gpu\" && \$1 != \"fa1-mma\" && \$NF == \"PASS\" { n++ } END { exit n < 3 }' \"$T4/smem.log\""
 
+# The Hopper building block: wgmma (sm_90a) on the two products of attention, against a
+# float64 CPU product. On a GPU other than sm_90 the program says skipped, and so does this.
+if [ -x "$BUILD/test_wgmma" ] && [ -z "$(gpu_skip_reason)" ]; then
+    why=$("$BUILD/test_wgmma" 2>&1 | grep -o 'skipped: .*')
+    if [ -n "$why" ]; then t_skip "phase4 wgmma building block (sm_90a)" "${why#skipped: }"
+    else t_run "phase4 wgmma building block (sm_90a): S = Q K^T and O = P V against the CPU" "$BUILD/test_wgmma"; fi
+else
+    t_skip "phase4 wgmma building block (sm_90a)" "$( [ -x "$BUILD/test_wgmma" ] && gpu_skip_reason || echo "build/test_wgmma not built (no nvcc)")"
+fi
+
 # The grader catches these mistakes: `make phase4 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase4_EX_RUNS adds the
 # shapes where they show: N_q != N_kv causal, fully masked rows). CPU only (NO_CUDA=1).

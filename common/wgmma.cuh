@@ -1,0 +1,116 @@
+/* wgmma.cuh - Hopper's warpgroup matrix multiply (wgmma.mma_async, sm_90a), from scratch.
+ *
+ * mma.sync (mma.cuh) is one warp's 16 x 8 x 16 product with every operand in registers.
+ * wgmma is four warps' (a warpgroup's) 64 x N x 16 product, issued asynchronously, with B
+ * (and optionally A) read by the tensor cores straight from shared memory through a
+ * 64-bit "matrix descriptor". Only code built for sm_90a may use it
+ * (-gencode arch=compute_90a,code=sm_90a).
+ *
+ *   D[64 x N] (+)= A[64 x 16] B[16 x N]      A: shared memory (descriptor) or registers
+ *                                            B: shared memory (descriptor)
+ *
+ * Accumulator layout (fp32, N = 64: 32 registers a thread). Warp w of the warpgroup owns
+ * rows 16w .. 16w + 15; inside a warp it is mma.sync's C layout repeated over N / 8
+ * column tiles (g = lane / 4, t = lane % 4):
+ *
+ *        cols  n8*8+2t  n8*8+2t+1
+ *   row 16w + g     d[4 n8 + 0]  d[4 n8 + 1]
+ *   row 16w + g + 8 d[4 n8 + 2]  d[4 n8 + 3]
+ *
+ * A from registers: per warp, mma.sync's A fragment of rows 16w .. 16w + 15 (mma.cuh), so
+ * a softmax written for mma.sync's C layout hands P to the next wgmma unchanged.
+ *
+ * Shared-memory tiles, 128-byte swizzle. A tile row of 64 fp16 (128 bytes) is 8 chunks of
+ * 16 bytes; in row r, chunk c is stored at chunk position c ^ (r % 8). Eight rows (1024
+ * bytes, 1024-aligned) are one swizzle atom:
+ *
+ *   row 0:  c0 c1 c2 c3 c4 c5 c6 c7
+ *   row 1:  c1 c0 c3 c2 c5 c4 c7 c6      (position p holds chunk p ^ 1)
+ *   row 2:  c2 c3 c0 c1 c6 c7 c4 c5
+ *   ...                                  the 8 rows of an 8 x 8 ldmatrix-sized block land
+ *   row 7:  c7 c6 c5 c4 c3 c2 c1 c0      in 8 different bank groups: no conflicts
+ *
+ * The descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
+ * 16-29 leading-dimension byte offset >> 4, 32-45 stride-dimension byte offset >> 4,
+ * 49-51 base offset (0 here: atoms 1024-aligned), 62-63 swizzle (1 = 128 B).
+ *   K-major operand (its 16-wide k slice contiguous: Q and K for S = Q K^T): the stride
+ *     offset is 1024 (from one 8-row group to the next); the leading offset is unused
+ *     with the 128-byte swizzle; the next k16 slice starts 32 bytes further.
+ *   MN-major operand (N contiguous: V for O = P V, read with the transpose flag): the
+ *     stride offset is 1024 (8 k-rows of 128 bytes); the leading offset is the distance
+ *     from one 64-wide column atom to the next (when N > 64); the next k16 slice starts
+ *     16 rows (2048 bytes) further.
+ */
+#ifndef COMMON_WGMMA_CUH
+#define COMMON_WGMMA_CUH
+
+#include <stdint.h>
+
+/* byte offset of element (r, c) (c < 64: fp16 columns) in a 128-byte-swizzled tile whose
+ * rows are 64 fp16 wide */
+__host__ __device__ __forceinline__ uint32_t sw128_offset(int r, int c)
+{
+    return (uint32_t)(r * 128 + ((((c >> 3) ^ (r & 7)) & 7) << 4) + (c & 7) * 2);
+}
+
+/* the 64-bit matrix descriptor of a 128-byte-swizzled shared-memory operand at smem */
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(const void *smem, uint32_t lead_bytes, uint32_t stride_bytes)
+{
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem);
+    return (uint64_t)((addr >> 4) & 0x3FFF) | ((uint64_t)((lead_bytes >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((stride_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA_HAVE_WGMMA 1
+
+/* Order this thread's earlier register writes of the accumulators (and of a register A)
+ * before the wgmma's that follow (PTX: required before the first wgmma and whenever the
+ * registers were touched in between). */
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/* close the group of wgmma's issued so far; wait until at most N groups are in flight */
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* shared memory written by ordinary stores, next read by the tensor cores (async proxy):
+ * each writing thread fences before the barrier */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+#define FA_W32(d)                                                                              \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),   \
+        "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+        "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), \
+        "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define FA_R32                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+
+/* D[64 x 64] (+)= A B, A and B from shared memory. accumulate = 0 overwrites D.
+ * TRANS_B = 1: B is MN-major (N contiguous), as V is for O = P V. */
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_R32 ", %32, %33, p, 1, 1, 0, %35;\n}\n"
+                 : FA_W32(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TRANS_B));
+}
+
+/* D[64 x 64] (+)= A B, A from registers (mma.sync's A fragment of the warp's 16 rows),
+ * B from shared memory. */
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_R32 ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                 : FA_W32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate), "n"(TRANS_B));
+}
+#undef FA_W32
+#undef FA_R32
+#else
+#define FA_HAVE_WGMMA 0
+#endif
+
+#endif

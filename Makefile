@@ -261,7 +261,8 @@ $(1)-spills: $(BLOCKS_H)
 	mkdir -p $(BUILD)/spills; fail=0; \
 	for f in $($(1)_CU); do \
 	    log=$(BUILD)/spills/$$$$(basename $$$$f).log; \
-	    $(NVCC) $(CPPFLAGS) -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) -arch=sm_90 -Xptxas -v \
+	    arch=-arch=sm_90; case $$$$f in *wgmma*) arch="-gencode arch=compute_90a,code=sm_90a";; esac; \
+	    $(NVCC) $(CPPFLAGS) -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) $$$$arch -Xptxas -v \
 	        -c $$$$f -o $(BUILD)/spills/$$$$(basename $$$$f).o 2>$$$$log || { cat $$$$log; exit 1; }; \
 	    grep -E 'Used [0-9]+ registers' $$$$log | sed "s|^ptxas info *: |  $$$$(basename $$$$f): |"; \
 	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $$$$log; then fail=1; fi; \

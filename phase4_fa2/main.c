@@ -36,7 +36,7 @@
 #define SMALL_FLOPS   1.1e9         /* up to here phase 2's 1-pass CPU reference runs      */
 #define SIMPLE_MAX_N  4096          /* the sweep times the simple kernels up to this N     */
 
-static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", NULL};
+static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_measured",
     "nonmatmul", "max_abs", "rel_l2", "L_max_abs", "rel_prev", "pipeline_max_abs", "speedup", "verdict", NULL};
@@ -97,10 +97,11 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
 
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
-typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN } kind_t;
-static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain"};
+typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN, K_FA2_WGMMA } kind_t;
+static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain", "wgmma"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
-static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config};
+static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config,
+                                   fa2_wgmma_config};
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
 
@@ -115,6 +116,7 @@ static void launch(void *ctx)
     case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
+    case K_FA2_WGMMA:  fa2_wgmma_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     }
 }
 
@@ -128,7 +130,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep };
-    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA) {   /* its code may be cut too: common/ref.h */
+    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind != K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
         drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
         return r;
     }
@@ -150,7 +152,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
         } else {
             /* without the causal skip every K/V block is read: the traffic of a full mask */
             attn_problem_t pf = *p;
-            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
+            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;   /* wgmma: fa2-mma's bytes at its blocks */
             r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, cfg.blocks);
             r.nonmatmul = fa2_nonmatmul_flops(&pf, cfg.blocks);
         }
@@ -191,9 +193,20 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     prev[0].O = o3;
     if (cli_kernel_selected(o, "simple") && simple_ok)
         rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);
-    if (cli_kernel_selected(o, "mma"))
-        rows[n++] = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, o->iters, check_rows, prev, 2, NULL, true);
-    free(o2); free(o3);
+    /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first */
+    const bool want_wgmma = strcmp(o->kernel, "wgmma") == 0;   /* by name only until it is measured on a Hopper GPU */
+    float *o4 = NULL;
+    if (cli_kernel_selected(o, "mma") || want_wgmma) {
+        drv_row_t r4 = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, cli_kernel_selected(o, "mma") ? o->iters : 1,
+                                  check_rows, prev, 2, want_wgmma ? &o4 : NULL, true);
+        if (cli_kernel_selected(o, "mma")) rows[n++] = r4;
+    }
+    if (want_wgmma) {
+        drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
+        rows[n++] = run_kernel(in, &b, K_FA2_WGMMA, FA2_FULL, "wgmma", sweep, o->iters, check_rows,
+                               o4 ? prev4 : prev, o4 ? 2 : 1, NULL, true);
+    }
+    free(o2); free(o3); free(o4);
     drv_gpu_free(&b);
     return n;
 }

@@ -2,7 +2,10 @@
 phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c
 phase4_MAIN := phase4_fa2/main.c
 phase4_TEST := phase4_fa2/test_phase4.c
-phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu
+phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgmma.cu
+# wgmma exists on sm_90a alone: that file is built for that target only (its config says
+# "skipped" on any other GPU), whatever CUDA_ARCH lists
+$(call obj_of,phase4_fa2/fa2_wgmma.cu): GENCODE := -gencode arch=compute_90a,code=sm_90a
 phase4_USES := phase3 phase2 phase1 phase0
 phase4_CUDA_LDLIBS := -lcublas
 # `make phase4 run`: the causal default problem (the ladder is causal too)

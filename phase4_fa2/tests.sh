@@ -88,6 +88,26 @@ else
     t_skip "phase4 wgmma building block (sm_90a)" "$( [ -x "$BUILD/test_wgmma" ] && gpu_skip_reason || echo "build/test_wgmma not built (no nvcc)")"
 fi
 
+# wgmma (Hopper, sm_90a): its rows against the oracle (2x rule), phase 3's kernel and
+# fa2-mma on every element, on the phase's shape families. On any other GPU the row says
+# skipped with the reason, and so does the test.
+wgmma_case() {   # NAME ARGS...
+    local name=$1 why; shift
+    why=$(gpu_skip_reason)
+    if [ -n "$why" ]; then t_skip "$name" "$why"; return; fi
+    local log="$T4/wgmma.log" rc=0
+    "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
+    why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
+    if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 == \"wgmma\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' '$log'"
+}
+wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
+wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal
+wgmma_case "phase4 gpu wgmma GQA 8:1 N_q < N_kv causal d=64" --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 64 --causal
+wgmma_case "phase4 gpu wgmma N_q > N_kv causal (fully masked rows) d=128" --B 1 --H 2 --N 150 --Nkv 40 --d 128 --causal
+wgmma_case "phase4 gpu wgmma N=1 d=128" --B 2 --H 2 --N 1 --d 128
+wgmma_case "phase4 gpu wgmma B=4 H=16 N=4096 d=128 causal (sampled rows)" --B 4 --H 16 --N 4096 --d 128 --causal
+
 # The grader catches these mistakes: `make phase4 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase4_EX_RUNS adds the
 # shapes where they show: N_q != N_kv causal, fully masked rows). CPU only (NO_CUDA=1).

@@ -141,27 +141,31 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
                 if (col >= p.N_kv || (p.causal && col > row + shift)) s[e] = -INFINITY;
             }
         }
-        /* the online softmax of fa2-mma, rows g and g + 8 of the warp */
+        /* the online softmax (chapter 4's), for rows g and g + 8 of the warp: a row's 64 keys
+         * sit in the 4 lanes of a quad, 16 each */
         float alpha[2];
 #pragma unroll
         for (int x = 0; x < 2; x++) {
-            float mx = m_i[x];
+            float row_max = m_i[x];
 #pragma unroll
-            for (int n8 = 0; n8 < WG_BC / 8; n8++) mx = fmaxf(mx, fmaxf(s[4 * n8 + 2 * x], s[4 * n8 + 2 * x + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            alpha[x] = mx == -INFINITY ? 0.0f : exp2f((m_i[x] - mx) * sl2);
-            const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
-            m_i[x] = mx;
-            float rs = 0.0f;
+            for (int n8 = 0; n8 < WG_BC / 8; n8++) row_max = fmaxf(row_max, fmaxf(s[4 * n8 + 2 * x], s[4 * n8 + 2 * x + 1]));
+#pragma unroll
+            for (int quad_lane = 1; quad_lane < 4; quad_lane <<= 1)
+                row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, quad_lane));
+            const bool no_key = row_max == -INFINITY;   /* the row has seen no key yet */
+            alpha[x] = no_key ? 0.0f : exp2f(sl2 * (m_i[x] - row_max));
+            const float max_scaled = no_key ? 0.0f : sl2 * row_max;
+            m_i[x] = row_max;
+            float part = 0.0f;   /* this thread's share of the row sum */
 #pragma unroll
             for (int n8 = 0; n8 < WG_BC / 8; n8++)
 #pragma unroll
-                for (int e = 2 * x; e < 2 * x + 2; e++) {
-                    s[4 * n8 + e] = exp2f(fmaf(s[4 * n8 + e], sl2, -msc));
-                    rs += s[4 * n8 + e];
+                for (int c = 0; c < 2; c++) {
+                    float &v = s[4 * n8 + 2 * x + c];
+                    v = exp2f(fmaf(v, sl2, -max_scaled));
+                    part += v;
                 }
-            l_i[x] = alpha[x] * l_i[x] + rs;
+            l_i[x] = fmaf(alpha[x], l_i[x], part);
         }
 #pragma unroll
         for (int a = 0; a < C::ATOMS; a++)
@@ -191,19 +195,20 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
     /* O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw no key) */
 #pragma unroll
     for (int x = 0; x < 2; x++) {
-        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
-        l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 2);
-        const float inv = l_i[x] > 0.0f ? 1.0f / l_i[x] : 0.0f;
+        float l_row = l_i[x];
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
         const int row = row0 + 8 * x;
-        if (row < p.N_q) {
+        if (row >= p.N_q) continue;   /* padding rows of the last Q block */
+        const float scale_out = l_row > 0.0f ? 1.0f / l_row : 0.0f;
+        float *out = O + (size_t)row * D + 2 * t;
 #pragma unroll
-            for (int a = 0; a < C::ATOMS; a++)
+        for (int a = 0; a < C::ATOMS; a++)
 #pragma unroll
-                for (int n8 = 0; n8 < 8; n8++)
-                    *reinterpret_cast<float2 *>(O + (size_t)row * D + a * 64 + n8 * 8 + 2 * t) =
-                        make_float2(o[a][4 * n8 + 2 * x] * inv, o[a][4 * n8 + 2 * x + 1] * inv);
-            if (t == 0) L[row] = l_i[x] > 0.0f ? m_i[x] * p.scale + logf(l_i[x]) : INFINITY;
-        }
+            for (int n8 = 0; n8 < 8; n8++)
+                *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
+                    make_float2(scale_out * o[a][4 * n8 + 2 * x], scale_out * o[a][4 * n8 + 2 * x + 1]);
+        if (t == 0) L[row] = l_row > 0.0f ? fmaf(m_i[x], p.scale, logf(l_row)) : INFINITY;
     }
 #else
     (void)p; (void)Qg; (void)Kg; (void)Vg; (void)Og; (void)Lg;

@@ -11,6 +11,7 @@
  *   load_b_kn_trans()  the same from an array stored K x N (rows = k): V_j for P V
  *   load_a_trans()     the A operand from an array stored K x M (dS^T for dQ = dS K)
  *   mma_16816()        D = A B + D, A 16x16 fp16, B 16x8 fp16, C/D 16x8 fp32
+ *   c_pair_to_a()      two n-tiles of C, in fp16, as the A fragment of one k16 slice
  *
  * Fragment layouts of mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (PTX ISA,
  * "Matrix Fragments for mma.m16n8k16 with floating point type"). A warp's 32 lanes are
@@ -199,6 +200,17 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi)
 {
     __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&h);
+}
+
+/* The C fragments of two neighbouring n-tiles (columns 16k..16k+7 in lo, 16k+8..16k+15 in
+ * hi), rounded to fp16, are the A fragment of k16 slice k (the pictures above): so P (and
+ * dS) computed by one mma feed the next one without leaving the registers. */
+__device__ __forceinline__ void c_pair_to_a(uint32_t a[4], const float lo[4], const float hi[4])
+{
+    a[0] = pack_half2(lo[0], lo[1]);
+    a[1] = pack_half2(lo[2], lo[3]);
+    a[2] = pack_half2(hi[0], hi[1]);
+    a[3] = pack_half2(hi[2], hi[3]);
 }
 
 /* The opt-in shared memory a thread block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)

@@ -255,12 +255,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int kk = 0; kk < BC / 16; kk++) {
             uint32_t a[MT][4];
 #pragma unroll
-            for (int mtile = 0; mtile < MT; mtile++) {
-                a[mtile][0] = pack_half2(s[mtile][2 * kk][0], s[mtile][2 * kk][1]);
-                a[mtile][1] = pack_half2(s[mtile][2 * kk][2], s[mtile][2 * kk][3]);
-                a[mtile][2] = pack_half2(s[mtile][2 * kk + 1][0], s[mtile][2 * kk + 1][1]);
-                a[mtile][3] = pack_half2(s[mtile][2 * kk + 1][2], s[mtile][2 * kk + 1][3]);
-            }
+            for (int mtile = 0; mtile < MT; mtile++) c_pair_to_a(a[mtile], s[mtile][2 * kk], s[mtile][2 * kk + 1]);
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];

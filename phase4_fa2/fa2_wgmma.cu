@@ -176,12 +176,7 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
          * transposed from shared memory, one wgmma per 64-column half of d */
         uint32_t pa[WG_BC / 16][4];
 #pragma unroll
-        for (int kk = 0; kk < WG_BC / 16; kk++) {
-            pa[kk][0] = pack_half2(s[8 * kk + 0], s[8 * kk + 1]);
-            pa[kk][1] = pack_half2(s[8 * kk + 2], s[8 * kk + 3]);
-            pa[kk][2] = pack_half2(s[8 * kk + 4], s[8 * kk + 5]);
-            pa[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
-        }
+        for (int kk = 0; kk < WG_BC / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
         wgmma_fence();
 #pragma unroll
         for (int a = 0; a < C::ATOMS; a++)

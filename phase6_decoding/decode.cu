@@ -263,8 +263,8 @@ dec_split_kernel(const DecArgs a)
             l_i[x] = alpha[x] * l_i[x] + row_sum;   /* this thread's columns; the quad's are added at the end */
         }
         /* O~ = diag(alpha) O~ + P V_w: P from the S registers as one A fragment (16 keys) */
-        uint32_t pa[4] = { pack_half2(sc[0][0], sc[0][1]), pack_half2(sc[0][2], sc[0][3]),
-                           pack_half2(sc[1][0], sc[1][1]), pack_half2(sc[1][2], sc[1][3]) };
+        uint32_t pa[4];
+        c_pair_to_a(pa, sc[0], sc[1]);
 #pragma unroll
         for (int n2 = 0; n2 < D / 16; n2++) {
             uint32_t bf[4];

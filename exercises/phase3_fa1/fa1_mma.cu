@@ -226,8 +226,8 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             float o[D / 8][4] = {};
 #pragma unroll
             for (int kk = 0; kk < WN / 2; kk++) {   /* k16 slices of the warp's keys */
-                uint32_t a[4] = { pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
-                                  pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+                uint32_t a[4];
+                c_pair_to_a(a, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
                 for (int n2 = 0; n2 < D / 16; n2++) {
                     uint32_t bf[4];

@@ -185,14 +185,8 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 #pragma unroll
         for (int kk = 0; kk < BR / 16; kk++) {
             uint32_t ap[4], as[4];
-            ap[0] = pack_half2(s[2 * kk][0], s[2 * kk][1]);
-            ap[1] = pack_half2(s[2 * kk][2], s[2 * kk][3]);
-            ap[2] = pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            ap[3] = pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-            as[0] = pack_half2(dp[2 * kk][0], dp[2 * kk][1]);
-            as[1] = pack_half2(dp[2 * kk][2], dp[2 * kk][3]);
-            as[2] = pack_half2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-            as[3] = pack_half2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+            c_pair_to_a(ap, s[2 * kk], s[2 * kk + 1]);
+            c_pair_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];
@@ -364,10 +358,7 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
 #pragma unroll
         for (int kk = 0; kk < BC / 16; kk++) {   /* dQ_i += dS K_j: dS is the A operand as it is */
             uint32_t a[4];
-            a[0] = pack_half2(dp[2 * kk][0], dp[2 * kk][1]);
-            a[1] = pack_half2(dp[2 * kk][2], dp[2 * kk][3]);
-            a[2] = pack_half2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-            a[3] = pack_half2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+            c_pair_to_a(a, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];

@@ -150,9 +150,10 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
             r.hbm_model = r.hbm_formula = kind == K_FA1_MMA ? fa1_hbm_bytes_skip(p, cfg.blocks) : fa1_hbm_bytes(p, cfg.blocks.Bc);
             if (kind != K_FA1_MMA) r.nonmatmul = fa1_nonmatmul_flops(p, cfg.blocks.Bc);   /* every block */
         } else {
-            /* without the causal skip every K/V block is read: the traffic of a full mask */
+            /* FA2's bytes at the kernel's blocks (wgmma's too: the same loop order); without
+             * the causal skip every K/V block is read: the traffic of a full mask */
             attn_problem_t pf = *p;
-            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;   /* wgmma: fa2-mma's bytes at its blocks */
+            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
             r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, cfg.blocks);
             r.nonmatmul = fa2_nonmatmul_flops(&pf, cfg.blocks);
         }

@@ -45,6 +45,7 @@
 #define COMMON_WGMMA_CUH
 
 #include <stdint.h>
+#include "mma.cuh"   /* smem_u32 */
 
 /* byte offset of element (r, c) (c < 64: fp16 columns) in a 128-byte-swizzled tile whose
  * rows are 64 fp16 wide */
@@ -109,6 +110,49 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
 }
 #undef FA_W32
 #undef FA_R32
+
+/* ---- TMA and mbarriers: the copy engine fills shared memory and says when -------------
+ *
+ * An mbarrier is a 64-bit word in shared memory with a phase bit. The consumer waits for
+ * "phase p completed"; a phase completes when the expected arrivals (here 1: the thread
+ * that issues the copy) have arrived AND the transaction bytes announced with
+ * expect_tx have landed (the TMA unit counts them down as it writes). Each use of a
+ * barrier flips its phase, so a ring slot used for the u-th time waits for parity u & 1:
+ *
+ *   issuer:   arrive.expect_tx(bar, bytes); cp.async.bulk.tensor(dst, map, coords, bar)
+ *   consumer: while (!try_wait.parity(bar, u & 1)) ;     the tile is in shared memory
+ */
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
+}
+/* make the initialised barriers visible to the copy engine (the async proxy) */
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+/* one arrival that also announces `bytes` to come from the copy engine */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+/* wait until the phase with this parity has completed */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" ::"r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+
+/* a box of a 3-D tensor (tensor map built on the host: cuTensorMapEncodeTiled) into shared
+ * memory at dst, completing `bytes` on bar; coordinates innermost first, in elements.
+ * Out-of-range rows of the box are filled with zeros. */
+__device__ __forceinline__ void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n"
+                 ::"r"(smem_u32(dst)), "l"((uint64_t)tensor_map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
 #else
 #define FA_HAVE_WGMMA 0
 #endif

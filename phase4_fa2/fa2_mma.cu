@@ -2,9 +2,9 @@
  *
  *   mma   grid (num_m_blocks, B x H): a thread block per Q block, 4 warps, each warp owns
  *         its query rows for the whole K/V loop (split-Q). Blocks: FA2_MMA_TABLE in
- *         fa2_blocks.h; by default d <= 64: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
- *         in registers; d = 128: 32 rows a warp (Br = 128), Bc = 32, Q_i read from
- *         shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
+ *         fa2_blocks.h; by default d = 32: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
+ *         in registers; d = 64: 32 rows a warp (Br = 128), Bc = 64; d = 128: 32 rows a
+ *         warp, Bc = 32; with 32 rows Q_i is read from shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
  *         and P in registers, O~ unnormalised in registers and divided by l once; causal
  *         blocks past the diagonal skipped.
  *                                                   build/phase4 --kernel mma [--causal]
@@ -39,7 +39,7 @@
 #define THREADS (32 * WARPS)
 
 /* D, BC, MT: a row of FA2_MMA_TABLE (fa2_blocks.h). MT: 16-row m-tiles per warp. MT = 1
- * keeps Q_i in registers; MT = 2 (d = 128) gives a warp 32 rows, so every K or V fragment
+ * keeps Q_i in registers; MT = 2 (d = 64 and 128) gives a warp 32 rows, so every K or V fragment
  * read from shared memory feeds two mma's (the shared-memory reads per FLOP halve), and
  * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
 template <int D, int BC, int MT>

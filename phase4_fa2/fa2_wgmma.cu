@@ -22,9 +22,25 @@
  *
  * Each wgmma is waited for before its result is used (wgmma_wait<0>): no overlap of the
  * softmax with the products yet. That is what warp specialisation and pingpong add.
+ *
+ * The ladder (STEP, one kernel template, one row each: build/phase4 --kernel wgmma):
+ *   1  wgmma     the loads of chapter 4: every thread copies 16-byte chunks (cp.async),
+ *                two K/V stages, a __syncthreads per block
+ *   2  wgmma-tma the copy engine (TMA) loads Q_i and the K/V tiles: one thread issues a
+ *                tile as boxes of 64 rows x 64 columns, already 128-byte swizzled; an
+ *                mbarrier per ring slot says when its bytes have landed; STAGES slots
+ *                (3 at d = 64, 2 at d = 128: the shared memory of 2 blocks a SM)
+ *
+ *        slot:      0        1        2
+ *        tile:   K,V j    K,V j+1  K,V j+2       block j computed from slot j % STAGES,
+ *        barrier: full[0]  full[1]  full[2]      waited with parity (j / STAGES) & 1;
+ *                                                refilled with tile j + STAGES once every
+ *                                                warp is done with it
  */
+#include <cuda.h>        /* CUtensorMap and its enums (the encoder is fetched at run time) */
 #include <cuda_fp16.h>
 #include <math.h>
+#include <string.h>
 #include <stdio.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
@@ -36,12 +52,24 @@
 #define WG_BC 64
 #define ATOM_BYTES (64 * 128)   /* 64 rows x 64 fp16: one swizzled 64-column half */
 
-template <int D>
+template <int D, int STEP>
 struct WgCfg {
     static constexpr int ATOMS = D / 64;                               /* per 64-row tile */
     static constexpr size_t TILE = (size_t)ATOMS * ATOM_BYTES;
-    static constexpr size_t Q_OFF = 0, K_OFF = TILE, V_OFF = 3 * TILE;  /* K, V: 2 stages */
-    static constexpr size_t SMEM = 5 * TILE + 1024;                    /* + room to align */
+    static constexpr int STAGES = STEP == 1 ? 2 : (D == 64 ? 3 : 2);   /* K/V ring slots */
+    static constexpr size_t Q_OFF = 0, K_OFF = TILE, V_OFF = (1 + STAGES) * TILE;
+    static constexpr size_t BAR_OFF = (1 + 2 * STAGES) * TILE;         /* STAGES + 1 mbarriers */
+    static constexpr size_t SMEM = BAR_OFF + 8 * (STAGES + 1) + 1024;  /* + room to align */
+};
+
+/* What a launch needs, by value. The tensor maps (step 2) describe Q, K, V to the copy
+ * engine as 3-D tensors [heads][rows][d]: a box of 64 x 64 stops at its head's last row
+ * (the rest zero-filled), so tails need no care. Step 1 leaves them zero. */
+struct WgArgs {
+    attn_problem_t p;
+    const __half *Q, *K, *V;
+    float *O, *L;
+    CUtensorMap tq, tk, tv;
 };
 
 #if FA_HAVE_WGMMA
@@ -59,25 +87,28 @@ __device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *s
 #endif
 
 /* SKIP: causal K/V blocks past the diagonal skipped, the mask only where needed. */
-template <int D, bool SKIP>
+template <int D, bool SKIP, int STEP>
 __global__ void __launch_bounds__(WG_THREADS)
-fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, float *Og, float *Lg)
+fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
 {
 #if FA_HAVE_WGMMA
-    using C = WgCfg<D>;
+    using C = WgCfg<D, STEP>;
+    const attn_problem_t &p = args.p;
     extern __shared__ unsigned char smem_raw[];
     /* the 128-byte swizzle is applied to address bits 4-9: atoms must be 1024-aligned */
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
+    uint64_t *full = (uint64_t *)(smem + C::BAR_OFF);   /* [STAGES]: K/V slot landed; [STAGES]: Q_i */
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
     const int Tr = (p.N_q + WG_BR - 1) / WG_BR, Tc = (p.N_kv + WG_BC - 1) / WG_BC;
     const int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;   /* longest first */
     const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
-    const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * WG_BR * D;
-    const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
-    float *O = Og + attn_q_offset(&p, b, h), *L = Lg + attn_l_offset(&p, b, h);
+    const int kv_head = b * p.H_kv + attn_kv_head(&p, h);   /* the tensor maps' outer index */
+    const __half *Q = args.Q + attn_q_offset(&p, b, h) + (size_t)i * WG_BR * D;
+    const __half *K = args.K + attn_kv_offset(&p, b, h), *V = args.V + attn_kv_offset(&p, b, h);
+    float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
     const int i0 = i * WG_BR, shift = p.N_kv - p.N_q;
     const float sl2 = p.scale * 1.4426950408889634f;
 
@@ -95,10 +126,34 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
         return;
     }
 
-    load_tile_sw<D>(Qs, Q, p.N_q - i0);
-    load_tile_sw<D>(Ks, K, p.N_kv);
-    load_tile_sw<D>(Vs, V, p.N_kv);
-    cp_async_commit();
+    /* step 2: K_j and V_j of block jj into ring slot st, by the copy engine (one thread) */
+    auto issue_kv = [&](int jj, int st) {
+        mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
+#pragma unroll
+        for (int a = 0; a < C::ATOMS; a++) {
+            tma_load_3d(Ks + st * C::TILE + a * ATOM_BYTES, &args.tk, full + st, 64 * a, jj * WG_BC, kv_head);
+            tma_load_3d(Vs + st * C::TILE + a * ATOM_BYTES, &args.tv, full + st, 64 * a, jj * WG_BC, kv_head);
+        }
+    };
+    if (STEP == 1) {
+        load_tile_sw<D>(Qs, Q, p.N_q - i0);
+        load_tile_sw<D>(Ks, K, p.N_kv);
+        load_tile_sw<D>(Vs, V, p.N_kv);
+        cp_async_commit();
+    } else {
+        if (threadIdx.x == 0) {
+            for (int st = 0; st <= C::STAGES; st++) mbar_init(full + st, 1);
+            mbar_init_fence();
+        }
+        __syncthreads();   /* the barriers exist before anyone waits on them */
+        if (threadIdx.x == 0) {   /* Q_i, then the first STAGES K/V blocks */
+            mbar_arrive_expect_tx(full + C::STAGES, (uint32_t)C::TILE);
+#pragma unroll
+            for (int a = 0; a < C::ATOMS; a++)
+                tma_load_3d(Qs + a * ATOM_BYTES, &args.tq, full + C::STAGES, 64 * a, i0, b * p.H + h);
+            for (int st = 0; st < C::STAGES && st < n_blocks; st++) issue_kv(st, st);
+        }
+    }
 
     float o[C::ATOMS][32];   /* O~: 64 rows x D, one 64-column half per wgmma accumulator */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
@@ -108,14 +163,19 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
         for (int e = 0; e < 32; e++) o[a][e] = 0.0f;
 
     for (int j = 0; j < n_blocks; j++) {
-        const int st = j % 2;
-        cp_async_wait<0>();
-        fence_proxy_async();   /* the tiles were written by ordinary (cp.async) copies */
-        __syncthreads();
-        if (j + 1 < n_blocks) {   /* block j + 1 streams in while this one is computed */
-            load_tile_sw<D>(Ks + (1 - st) * C::TILE, K + (size_t)(j + 1) * WG_BC * D, p.N_kv - (j + 1) * WG_BC);
-            load_tile_sw<D>(Vs + (1 - st) * C::TILE, V + (size_t)(j + 1) * WG_BC * D, p.N_kv - (j + 1) * WG_BC);
-            cp_async_commit();
+        const int st = j % C::STAGES;
+        if (STEP == 1) {
+            cp_async_wait<0>();
+            fence_proxy_async();   /* the tiles were written by ordinary (cp.async) copies */
+            __syncthreads();
+            if (j + 1 < n_blocks) {   /* block j + 1 streams in while this one is computed */
+                load_tile_sw<D>(Ks + (1 - st) * C::TILE, K + (size_t)(j + 1) * WG_BC * D, p.N_kv - (j + 1) * WG_BC);
+                load_tile_sw<D>(Vs + (1 - st) * C::TILE, V + (size_t)(j + 1) * WG_BC * D, p.N_kv - (j + 1) * WG_BC);
+                cp_async_commit();
+            }
+        } else {
+            if (j == 0) mbar_wait(full + C::STAGES, 0);   /* Q_i */
+            mbar_wait(full + st, (j / C::STAGES) & 1);     /* the slot's (j / STAGES)-th fill */
         }
         unsigned char *Kj = Ks + st * C::TILE, *Vj = Vs + st * C::TILE;
 
@@ -185,6 +245,10 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
                 wgmma_m64n64k16_rs<1>(o[a], pa[kk], wgmma_desc_sw128(Vj + a * ATOM_BYTES, ATOM_BYTES, 1024) + 128 * kk, 1);
         wgmma_commit();
         wgmma_wait<0>();
+        if (STEP == 2) {
+            __syncthreads();   /* every warp's wgmma's on slot st have completed: refill it */
+            if (threadIdx.x == 0 && j + C::STAGES < n_blocks) issue_kv(j + C::STAGES, st);
+        }
     }
 
     /* O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw no key) */
@@ -206,36 +270,83 @@ fa2_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
         if (t == 0) L[row] = l_row > 0.0f ? fmaf(m_i[x], p.scale, logf(l_row)) : INFINITY;
     }
 #else
-    (void)p; (void)Qg; (void)Kg; (void)Vg; (void)Og; (void)Lg;
+    (void)args;
 #endif
 }
 
-template <int D>
+/* ---- host side ------------------------------------------------------------------------ */
+
+/* cuTensorMapEncodeTiled is a driver function; fetched through the runtime, so that the
+ * program links against the runtime alone. */
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* [heads][rows][d] fp16 at base as a 3-D tensor for the copy engine: boxes of 64 rows x 64
+ * columns (128 bytes, the swizzle's row), 128-byte swizzled as the descriptors expect. */
+static CUtensorMap tensor_map_3d(const void *base, int d, int rows, int heads)
+{
+    static encode_tiled_fn encode = NULL;
+    if (!encode) {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult found;
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+        if (!fn || found != cudaDriverEntryPointSuccess) { fprintf(stderr, "fa2-wgmma: no cuTensorMapEncodeTiled in this driver\n"); exit(1); }
+        encode = (encode_tiled_fn)fn;
+    }
+    CUtensorMap m;
+    const cuuint64_t dims[3] = {(cuuint64_t)d, (cuuint64_t)rows, (cuuint64_t)heads};
+    const cuuint64_t strides[2] = {(cuuint64_t)d * sizeof(__half), (cuuint64_t)rows * d * sizeof(__half)};   /* bytes */
+    const cuuint32_t box[3] = {64, WG_BR, 1}, step[3] = {1, 1, 1};
+    const CUresult rc = encode(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)base, dims, strides, box, step,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (rc != CUDA_SUCCESS) { fprintf(stderr, "fa2-wgmma: cuTensorMapEncodeTiled failed (%d)\n", (int)rc); exit(1); }
+    return m;
+}
+
+template <int D, int STEP>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
+    using C = WgCfg<D, STEP>;
     static bool attr_set = false;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)WgCfg<D>::SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true, STEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)C::SMEM));
         attr_set = true;
     }
+    /* the tensor maps are encoded once per set of buffers and shapes, not in the timed loop */
+    static WgArgs a;
+    static bool have = false;
+    if (!have || memcmp(&a.p, p, sizeof *p) != 0 || a.Q != q || a.K != k || a.V != v || a.O != o || a.L != L) {
+        memset(&a, 0, sizeof a);
+        a.p = *p;
+        a.Q = (const __half *)q; a.K = (const __half *)k; a.V = (const __half *)v; a.O = o; a.L = L;
+        if (STEP >= 2) {
+            a.tq = tensor_map_3d(q, D, p->N_q, p->B * p->H);
+            a.tk = tensor_map_3d(k, D, p->N_kv, p->B * p->H_kv);
+            a.tv = tensor_map_3d(v, D, p->N_kv, p->B * p->H_kv);
+        }
+        have = true;
+    }
     const dim3 grid((p->N_q + WG_BR - 1) / WG_BR, p->B * p->H);
-    fa2_wgmma_kernel<D, true><<<grid, WG_THREADS, WgCfg<D>::SMEM>>>(*p, (const __half *)q, (const __half *)k,
-                                                                    (const __half *)v, o, L);
+    fa2_wgmma_kernel<D, true, STEP><<<grid, WG_THREADS, C::SMEM>>>(a);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len)
 {
-    c->name = "wgmma";
+    c->name = step == 1 ? "wgmma" : "wgmma-tma";
     c->threads = WG_THREADS;
     c->blocks.Br = WG_BR;
     c->blocks.Bc = WG_BC;
-    switch (d) {
-    case 64: c->smem_bytes = WgCfg<64>::SMEM; break;
-    case 128: c->smem_bytes = WgCfg<128>::SMEM; break;
+    switch (d * 10 + step) {
+    case 641: c->smem_bytes = WgCfg<64, 1>::SMEM; break;
+    case 642: c->smem_bytes = WgCfg<64, 2>::SMEM; break;
+    case 1281: c->smem_bytes = WgCfg<128, 1>::SMEM; break;
+    case 1282: c->smem_bytes = WgCfg<128, 2>::SMEM; break;
     default:
-        snprintf(why, len, "kernel wgmma is built for d = 64 and 128, not d = %d", d);
+        snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
         return -1;
     }
     int dev = 0, major = 0, minor = 0;
@@ -246,14 +357,18 @@ extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t
         return 1;
     }
     if (major != 9 || minor != 0) {   /* built for sm_90a alone: wgmma exists nowhere else */
-        snprintf(why, len, "kernel wgmma needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", major, minor);
+        snprintf(why, len, "kernel %s needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", c->name, major, minor);
         return 1;
     }
     return gpu_kernel_fits(c, why, len) ? 0 : 1;
 }
 
-extern "C" void fa2_wgmma_launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
+extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 1, c, why, len); }
+extern "C" int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 2, c, why, len); }
+
+extern "C" void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
+                                 float *o, float *L)
 {
-    if (p->d == 64) launch<64>(p, q, k, v, o, L);
-    else if (p->d == 128) launch<128>(p, q, k, v, o, L);
+    if (p->d == 64) step == 1 ? launch<64, 1>(p, q, k, v, o, L) : launch<64, 2>(p, q, k, v, o, L);
+    else if (p->d == 128) step == 1 ? launch<128, 1>(p, q, k, v, o, L) : launch<128, 2>(p, q, k, v, o, L);
 }

@@ -97,11 +97,11 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
 
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
-typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN, K_FA2_WGMMA } kind_t;
-static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain", "wgmma"};
+typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN, K_FA2_WGMMA, K_FA2_WGMMA_TMA } kind_t;
+static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain", "wgmma", "wgmma-tma"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
 static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config,
-                                   fa2_wgmma_config};
+                                   fa2_wgmma_config, fa2_wgmma_tma_config};
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
 
@@ -116,7 +116,8 @@ static void launch(void *ctx)
     case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA:  fa2_wgmma_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
+    case K_FA2_WGMMA:  fa2_wgmma_launch(&x->p, 1, b->Q, b->K, b->V, b->O, b->L); break;
+    case K_FA2_WGMMA_TMA: fa2_wgmma_launch(&x->p, 2, b->Q, b->K, b->V, b->O, b->L); break;
     }
 }
 
@@ -130,7 +131,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep };
-    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind != K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
+    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
         drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
         return r;
     }
@@ -204,8 +205,9 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     }
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
-        rows[n++] = run_kernel(in, &b, K_FA2_WGMMA, FA2_FULL, "wgmma", sweep, o->iters, check_rows,
-                               o4 ? prev4 : prev, o4 ? 2 : 1, NULL, true);
+        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_TMA; k++)   /* the Hopper ladder's steps */
+            rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
+                                   o4 ? prev4 : prev, o4 ? 2 : 1, NULL, true);
     }
     free(o2); free(o3); free(o4);
     drv_gpu_free(&b);
@@ -276,7 +278,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                     attn_problem_t p = drv_tokens16k(N, d, c);
                     attn_inputs_t in;
                     drv_inputs(&in, &p, o->seed, false, PHASE);
-                    drv_row_t rows[6];
+                    drv_row_t rows[8];
                     int n = run_gpu_rows(&in, o, "tokens16k", SWEEP_ROWS, N <= SIMPLE_MAX_N, rows);
                     double t1 = NAN;
                     for (int k = 0; k < n; k++) {

@@ -15,7 +15,7 @@ phase4_RUN_ARGS := --causal
 # rows and Q blocks (N_q > N_kv causal)
 phase4_EX_RUNS := --B 1 --H 2 --N 133 --d 128 \
                 | --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal \
-                | --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal
+                | --B 1 --H 2 --N 300 --Nkv 40 --d 64 --causal
 
 # The sweep: the model's bytes and non-matmul counts vs N, then with a GPU the FA2 paper's
 # setting (fp16, hidden 2048, B x N = 16k tokens, d = 64 and 128, causal and not) for
@@ -39,7 +39,7 @@ phase4-sanitize: phase4-build
 	@command -v compute-sanitizer >/dev/null || { echo "phase4 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
 	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase4 sanitize skipped: no usable CUDA device"; exit 0; }; \
 	mkdir -p $(RESULTS)/phase4; \
-	for d in 64 128; do for tool in memcheck racecheck initcheck; do for k in simple mma; do \
+	for d in 64 128; do for tool in memcheck racecheck initcheck; do for k in simple mma wgmma; do \
 	    echo "compute-sanitizer --tool $$tool $(BUILD)/phase4 $(PHASE4_SAN_ARGS) --d $$d --kernel $$k"; \
 	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase4 $(PHASE4_SAN_ARGS) --d $$d \
 	        --kernel $$k --csv $(RESULTS)/phase4/sanitize.csv || exit 1; \

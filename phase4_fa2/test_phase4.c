@@ -136,8 +136,12 @@ static void test_claims(void)
     double kv = fa2_hbm_traffic(&p, b).read_kv, kvc = fa2_hbm_traffic(&pc, b).read_kv;
     snprintf(why, sizeof why, "K/V bytes causal / full = %.3f", kvc / kv);
     report(kvc / kv > 0.5 && kvc / kv < 0.52, "fa2 causal reads ~half of K/V (block skip)", why);
-    /* non-matmul: FA2 does fewer than FA1, by > 1.25x at d = 64 (Bc 128 vs 127) and more when causal */
-    double n1 = fa1_nonmatmul_flops(&p, b1.Bc), n2 = fa2_nonmatmul_flops(&p, b), n2c = fa2_nonmatmul_flops(&pc, b);
+    /* non-matmul: FA2 does fewer than FA1, by > 1.25x at d = 64 with key blocks of the same
+     * size (Bc 128 vs FA1's 127: the per-block terms are what FA2 saves, so the comparison
+     * holds Bc alike whatever the kernel's own choice) and more when causal */
+    attn_blocks_t b128 = b;
+    b128.Bc = 128;
+    double n1 = fa1_nonmatmul_flops(&p, b1.Bc), n2 = fa2_nonmatmul_flops(&p, b128), n2c = fa2_nonmatmul_flops(&pc, b128);
     snprintf(why, sizeof why, "fa1 %.3g, fa2 %.3g (%.2fx), fa2 causal %.3g", n1, n2, n1 / n2, n2c);
     report(n1 / n2 > 1.25 && n2c < 0.6 * n2, "fa2 does fewer non-matmul FLOPs than fa1", why);
     /* FA1's formula against a hand count: N = Bc = 64, d = 64, one row block of 64 rows:

@@ -39,7 +39,8 @@ t_gpu "phase4 gpu ablation ladder variants all pass (d=128)" "$P4" --kernel ladd
 # temporary folder with another Bc for d = 64. The CPU model's row must report Br x Bc
 # with the new Bc and still meet the HBM formula (its PASS); on a GPU the mma kernel,
 # compiled with the same Bc, must pass too. Without a GPU the build is gcc only (fast).
-FA2_ALT_BC=64
+FA2_ALT_MT=1 FA2_ALT_BC=128   # the other d = 64 choice (the default is MT = 2, Bc = 64)
+FA2_ALT=$((64 * FA2_ALT_MT))x$FA2_ALT_BC   # Br x Bc: 4 warps x 16 rows x MT
 TB4="$BUILD/tmp-phase4-bc$FA2_ALT_BC"
 rm -rf "$TB4"
 gpu_why=$(gpu_skip_reason)
@@ -48,24 +49,24 @@ if [ -z "$gpu_why" ]; then   # the device's architecture only, when nvidia-smi t
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
     alt_flags=(${cc:+CUDA_ARCH=sm_$cc})
 fi
-t_run "phase4 builds with FA2_D64_BC=$FA2_ALT_BC (${alt_flags[*]:-all targets})" \
+t_run "phase4 builds with FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC (${alt_flags[*]:-all targets})" \
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j4 BUILD="$TB4" NO_DEPS=1 \
-        FA2_D64_BC=$FA2_ALT_BC "${alt_flags[@]}" phase4-build
+        FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC "${alt_flags[@]}" phase4-build
 if [ -x "$TB4/phase4" ]; then
-    t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: CPU row is 64x$FA2_ALT_BC, bytes == formula (PASS)" bash -c "
+    t_run "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: CPU row is $FA2_ALT, bytes == formula (PASS)" bash -c "
         \"$TB4/phase4\" --cpu --d 64 --causal --B 1 --H 2 --N 300 --csv \"$T4/bc.csv\" >\"$T4/bc.log\" 2>&1 || exit 1
-        awk '\$1 == \"cpu-model\" { for (f = 2; f <= NF; f++) if (\$f == \"64x$FA2_ALT_BC\") hit = 1;
+        awk '\$1 == \"cpu-model\" { for (f = 2; f <= NF; f++) if (\$f == \"$FA2_ALT\") hit = 1;
                                   if (hit && \$NF == \"PASS\") ok = 1 } END { exit !ok }' \"$T4/bc.log\""
     if [ -n "$gpu_why" ]; then
-        t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" "$gpu_why"
+        t_skip "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" "$gpu_why"
     else
-        t_run "phase4 FA2_D64_BC=$FA2_ALT_BC: mma kernel runs 64x$FA2_ALT_BC blocks and passes at d=64" bash -c "
+        t_run "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: mma kernel runs $FA2_ALT blocks and passes at d=64" bash -c "
             \"$TB4/phase4\" --kernel mma --d 64 --causal --B 2 --H 2 --N 1000 --iters 2 --quiet --csv \"$T4/bcg.csv\" >\"$T4/bcg.log\" 2>&1 || exit 1
-            awk '\$1 == \"mma\" && \$2 == \"gpu\" { for (f = 3; f <= NF; f++) if (\$f == \"64x$FA2_ALT_BC\") hit = 1;
+            awk '\$1 == \"mma\" && \$2 == \"gpu\" { for (f = 3; f <= NF; f++) if (\$f == \"$FA2_ALT\") hit = 1;
                                   if (hit && \$NF == \"PASS\") ok = 1 } END { exit !ok }' \"$T4/bcg.log\""
     fi
 else
-    t_skip "phase4 FA2_D64_BC=$FA2_ALT_BC: CPU row and mma kernel" "the build above failed"
+    t_skip "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: CPU row and mma kernel" "the build above failed"
 fi
 rm -rf "$TB4"
 
@@ -99,7 +100,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 == \"wgmma\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' '$log'"
+    # every step of the Hopper ladder (wgmma, wgmma-tma) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 2 && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal

@@ -45,6 +45,9 @@
 #define KW       16                      /* keys per warp in a tile                 */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
 #define ROWS     16                      /* query rows per block: one m-tile        */
+#ifndef DEC_STAGES
+#define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */
+#endif
 
 template <int D>
 struct DCfg {
@@ -53,7 +56,7 @@ struct DCfg {
     static constexpr size_t Q_OFF = 0;
     static constexpr size_t KV_OFF = sizeof(__half) * ROWS * LDH;
     static constexpr size_t STAGE = 2 * sizeof(__half) * BK * LDH;   /* K_j and V_j */
-    static constexpr int STAGES = 2;
+    static constexpr int STAGES = DEC_STAGES;
     static constexpr size_t SMEM = KV_OFF + STAGES * STAGE;
     /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D], m, l, the
      * per-warp weights [DWARPS][ROWS] and each row's L [ROWS] */
@@ -177,9 +180,17 @@ dec_split_kernel(const DecArgs a)
     int pid[KvRows<D>::N] = {};   /* pool pages of the next tile this thread copies (paged) */
     if (PAGED) fetch_pages<D>(pid, a, b, k0, k1);
     cp_async_tile<D, LDH, DTHREADS>(Qs, a.Q + row_base * D, ROWS, nrows);
-    load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, k0, k1, pid);
-    cp_async_commit();
-    if (PAGED) fetch_pages<D>(pid, a, b, k0 + BK, k1);   /* tile 1's, a tile ahead */
+    /* the ring's first STAGES - 1 tiles: one cp.async group each (an empty group past k1),
+     * so that the loop's wait counts groups alike for every tile */
+#pragma unroll
+    for (int st = 0; st < C::STAGES - 1; st++) {
+        if (k0 + st * BK < k1) {
+            __half *dst = KVs + st * 2 * BK * LDH;
+            load_kv<D, PAGED>(dst, dst + BK * LDH, a, b, kvh, k0 + st * BK, k1, pid);
+            if (PAGED) fetch_pages<D>(pid, a, b, k0 + (st + 1) * BK, k1);   /* the next tile's, a tile ahead */
+        }
+        cp_async_commit();
+    }
 
     const float sl2 = p.scale * 1.4426950408889634f;   /* e^(scale x) = 2^(sl2 x) */
     /* this thread's rows g and g + 8 of the tile: the last key each may see (causal,
@@ -197,19 +208,23 @@ dec_split_kernel(const DecArgs a)
 
     const int ntiles = (k1 - k0 + BK - 1) / BK;
     for (int tt = 0; tt < ntiles; tt++) {
-        const int st = tt % 2, jt = k0 + tt * BK;
-        cp_async_wait<0>();
+        const int st = tt % C::STAGES, jt = k0 + tt * BK;
+        cp_async_wait<C::STAGES - 2>();   /* all but the newest STAGES - 2 groups: tile tt's */
         __syncthreads();   /* tile tt (and Q) landed and are visible to every warp; every warp
-                              is done with the other stage (tile tt - 1) */
+                              is done with the stage tile tt - 1 used, which the load below refills */
         if (tt == 0) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[kk], Qs + kk * 16, LDH);
         }
-        if (tt + 1 < ntiles) {   /* tile tt + 1 streams in while this one is computed */
-            __half *nx = KVs + (1 - st) * 2 * BK * LDH;
-            load_kv<D, PAGED>(nx, nx + BK * LDH, a, b, kvh, jt + BK, k1, pid);
+        {   /* tile tt + STAGES - 1 streams in while this one is computed (an empty group past
+               the range's end, so the wait above stays one count) */
+            const int ahead = tt + C::STAGES - 1;
+            if (ahead < ntiles) {
+                __half *nx = KVs + (ahead % C::STAGES) * 2 * BK * LDH;
+                load_kv<D, PAGED>(nx, nx + BK * LDH, a, b, kvh, k0 + ahead * BK, k1, pid);
+                if (PAGED) fetch_pages<D>(pid, a, b, k0 + (ahead + 1) * BK, k1);   /* its successor's pages */
+            }
             cp_async_commit();
-            if (PAGED) fetch_pages<D>(pid, a, b, jt + 2 * BK, k1);   /* tile tt + 2's pages, a tile ahead */
         }
         const int jw = jt + warp * KW;   /* this warp's 16 keys */
         if (jw >= k1) continue;          /* warp-uniform: past the range's end */
@@ -352,8 +367,11 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
 
 /* Shared memory: the layout must fit the smallest opt-in limit of the build's GPUs
  * (sm_86/89: 99 KiB), and the merge must fit in the K/V stages it reuses. */
+#ifndef DEC_SMEM_CAP
+#define DEC_SMEM_CAP SMEM_OPTIN_SM86
+#endif
 #define DEC_ASSERT_D(D_)                                                                        \
-    static_assert(DCfg<D_>::SMEM <= SMEM_OPTIN_SM86, "decode: shared memory above 99 KiB");     \
+    static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");
 DEC_ASSERT_D(64)

@@ -196,7 +196,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     if (cli_kernel_selected(o, "simple") && simple_ok)
         rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);
     /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first */
-    const bool want_wgmma = strcmp(o->kernel, "wgmma") == 0;   /* by name only until it is measured on a Hopper GPU */
+    const bool want_wgmma = cli_kernel_selected(o, "wgmma");   /* on a GPU other than Hopper: skipped rows, with the reason */
     float *o4 = NULL;
     if (cli_kernel_selected(o, "mma") || want_wgmma) {
         drv_row_t r4 = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, cli_kernel_selected(o, "mma") ? o->iters : 1,

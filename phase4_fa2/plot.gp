@@ -116,11 +116,13 @@ set xlabel 'sequence length N'
 set ylabel 'TFLOP/s'
 set yrange [0:*]
 set offsets 0, 0, graph 0.4, 0   # room above the curves for the key
-set key top left maxrows 4 font ',10' samplen 2
+set key top left maxrows 5 font ',10' samplen 2
 do for [c in "0 1"] { do for [dd in "64 128"] {
     set title sprintf('d = %s, %s', dd, c eq "1" ? 'causal' : 'not causal')
     if (npeer > 0) {
     plot rows('mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 7 lc rgb '#d62728' title 'fa2-mma', \
+         rows('wgmma-tma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 15 lc rgb '#9467bd' title 'fa2-wgmma-tma (Hopper)', \
+         rows('wgmma', dd+0, c+0) using 7:14 with linespoints lw 2 pt 14 lc rgb '#c5b0d5' title 'fa2-wgmma (Hopper)', \
          rows('simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 6 lc rgb '#ff9896' title 'fa2-simple', \
          rows('fa1-mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 5 lc rgb '#1f77b4' title 'fa1-mma', \
          rows('fa1-simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 4 lc rgb '#aec7e8' title 'fa1-simple', \
@@ -129,6 +131,8 @@ do for [c in "0 1"] { do for [dd in "64 128"] {
          peer('cudnn', dd+0, c+0) using 4:8 with linespoints lw 2 pt 11 dt 2 lc rgb '#7f7f7f' title 'SDPA cuDNN'
     } else {
     plot rows('mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 7 lc rgb '#d62728' title 'fa2-mma', \
+         rows('wgmma-tma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 15 lc rgb '#9467bd' title 'fa2-wgmma-tma (Hopper)', \
+         rows('wgmma', dd+0, c+0) using 7:14 with linespoints lw 2 pt 14 lc rgb '#c5b0d5' title 'fa2-wgmma (Hopper)', \
          rows('simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 6 lc rgb '#ff9896' title 'fa2-simple', \
          rows('fa1-mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 5 lc rgb '#1f77b4' title 'fa1-mma', \
          rows('fa1-simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 4 lc rgb '#aec7e8' title 'fa1-simple', \

@@ -135,6 +135,12 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t by
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
+/* one plain arrival (a consumer saying "I am done with this slot") */
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
 /* wait until the phase with this parity has completed */
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
 {
@@ -152,6 +158,27 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *tensor_map, u
                  " [%0], [%1, {%3, %4, %5}], [%2];\n"
                  ::"r"(smem_u32(dst)), "l"((uint64_t)tensor_map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
                  : "memory");
+}
+
+/* ---- warp specialisation ----------------------------------------------------------------
+ * setmaxnreg moves registers between the warpgroups of a block: a producer that only
+ * issues copies gives most of its registers back (dec), the consumers take them (inc).
+ * Every thread of the warpgroup executes it; counts are multiples of 8 in [24, 256]. */
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+
+/* Named barriers (ids 1..15; 0 is __syncthreads): sync waits until `threads` threads have
+ * arrived at barrier id, counting itself; arrive counts itself and goes on. Two
+ * warpgroups hand each other a turn with them (pingpong). */
+__device__ __forceinline__ void named_bar_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 #else
 #define FA_HAVE_WGMMA 0

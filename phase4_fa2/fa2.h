@@ -122,9 +122,12 @@ void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t variant, const void *
 /* fa2_wgmma.cu: the same algorithm on Hopper's warpgroup MMA (wgmma), built for sm_90a
  * alone: config says 1 ("skipped", with the reason) on any other GPU. Br = Bc = 64,
  * d = 64 and 128. The steps of the Hopper ladder: 1 = wgmma with cp.async loads,
- * 2 = wgmma-tma (the copy engine, an mbarrier ring). */
+ * 2 = wgmma-tma (the copy engine, an mbarrier ring), 3 = wgmma-ws (a producer warpgroup,
+ * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns). */
 int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
 

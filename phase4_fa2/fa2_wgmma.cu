@@ -86,6 +86,150 @@ __device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *s
 }
 #endif
 
+#if FA_HAVE_WGMMA
+/* What one warpgroup carries through the K/V loop for its 64 rows (Alg. 1's O~_i, m_i,
+ * l_i): O~ as D / 64 wgmma accumulators of 64 x 64, and this thread's two rows' m and l. */
+template <int D>
+struct RowTile {
+    float o[D / 64][32];
+    float m[2], l[2];
+    __device__ RowTile()
+    {
+        for (int a = 0; a < D / 64; a++)
+            for (int e = 0; e < 32; e++) o[a][e] = 0.0f;
+        m[0] = m[1] = -INFINITY;
+        l[0] = l[1] = 0.0f;
+    }
+};
+
+/* Pingpong (step 4): two consumer warpgroups take turns on the tensor cores. Before it
+ * issues a product a warpgroup waits for its turn (named barrier `mine`: it completes when
+ * the other warpgroup has arrived there); right after issuing it hands the turn over
+ * (arrives at `theirs`) and goes on to wait for its result and run its softmax while
+ * the other's product runs:
+ *
+ *   tensor cores:  S_j(A)  S_j(B)  PV_j(A)  PV_j(B)  S_j+1(A)  S_j+1(B)  ...
+ *   WG A:         [S_j] softmax_j ......[PV_j] ...........[S_j+1] softmax_j+1 ...
+ *   WG B:                [S_j] softmax_j ......[PV_j] ...........[S_j+1] ...
+ *                 the turn passes each time a warpgroup has issued a product ([..])
+ *
+ * last_pv_hands_over = false drops the very last hand-over of the warpgroup that started
+ * second, so that every wait has exactly one matching arrival. */
+struct Turns {
+    bool on;
+    int mine, theirs;            /* named barrier ids */
+    bool last_pv_hands_over;     /* for this block */
+};
+
+/* One K/V block for a warpgroup's 64 rows (Alg. 1, lines 8-10): S = Q_i K_j^T on wgmma,
+ * the mask, the online softmax, O~ = diag(alpha) O~ + P~ V_j on wgmma, each product waited
+ * for. Qt, Kj, Vj: the swizzled tiles; row0: this thread's first row (the other is
+ * row0 + 8); first_row: the tile's first row (the mask test). */
+template <int D, bool SKIP>
+__device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
+                                             const unsigned char *Vj, int j, int row0, int first_row,
+                                             const attn_problem_t &p, float sl2, int t, const Turns &turn)
+{
+    constexpr int ATOMS = D / 64;
+    const int shift = p.N_kv - p.N_q;
+    /* S = Q_i K_j^T: d / 16 wgmma's, each a k16 slice (32 bytes further in its atom) */
+    float s[32];
+    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+        const uint64_t dk = wgmma_desc_sw128(Kj + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+        wgmma_m64n64k16_ss<0>(s, dq, dk, kk > 0);
+    }
+    wgmma_commit();
+    if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    wgmma_wait<0>();
+
+    /* the mask, on the blocks that cross the diagonal or N_kv; s[4 n8 + e] is row
+     * row0 + 8 (e / 2), key j Bc + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
+    const long last_key = (long)(j + 1) * WG_BC - 1;
+    if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)first_row + shift))) {
+#pragma unroll
+        for (int e = 0; e < 32; e++) {
+            const int row = row0 + 8 * ((e % 4) / 2), col = j * WG_BC + (e / 4) * 8 + 2 * t + e % 2;
+            if (col >= p.N_kv || (p.causal && col > row + shift)) s[e] = -INFINITY;
+        }
+    }
+    /* the online softmax (chapter 4's), for rows g and g + 8 of the warp: a row's 64 keys
+     * sit in the 4 lanes of a quad, 16 each */
+    float alpha[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        float row_max = st.m[x];
+#pragma unroll
+        for (int n8 = 0; n8 < WG_BC / 8; n8++) row_max = fmaxf(row_max, fmaxf(s[4 * n8 + 2 * x], s[4 * n8 + 2 * x + 1]));
+#pragma unroll
+        for (int quad_lane = 1; quad_lane < 4; quad_lane <<= 1)
+            row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, quad_lane));
+        const bool no_key = row_max == -INFINITY;   /* the row has seen no key yet */
+        alpha[x] = no_key ? 0.0f : exp2f(sl2 * (st.m[x] - row_max));
+        const float max_scaled = no_key ? 0.0f : sl2 * row_max;
+        st.m[x] = row_max;
+        float part = 0.0f;   /* this thread's share of the row sum */
+#pragma unroll
+        for (int n8 = 0; n8 < WG_BC / 8; n8++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float &v = s[4 * n8 + 2 * x + c];
+                v = exp2f(fmaf(v, sl2, -max_scaled));
+                part += v;
+            }
+        st.l[x] = fmaf(alpha[x], st.l[x], part);
+    }
+#pragma unroll
+    for (int a = 0; a < ATOMS; a++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) st.o[a][e] *= alpha[(e % 4) / 2];
+
+    /* O~ += P~ V_j: P~ as A registers (k16 slice kk = keys 16 kk .. 16 kk + 15), V_j
+     * transposed from shared memory, one wgmma per 64-column half of d */
+    uint32_t pa[WG_BC / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < WG_BC / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    wgmma_fence();
+#pragma unroll
+    for (int a = 0; a < ATOMS; a++)
+#pragma unroll
+        for (int kk = 0; kk < WG_BC / 16; kk++)   /* 16 keys further: 2048 bytes, +128 */
+            wgmma_m64n64k16_rs<1>(st.o[a], pa[kk], wgmma_desc_sw128(Vj + a * ATOM_BYTES, ATOM_BYTES, 1024) + 128 * kk, 1);
+    wgmma_commit();
+    if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    wgmma_wait<0>();
+}
+
+/* Alg. 1, lines 12-13: O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw
+ * no key); rows past N_q (the last Q tile's padding) are not written. */
+template <int D>
+__device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, float *L, int row0, const attn_problem_t &p, int t)
+{
+    constexpr int ATOMS = D / 64;
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        float l_row = st.l[x];
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
+        const int row = row0 + 8 * x;
+        if (row >= p.N_q) continue;   /* padding rows of the last Q block */
+        const float scale_out = l_row > 0.0f ? 1.0f / l_row : 0.0f;
+        float *out = O + (size_t)row * D + 2 * t;
+#pragma unroll
+        for (int a = 0; a < ATOMS; a++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++)
+                *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
+                    make_float2(scale_out * st.o[a][4 * n8 + 2 * x], scale_out * st.o[a][4 * n8 + 2 * x + 1]);
+        if (t == 0) L[row] = l_row > 0.0f ? fmaf(st.m[x], p.scale, logf(l_row)) : INFINITY;
+    }
+}
+#endif
+
 /* SKIP: causal K/V blocks past the diagonal skipped, the mask only where needed. */
 template <int D, bool SKIP, int STEP>
 __global__ void __launch_bounds__(WG_THREADS)
@@ -155,12 +299,7 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
         }
     }
 
-    float o[C::ATOMS][32];   /* O~: 64 rows x D, one 64-column half per wgmma accumulator */
-    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int a = 0; a < C::ATOMS; a++)
-#pragma unroll
-        for (int e = 0; e < 32; e++) o[a][e] = 0.0f;
+    RowTile<D> tile;   /* this warpgroup's O~, m, l */
 
     for (int j = 0; j < n_blocks; j++) {
         const int st = j % C::STAGES;
@@ -177,98 +316,130 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
             if (j == 0) mbar_wait(full + C::STAGES, 0);   /* Q_i */
             mbar_wait(full + st, (j / C::STAGES) & 1);     /* the slot's (j / STAGES)-th fill */
         }
-        unsigned char *Kj = Ks + st * C::TILE, *Vj = Vs + st * C::TILE;
-
-        /* S = Q_i K_j^T: d / 16 wgmma's, each a k16 slice (32 bytes further in its atom) */
-        float s[32];
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            const uint64_t dq = wgmma_desc_sw128(Qs + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            const uint64_t dk = wgmma_desc_sw128(Kj + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            wgmma_m64n64k16_ss<0>(s, dq, dk, kk > 0);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-
-        /* the mask, on the blocks that cross the diagonal or N_kv; s[4 n8 + e] is row
-         * row0 + 8 (e / 2), key j Bc + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
-        const long last_key = (long)(j + 1) * WG_BC - 1;
-        if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)i0 + shift))) {
-#pragma unroll
-            for (int e = 0; e < 32; e++) {
-                const int row = row0 + 8 * ((e % 4) / 2), col = j * WG_BC + (e / 4) * 8 + 2 * t + e % 2;
-                if (col >= p.N_kv || (p.causal && col > row + shift)) s[e] = -INFINITY;
-            }
-        }
-        /* the online softmax (chapter 4's), for rows g and g + 8 of the warp: a row's 64 keys
-         * sit in the 4 lanes of a quad, 16 each */
-        float alpha[2];
-#pragma unroll
-        for (int x = 0; x < 2; x++) {
-            float row_max = m_i[x];
-#pragma unroll
-            for (int n8 = 0; n8 < WG_BC / 8; n8++) row_max = fmaxf(row_max, fmaxf(s[4 * n8 + 2 * x], s[4 * n8 + 2 * x + 1]));
-#pragma unroll
-            for (int quad_lane = 1; quad_lane < 4; quad_lane <<= 1)
-                row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, quad_lane));
-            const bool no_key = row_max == -INFINITY;   /* the row has seen no key yet */
-            alpha[x] = no_key ? 0.0f : exp2f(sl2 * (m_i[x] - row_max));
-            const float max_scaled = no_key ? 0.0f : sl2 * row_max;
-            m_i[x] = row_max;
-            float part = 0.0f;   /* this thread's share of the row sum */
-#pragma unroll
-            for (int n8 = 0; n8 < WG_BC / 8; n8++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    float &v = s[4 * n8 + 2 * x + c];
-                    v = exp2f(fmaf(v, sl2, -max_scaled));
-                    part += v;
-                }
-            l_i[x] = fmaf(alpha[x], l_i[x], part);
-        }
-#pragma unroll
-        for (int a = 0; a < C::ATOMS; a++)
-#pragma unroll
-            for (int e = 0; e < 32; e++) o[a][e] *= alpha[(e % 4) / 2];
-
-        /* O~ += P~ V_j: P~ as A registers (k16 slice kk = keys 16 kk .. 16 kk + 15), V_j
-         * transposed from shared memory, one wgmma per 64-column half of d */
-        uint32_t pa[WG_BC / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < WG_BC / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
-        wgmma_fence();
-#pragma unroll
-        for (int a = 0; a < C::ATOMS; a++)
-#pragma unroll
-            for (int kk = 0; kk < WG_BC / 16; kk++)   /* 16 keys further: 2048 bytes, +128 */
-                wgmma_m64n64k16_rs<1>(o[a], pa[kk], wgmma_desc_sw128(Vj + a * ATOM_BYTES, ATOM_BYTES, 1024) + 128 * kk, 1);
-        wgmma_commit();
-        wgmma_wait<0>();
+        attend_block<D, SKIP>(tile, Qs, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, i0, p, sl2, t, Turns{});
         if (STEP == 2) {
             __syncthreads();   /* every warp's wgmma's on slot st have completed: refill it */
             if (threadIdx.x == 0 && j + C::STAGES < n_blocks) issue_kv(j + C::STAGES, st);
         }
     }
 
-    /* O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw no key) */
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        float l_row = l_i[x];
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
-        const int row = row0 + 8 * x;
-        if (row >= p.N_q) continue;   /* padding rows of the last Q block */
-        const float scale_out = l_row > 0.0f ? 1.0f / l_row : 0.0f;
-        float *out = O + (size_t)row * D + 2 * t;
-#pragma unroll
-        for (int a = 0; a < C::ATOMS; a++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++)
-                *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
-                    make_float2(scale_out * o[a][4 * n8 + 2 * x], scale_out * o[a][4 * n8 + 2 * x + 1]);
-        if (t == 0) L[row] = l_row > 0.0f ? fmaf(m_i[x], p.scale, logf(l_row)) : INFINITY;
+    finish_rows<D>(tile, O, L, row0, p, t);
+#else
+    (void)args;
+#endif
+}
+
+/* ---- steps 3 and 4: a producer warpgroup and two consumer warpgroups ------------------
+ *
+ *   warpgroup 0 (producer, registers given back: setmaxnreg.dec)  one thread issues TMA:
+ *       Q_i (both consumers' 64-row halves), then K_j, V_j into slot j % STAGES once
+ *       its `empty` barrier says both consumers are done with the slot's previous block
+ *   warpgroups 1, 2 (consumers, registers taken: setmaxnreg.inc)  rows i0 .. i0 + 63 and
+ *       i0 + 64 .. i0 + 127 of the Q block (Br = 128): wait `full`, attend, arrive `empty`
+ *
+ *          producer                       consumers (each of the 256 threads)
+ *   wait empty[s] (parity u - 1)       wait full[s] (parity u = (j / STAGES) & 1)
+ *   expect_tx full[s]; TMA K_j, V_j    attend_block(slot s)
+ *                                      arrive empty[s]            (256 arrivals a phase)
+ *
+ * No __syncthreads in the loop: the copy of block j + STAGES - 1 overlaps the products of
+ * block j without any thread waiting for it. PINGPONG adds step 4's turns (Turns). */
+#define WS_CONSUMERS 2
+#define WS_THREADS (WG_THREADS * (1 + WS_CONSUMERS))
+#define WS_BR (64 * WS_CONSUMERS)
+#define WS_PRODUCER_REGS 40    /* 128 x 40 + 256 x 232 = 64512 of the SM's 65536 */
+#define WS_CONSUMER_REGS 232
+
+template <int D>
+struct WsCfg {
+    static constexpr size_t TILE = (size_t)(D / 64) * ATOM_BYTES;      /* 64 rows */
+    static constexpr int STAGES = 4;
+    static constexpr size_t Q_OFF = 0, K_OFF = WS_CONSUMERS * TILE, V_OFF = K_OFF + STAGES * TILE;
+    static constexpr size_t BAR_OFF = V_OFF + STAGES * TILE;           /* full, empty, Q */
+    static constexpr size_t SMEM = BAR_OFF + 8 * (2 * STAGES + 1) + 1024;
+};
+
+template <int D, bool SKIP, bool PINGPONG>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
+{
+#if FA_HAVE_WGMMA
+    using C = WsCfg<D>;
+    constexpr int ATOMS = D / 64;
+    const attn_problem_t &p = args.p;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
+    uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
+
+    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + WG_BC - 1) / WG_BC;
+    const int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;   /* longest first */
+    const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
+    const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
+    float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
+    const int i0 = i * WS_BR, shift = p.N_kv - p.N_q;
+
+    int n_blocks = Tc;
+    if (SKIP && p.causal) {
+        const long last_key = (long)min(p.N_q, i0 + WS_BR) - 1 + shift;
+        n_blocks = last_key < 0 ? 0 : (int)min((long)Tc, last_key / WG_BC + 1);
     }
+    if (n_blocks == 0) {   /* every row of the block sees no key: O = 0, L = +inf */
+        for (int e = threadIdx.x; e < WS_BR * D; e += WS_THREADS)
+            if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
+        for (int r = threadIdx.x; r < WS_BR; r += WS_THREADS)
+            if (i0 + r < p.N_q) L[i0 + r] = INFINITY;
+        return;
+    }
+    if (threadIdx.x == 0) {
+        for (int st = 0; st < C::STAGES; st++) {
+            mbar_init(full + st, 1);                              /* the producer's arrival + bytes */
+            mbar_init(empty + st, WS_CONSUMERS * WG_THREADS);     /* every consumer thread */
+        }
+        mbar_init(q_full, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers */
+
+    const int wg = threadIdx.x / WG_THREADS;
+    if (wg == 0) {   /* ---- producer ---- */
+        setmaxnreg_dec<WS_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::TILE));
+            for (int c = 0; c < WS_CONSUMERS; c++)
+                for (int a = 0; a < ATOMS; a++)
+                    tma_load_3d(Qs + c * C::TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, b * p.H + h);
+            for (int j = 0; j < n_blocks; j++) {
+                const int st = j % C::STAGES, use = j / C::STAGES;
+                if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* both consumers done with block j - STAGES */
+                mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
+                for (int a = 0; a < ATOMS; a++) {
+                    tma_load_3d(Ks + st * C::TILE + a * ATOM_BYTES, &args.tk, full + st, 64 * a, j * WG_BC, kv_head);
+                    tma_load_3d(Vs + st * C::TILE + a * ATOM_BYTES, &args.tv, full + st, 64 * a, j * WG_BC, kv_head);
+                }
+            }
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<WS_CONSUMER_REGS>();
+    const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+    const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
+    const float sl2 = p.scale * 1.4426950408889634f;
+    Turns turn{PINGPONG, 1 + c, 1 + (1 - c), true};
+    if (PINGPONG && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+
+    RowTile<D> tile;
+    mbar_wait(q_full, 0);
+    for (int j = 0; j < n_blocks; j++) {
+        const int st = j % C::STAGES;
+        mbar_wait(full + st, (j / C::STAGES) & 1);
+        turn.last_pv_hands_over = !(c == 1 && j == n_blocks - 1);
+        attend_block<D, SKIP>(tile, Qs + c * C::TILE, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
+        mbar_arrive(empty + st);
+    }
+    finish_rows<D>(tile, O, L, row0, p, t);
 #else
     (void)args;
 #endif
@@ -308,11 +479,15 @@ static CUtensorMap tensor_map_3d(const void *base, int d, int rows, int heads)
 template <int D, int STEP>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
-    using C = WgCfg<D, STEP>;
+    using C = WgCfg<D, STEP <= 2 ? STEP : 2>;
     static bool attr_set = false;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true, STEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)C::SMEM));
+        if constexpr (STEP <= 2)
+            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true, STEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM));
+        else
+            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_ws_kernel<D, true, STEP == 4>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WsCfg<D>::SMEM));
         attr_set = true;
     }
     /* the tensor maps are encoded once per set of buffers and shapes, not in the timed loop */
@@ -329,22 +504,31 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         }
         have = true;
     }
-    const dim3 grid((p->N_q + WG_BR - 1) / WG_BR, p->B * p->H);
-    fa2_wgmma_kernel<D, true, STEP><<<grid, WG_THREADS, C::SMEM>>>(a);
+    if constexpr (STEP <= 2) {
+        const dim3 grid((p->N_q + WG_BR - 1) / WG_BR, p->B * p->H);
+        fa2_wgmma_kernel<D, true, STEP><<<grid, WG_THREADS, C::SMEM>>>(a);
+    } else {
+        const dim3 grid((p->N_q + WS_BR - 1) / WS_BR, p->B * p->H);
+        fa2_wgmma_ws_kernel<D, true, STEP == 4><<<grid, WS_THREADS, WsCfg<D>::SMEM>>>(a);
+    }
     CUDA_CHECK_LAUNCH();
 }
 
+static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong"};
+
 static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len)
 {
-    c->name = step == 1 ? "wgmma" : "wgmma-tma";
-    c->threads = WG_THREADS;
-    c->blocks.Br = WG_BR;
+    c->name = STEP_NAME[step];
+    c->threads = step <= 2 ? WG_THREADS : WS_THREADS;
+    c->blocks.Br = step <= 2 ? WG_BR : WS_BR;
     c->blocks.Bc = WG_BC;
     switch (d * 10 + step) {
     case 641: c->smem_bytes = WgCfg<64, 1>::SMEM; break;
     case 642: c->smem_bytes = WgCfg<64, 2>::SMEM; break;
+    case 643: case 644: c->smem_bytes = WsCfg<64>::SMEM; break;
     case 1281: c->smem_bytes = WgCfg<128, 1>::SMEM; break;
     case 1282: c->smem_bytes = WgCfg<128, 2>::SMEM; break;
+    case 1283: case 1284: c->smem_bytes = WsCfg<128>::SMEM; break;
     default:
         snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
         return -1;
@@ -365,10 +549,23 @@ static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len
 
 extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 1, c, why, len); }
 extern "C" int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 2, c, why, len); }
+extern "C" int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 3, c, why, len); }
+extern "C" int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 4, c, why, len); }
+
+template <int D>
+static void launch_step(const attn_problem_t *p, int step, const void *q, const void *k, const void *v, float *o, float *L)
+{
+    switch (step) {
+    case 1: launch<D, 1>(p, q, k, v, o, L); break;
+    case 2: launch<D, 2>(p, q, k, v, o, L); break;
+    case 3: launch<D, 3>(p, q, k, v, o, L); break;
+    case 4: launch<D, 4>(p, q, k, v, o, L); break;
+    }
+}
 
 extern "C" void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                                  float *o, float *L)
 {
-    if (p->d == 64) step == 1 ? launch<64, 1>(p, q, k, v, o, L) : launch<64, 2>(p, q, k, v, o, L);
-    else if (p->d == 128) step == 1 ? launch<128, 1>(p, q, k, v, o, L) : launch<128, 2>(p, q, k, v, o, L);
+    if (p->d == 64) launch_step<64>(p, step, q, k, v, o, L);
+    else if (p->d == 128) launch_step<128>(p, step, q, k, v, o, L);
 }

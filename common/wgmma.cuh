@@ -69,6 +69,13 @@ __device__ __forceinline__ uint64_t wgmma_desc_sw128(const void *smem, uint32_t 
  * before the wgmma's that follow (PTX: required before the first wgmma and whenever the
  * registers were touched in between). */
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/* Tell the compiler that the tensor cores have written these accumulator registers here
+ * (after a wgmma_wait): it must not move a read of them above this point. */
+__device__ __forceinline__ void wgmma_fence_regs(float (&d)[32])
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) asm volatile("" : "+f"(d[e])::"memory");
+}
 /* close the group of wgmma's issued so far; wait until at most N groups are in flight */
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

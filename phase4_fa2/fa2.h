@@ -123,11 +123,13 @@ void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t variant, const void *
  * alone: config says 1 ("skipped", with the reason) on any other GPU. Br = Bc = 64,
  * d = 64 and 128. The steps of the Hopper ladder: 1 = wgmma with cp.async loads,
  * 2 = wgmma-tma (the copy engine, an mbarrier ring), 3 = wgmma-ws (a producer warpgroup,
- * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns). */
+ * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns),
+ * 5 = wgmma-overlap (step 3 with the next block's S = Q K^T issued before the softmax). */
 int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
 

@@ -121,20 +121,13 @@ struct Turns {
     bool last_pv_hands_over;     /* for this block */
 };
 
-/* One K/V block for a warpgroup's 64 rows (Alg. 1, lines 8-10): S = Q_i K_j^T on wgmma,
- * the mask, the online softmax, O~ = diag(alpha) O~ + P~ V_j on wgmma, each product waited
- * for. Qt, Kj, Vj: the swizzled tiles; row0: this thread's first row (the other is
- * row0 + 8); first_row: the tile's first row (the mask test). */
-template <int D, bool SKIP>
-__device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
-                                             const unsigned char *Vj, int j, int row0, int first_row,
-                                             const attn_problem_t &p, float sl2, int t, const Turns &turn)
+/* The three parts of a K/V block for a warpgroup's 64 rows (Alg. 1, lines 8-10). */
+
+/* S = Q_i K_j^T: D / 16 wgmma's, each a k16 slice (32 bytes further in its atom); issued
+ * and committed as one group, not waited for */
+template <int D>
+__device__ __forceinline__ void issue_s(float (&s)[32], const unsigned char *Qt, const unsigned char *Kj)
 {
-    constexpr int ATOMS = D / 64;
-    const int shift = p.N_kv - p.N_q;
-    /* S = Q_i K_j^T: d / 16 wgmma's, each a k16 slice (32 bytes further in its atom) */
-    float s[32];
-    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) {
@@ -143,9 +136,16 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
         wgmma_m64n64k16_ss<0>(s, dq, dk, kk > 0);
     }
     wgmma_commit();
-    if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
-    wgmma_wait<0>();
+}
 
+/* the mask, the online softmax and the rescale of O~ for block j; P~ into A registers.
+ * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
+ * (the mask test) */
+template <int D, bool SKIP>
+__device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[32], uint32_t (&pa)[WG_BC / 16][4], int j,
+                                              int row0, int first_row, const attn_problem_t &p, float sl2, int t)
+{
+    const int shift = p.N_kv - p.N_q;
     /* the mask, on the blocks that cross the diagonal or N_kv; s[4 n8 + e] is row
      * row0 + 8 (e / 2), key j Bc + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
     const long last_key = (long)(j + 1) * WG_BC - 1;
@@ -183,23 +183,44 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
         st.l[x] = fmaf(alpha[x], st.l[x], part);
     }
 #pragma unroll
-    for (int a = 0; a < ATOMS; a++)
+    for (int a = 0; a < D / 64; a++)
 #pragma unroll
         for (int e = 0; e < 32; e++) st.o[a][e] *= alpha[(e % 4) / 2];
-
-    /* O~ += P~ V_j: P~ as A registers (k16 slice kk = keys 16 kk .. 16 kk + 15), V_j
-     * transposed from shared memory, one wgmma per 64-column half of d */
-    uint32_t pa[WG_BC / 16][4];
+    /* P~ as A registers: k16 slice kk = keys 16 kk .. 16 kk + 15 */
 #pragma unroll
     for (int kk = 0; kk < WG_BC / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
-    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+}
+
+/* O~ += P~ V_j: V_j transposed from shared memory, one wgmma per 64-column half of d and
+ * k16 slice; issued and committed as one group, not waited for */
+template <int D>
+__device__ __forceinline__ void issue_pv(RowTile<D> &st, const uint32_t (&pa)[WG_BC / 16][4], const unsigned char *Vj)
+{
     wgmma_fence();
 #pragma unroll
-    for (int a = 0; a < ATOMS; a++)
+    for (int a = 0; a < D / 64; a++)
 #pragma unroll
         for (int kk = 0; kk < WG_BC / 16; kk++)   /* 16 keys further: 2048 bytes, +128 */
             wgmma_m64n64k16_rs<1>(st.o[a], pa[kk], wgmma_desc_sw128(Vj + a * ATOM_BYTES, ATOM_BYTES, 1024) + 128 * kk, 1);
     wgmma_commit();
+}
+
+/* One K/V block, in order: S, softmax, P V, each product waited for (steps 1-4; with the
+ * turns of step 4 around each product). */
+template <int D, bool SKIP>
+__device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
+                                             const unsigned char *Vj, int j, int row0, int first_row,
+                                             const attn_problem_t &p, float sl2, int t, const Turns &turn)
+{
+    float s[32];
+    uint32_t pa[WG_BC / 16][4];
+    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    issue_s<D>(s, Qt, Kj);
+    if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    wgmma_wait<0>();
+    softmax_block<D, SKIP>(st, s, pa, j, row0, first_row, p, sl2, t);
+    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    issue_pv<D>(st, pa, Vj);
     if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
     wgmma_wait<0>();
 }
@@ -359,7 +380,11 @@ struct WsCfg {
     static constexpr size_t SMEM = BAR_OFF + 8 * (2 * STAGES + 1) + 1024;
 };
 
-template <int D, bool SKIP, bool PINGPONG>
+/* MODE: WS_PLAIN (step 3), WS_PINGPONG (step 4), WS_OVERLAP (step 5: on step 3, the next
+ * block's S = Q K^T issued before this block's softmax) */
+enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2 };
+
+template <int D, bool SKIP, int MODE>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 {
@@ -427,17 +452,49 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     const int g = lane / 4, t = lane % 4;
     const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
     const float sl2 = p.scale * 1.4426950408889634f;
-    Turns turn{PINGPONG, 1 + c, 1 + (1 - c), true};
-    if (PINGPONG && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
-
+    const unsigned char *Qt = Qs + c * C::TILE;
     RowTile<D> tile;
     mbar_wait(q_full, 0);
-    for (int j = 0; j < n_blocks; j++) {
-        const int st = j % C::STAGES;
-        mbar_wait(full + st, (j / C::STAGES) & 1);
-        turn.last_pv_hands_over = !(c == 1 && j == n_blocks - 1);
-        attend_block<D, SKIP>(tile, Qs + c * C::TILE, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
-        mbar_arrive(empty + st);
+    if (MODE != WS_OVERLAP) {
+        Turns turn{MODE == WS_PINGPONG, 1 + c, 1 + (1 - c), true};
+        if (MODE == WS_PINGPONG && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+        for (int j = 0; j < n_blocks; j++) {
+            const int st = j % C::STAGES;
+            mbar_wait(full + st, (j / C::STAGES) & 1);
+            turn.last_pv_hands_over = !(c == 1 && j == n_blocks - 1);
+            attend_block<D, SKIP>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
+            mbar_arrive(empty + st);
+        }
+    } else {
+        /* step 5: while the special-function units run block j's softmax, the tensor cores
+         * already compute S_{j+1} = Q K_{j+1}^T:
+         *
+         *   tensor cores:  S_0 | S_1 ......... | PV_0 S_2 ......... | PV_1 S_3 ...
+         *   this warpgroup:     softmax_0 ....       softmax_1 ....
+         *
+         * two S accumulators (32 floats each) alternate; both products of an iteration are
+         * waited for together at its end */
+        float s_cur[32], s_next[32];
+        uint32_t pa[WG_BC / 16][4];
+        mbar_wait(full, 0);
+        issue_s<D>(s_cur, Qt, Ks);
+        wgmma_wait<0>();
+        for (int j = 0; j < n_blocks; j++) {
+            const int st = j % C::STAGES;
+            if (j + 1 < n_blocks) {
+                const int nx = (j + 1) % C::STAGES;
+                mbar_wait(full + nx, ((j + 1) / C::STAGES) & 1);
+                issue_s<D>(s_next, Qt, Ks + nx * C::TILE);
+            }
+            softmax_block<D, SKIP>(tile, s_cur, pa, j, row0, first_row, p, sl2, t);
+            issue_pv<D>(tile, pa, Vs + st * C::TILE);
+            wgmma_wait<0>();
+            wgmma_fence_regs(s_next);   /* written by the tensor cores up to the wait above */
+            for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
+            mbar_arrive(empty + st);    /* K_j (read by S_j) and V_j are free */
+#pragma unroll
+            for (int e = 0; e < 32; e++) s_cur[e] = s_next[e];
+        }
     }
     finish_rows<D>(tile, O, L, row0, p, t);
 #else
@@ -486,7 +543,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
             CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true, STEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM));
         else
-            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_ws_kernel<D, true, STEP == 4>,
+            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_ws_kernel<D, true, STEP - 3>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WsCfg<D>::SMEM));
         attr_set = true;
     }
@@ -509,12 +566,12 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         fa2_wgmma_kernel<D, true, STEP><<<grid, WG_THREADS, C::SMEM>>>(a);
     } else {
         const dim3 grid((p->N_q + WS_BR - 1) / WS_BR, p->B * p->H);
-        fa2_wgmma_ws_kernel<D, true, STEP == 4><<<grid, WS_THREADS, WsCfg<D>::SMEM>>>(a);
+        fa2_wgmma_ws_kernel<D, true, STEP - 3><<<grid, WS_THREADS, WsCfg<D>::SMEM>>>(a);
     }
     CUDA_CHECK_LAUNCH();
 }
 
-static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong"};
+static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
 
 static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len)
 {
@@ -525,10 +582,10 @@ static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len
     switch (d * 10 + step) {
     case 641: c->smem_bytes = WgCfg<64, 1>::SMEM; break;
     case 642: c->smem_bytes = WgCfg<64, 2>::SMEM; break;
-    case 643: case 644: c->smem_bytes = WsCfg<64>::SMEM; break;
+    case 643: case 644: case 645: c->smem_bytes = WsCfg<64>::SMEM; break;
     case 1281: c->smem_bytes = WgCfg<128, 1>::SMEM; break;
     case 1282: c->smem_bytes = WgCfg<128, 2>::SMEM; break;
-    case 1283: case 1284: c->smem_bytes = WsCfg<128>::SMEM; break;
+    case 1283: case 1284: case 1285: c->smem_bytes = WsCfg<128>::SMEM; break;
     default:
         snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
         return -1;
@@ -551,6 +608,7 @@ extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t
 extern "C" int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 2, c, why, len); }
 extern "C" int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 3, c, why, len); }
 extern "C" int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 4, c, why, len); }
+extern "C" int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 5, c, why, len); }
 
 template <int D>
 static void launch_step(const attn_problem_t *p, int step, const void *q, const void *k, const void *v, float *o, float *L)
@@ -560,6 +618,7 @@ static void launch_step(const attn_problem_t *p, int step, const void *q, const 
     case 2: launch<D, 2>(p, q, k, v, o, L); break;
     case 3: launch<D, 3>(p, q, k, v, o, L); break;
     case 4: launch<D, 4>(p, q, k, v, o, L); break;
+    case 5: launch<D, 5>(p, q, k, v, o, L); break;
     }
 }
 

@@ -98,12 +98,13 @@ static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const ch
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
 typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN,
-               K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG } kind_t;   /* the Hopper steps last */
+               K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG, K_FA2_WGMMA_OVERLAP } kind_t;   /* the Hopper steps last */
 static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
-                                        "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong"};
+                                        "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
 static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config,
-                                   fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config};
+                                   fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
+                                   fa2_wgmma_overlap_config};
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
 
@@ -118,7 +119,8 @@ static void launch(void *ctx)
     case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:   /* step 1..4 */
+    case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
+    case K_FA2_WGMMA_OVERLAP:   /* step 1..5 */
         fa2_wgmma_launch(&x->p, 1 + (int)(x->kind - K_FA2_WGMMA), b->Q, b->K, b->V, b->O, b->L); break;
     }
 }
@@ -207,7 +209,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     }
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
-        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_PINGPONG; k++)   /* the Hopper ladder's steps */
+        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)   /* the Hopper ladder's steps */
             rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
                                    o4 ? prev4 : prev, o4 ? 2 : 1, NULL, true);
     }
@@ -280,7 +282,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
                     attn_problem_t p = drv_tokens16k(N, d, c);
                     attn_inputs_t in;
                     drv_inputs(&in, &p, o->seed, false, PHASE);
-                    drv_row_t rows[10];
+                    drv_row_t rows[12];
                     int n = run_gpu_rows(&in, o, "tokens16k", SWEEP_ROWS, N <= SIMPLE_MAX_N, rows);
                     double t1 = NAN;
                     for (int k = 0; k < n; k++) {

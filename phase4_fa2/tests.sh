@@ -100,8 +100,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong) a row, each PASS
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 4 && !bad) }' '$log'"
+    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 5 && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal

@@ -225,6 +225,28 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
     wgmma_wait<0>();
 }
 
+/* The K/V blocks a Q block of Br rows starting at row i0 visits: all Tc, or with the causal
+ * skip up to the block holding the last key its last row may see (bottom-right diagonal);
+ * 0 when even that row sees no key. */
+template <bool SKIP>
+__device__ __forceinline__ int visited_blocks(const attn_problem_t &p, int i0, int Br, int Tc)
+{
+    if (!SKIP || !p.causal) return Tc;
+    const long last_key = (long)min(p.N_q, i0 + Br) - 1 + (p.N_kv - p.N_q);
+    return last_key < 0 ? 0 : (int)min((long)Tc, last_key / WG_BC + 1);
+}
+
+/* A Q block none of whose rows sees a key: O = 0, L = +inf (common/problem.h), written by
+ * the block's `threads` threads; rows past N_q are padding. */
+template <int D>
+__device__ __forceinline__ void write_rows_without_keys(float *O, float *L, int i0, int Br, int N_q, int threads)
+{
+    for (int e = threadIdx.x; e < Br * D; e += threads)
+        if (i0 + e / D < N_q) O[(size_t)i0 * D + e] = 0.0f;
+    for (int r = threadIdx.x; r < Br; r += threads)
+        if (i0 + r < N_q) L[i0 + r] = INFINITY;
+}
+
 /* Alg. 1, lines 12-13: O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw
  * no key); rows past N_q (the last Q tile's padding) are not written. */
 template <int D>
@@ -274,20 +296,13 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
     const __half *Q = args.Q + attn_q_offset(&p, b, h) + (size_t)i * WG_BR * D;
     const __half *K = args.K + attn_kv_offset(&p, b, h), *V = args.V + attn_kv_offset(&p, b, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
-    const int i0 = i * WG_BR, shift = p.N_kv - p.N_q;
+    const int i0 = i * WG_BR;
     const float sl2 = p.scale * 1.4426950408889634f;
 
-    int n_blocks = Tc;   /* the causal range, as fa2-mma's */
-    if (SKIP && p.causal) {
-        const long last_key = (long)min(p.N_q, i0 + WG_BR) - 1 + shift;
-        n_blocks = last_key < 0 ? 0 : (int)min((long)Tc, last_key / WG_BC + 1);
-    }
+    const int n_blocks = visited_blocks<SKIP>(p, i0, WG_BR, Tc);   /* the causal range, as fa2-mma's */
     const int row0 = i0 + warp * 16 + g;   /* this thread's rows: row0, row0 + 8 */
     if (n_blocks == 0) {
-        for (int e = threadIdx.x; e < WG_BR * D; e += WG_THREADS)
-            if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
-        for (int r = threadIdx.x; r < WG_BR; r += WG_THREADS)
-            if (i0 + r < p.N_q) L[i0 + r] = INFINITY;
+        write_rows_without_keys<D>(O, L, i0, WG_BR, p.N_q, WG_THREADS);
         return;
     }
 
@@ -402,18 +417,11 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
     const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
-    const int i0 = i * WS_BR, shift = p.N_kv - p.N_q;
+    const int i0 = i * WS_BR;
 
-    int n_blocks = Tc;
-    if (SKIP && p.causal) {
-        const long last_key = (long)min(p.N_q, i0 + WS_BR) - 1 + shift;
-        n_blocks = last_key < 0 ? 0 : (int)min((long)Tc, last_key / WG_BC + 1);
-    }
-    if (n_blocks == 0) {   /* every row of the block sees no key: O = 0, L = +inf */
-        for (int e = threadIdx.x; e < WS_BR * D; e += WS_THREADS)
-            if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
-        for (int r = threadIdx.x; r < WS_BR; r += WS_THREADS)
-            if (i0 + r < p.N_q) L[i0 + r] = INFINITY;
+    const int n_blocks = visited_blocks<SKIP>(p, i0, WS_BR, Tc);
+    if (n_blocks == 0) {
+        write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
         return;
     }
     if (threadIdx.x == 0) {
@@ -533,18 +541,28 @@ static CUtensorMap tensor_map_3d(const void *base, int d, int rows, int heads)
     return m;
 }
 
+/* What differs between the steps, in one place: the kernel, its threads, Br, its shared
+ * memory (steps 1-2: one warpgroup, Br = 64; steps 3-5: a producer and two consumers,
+ * Br = 128). */
+template <int D, int STEP>
+struct Step {
+    static constexpr bool WS = STEP >= 3;
+    static constexpr int THREADS = WS ? WS_THREADS : WG_THREADS, BR = WS ? WS_BR : WG_BR;
+    static constexpr size_t SMEM = WS ? WsCfg<D>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
+    static constexpr auto kernel()
+    {
+        if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3>;
+        else return fa2_wgmma_kernel<D, true, STEP>;
+    }
+};
+
 template <int D, int STEP>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
-    using C = WgCfg<D, STEP <= 2 ? STEP : 2>;
+    using S = Step<D, STEP>;
     static bool attr_set = false;
     if (!attr_set) {
-        if constexpr (STEP <= 2)
-            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_kernel<D, true, STEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)C::SMEM));
-        else
-            CUDA_CHECK(cudaFuncSetAttribute(fa2_wgmma_ws_kernel<D, true, STEP - 3>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WsCfg<D>::SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(S::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM));
         attr_set = true;
     }
     /* the tensor maps are encoded once per set of buffers and shapes, not in the timed loop */
@@ -561,32 +579,40 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         }
         have = true;
     }
-    if constexpr (STEP <= 2) {
-        const dim3 grid((p->N_q + WG_BR - 1) / WG_BR, p->B * p->H);
-        fa2_wgmma_kernel<D, true, STEP><<<grid, WG_THREADS, C::SMEM>>>(a);
-    } else {
-        const dim3 grid((p->N_q + WS_BR - 1) / WS_BR, p->B * p->H);
-        fa2_wgmma_ws_kernel<D, true, STEP - 3><<<grid, WS_THREADS, WsCfg<D>::SMEM>>>(a);
-    }
+    const dim3 grid((p->N_q + S::BR - 1) / S::BR, p->B * p->H);
+    S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
     CUDA_CHECK_LAUNCH();
 }
 
 static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
 
+template <int D, int STEP>
+static void step_facts(gpu_kernel_config_t *c)
+{
+    c->threads = Step<D, STEP>::THREADS;
+    c->blocks.Br = Step<D, STEP>::BR;
+    c->smem_bytes = Step<D, STEP>::SMEM;
+}
+
+template <int D>
+static void step_facts(int step, gpu_kernel_config_t *c)
+{
+    switch (step) {
+    case 1: step_facts<D, 1>(c); break;
+    case 2: step_facts<D, 2>(c); break;
+    case 3: step_facts<D, 3>(c); break;
+    case 4: step_facts<D, 4>(c); break;
+    case 5: step_facts<D, 5>(c); break;
+    }
+}
+
 static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = STEP_NAME[step];
-    c->threads = step <= 2 ? WG_THREADS : WS_THREADS;
-    c->blocks.Br = step <= 2 ? WG_BR : WS_BR;
     c->blocks.Bc = WG_BC;
-    switch (d * 10 + step) {
-    case 641: c->smem_bytes = WgCfg<64, 1>::SMEM; break;
-    case 642: c->smem_bytes = WgCfg<64, 2>::SMEM; break;
-    case 643: case 644: case 645: c->smem_bytes = WsCfg<64>::SMEM; break;
-    case 1281: c->smem_bytes = WgCfg<128, 1>::SMEM; break;
-    case 1282: c->smem_bytes = WgCfg<128, 2>::SMEM; break;
-    case 1283: case 1284: case 1285: c->smem_bytes = WsCfg<128>::SMEM; break;
-    default:
+    if (d == 64) step_facts<64>(step, c);
+    else if (d == 128) step_facts<128>(step, c);
+    else {
         snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
         return -1;
     }

@@ -51,6 +51,19 @@
 #ifndef FA2_D128_BC
 #define FA2_D128_BC 32
 #endif
+#ifndef FA2_D256_MT
+#define FA2_D256_MT 1
+#endif
+#ifndef FA2_D256_BC
+#define FA2_D256_BC 32
+#endif
+/* The shared memory a block of fa2-mma may take, in bytes: 99 KiB, the opt-in limit of
+ * sm_86/89, the smallest of the GPUs the build promises. A larger value (e.g. 232448, the
+ * H100's) lets block choices that only a larger GPU can run build, for an experiment; the
+ * driver still asks the device and says so if one does not fit. */
+#ifndef FA2_SMEM_CAP
+#define FA2_SMEM_CAP SMEM_OPTIN_SM86
+#endif
 
 /* The table: X(d, MT, Bc, LADDER) for every head dimension the kernel is built for.
  * LADDER = 1 also builds the ablation ladder's variants (fa2_variant_t) for that d; with
@@ -58,6 +71,7 @@
 #define FA2_MMA_TABLE(X)                           \
     X(32,  FA2_D32_MT,  FA2_D32_BC,  0)            \
     X(64,  FA2_D64_MT,  FA2_D64_BC,  1)            \
-    X(128, FA2_D128_MT, FA2_D128_BC, 1)
+    X(128, FA2_D128_MT, FA2_D128_BC, 1)            \
+    X(256, FA2_D256_MT, FA2_D256_BC, 0)
 
 #endif

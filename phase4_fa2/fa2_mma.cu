@@ -72,7 +72,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 {
     using C = Cfg<D, BC, MT>;
     constexpr int LDH = C::LDH, BR = C::BR;
-    constexpr bool QREG = MT == 1;
+    constexpr bool QREG = MT == 1 && D <= 128;   /* d = 256: 64 more registers would not fit */
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Qs = (__half *)(smem + C::Q_OFF);
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
@@ -249,21 +249,26 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 o[mtile][n][0] *= alpha[mtile][0]; o[mtile][n][1] *= alpha[mtile][0];
                 o[mtile][n][2] *= alpha[mtile][1]; o[mtile][n][3] *= alpha[mtile][1];
             }
-        /* l.10: O~ += P~ V_j; P~ goes from the S accumulators straight into A fragments
-         * (mma.cuh), V_j through ldmatrix.trans (one V fragment, MT m-tiles) */
+        /* l.10: O~ += P~ V_j. P~ goes from the S accumulators into A fragments (mma.cuh),
+         * all of it before the first mma: in fp16 it takes half the registers, and the fp32
+         * S is dead before P~ V_j's accumulators are touched (at d = 128, Bc = 64 that is
+         * 32 registers, the difference between spilling and not). V_j comes through
+         * ldmatrix.trans, one V fragment for MT m-tiles. */
+        uint32_t pf[MT][BC / 16][4];
+#pragma unroll
+        for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+            for (int kk = 0; kk < BC / 16; kk++) c_pair_to_a(pf[mtile][kk], s[mtile][2 * kk], s[mtile][2 * kk + 1]);
 #pragma unroll
         for (int kk = 0; kk < BC / 16; kk++) {
-            uint32_t a[MT][4];
-#pragma unroll
-            for (int mtile = 0; mtile < MT; mtile++) c_pair_to_a(a[mtile], s[mtile][2 * kk], s[mtile][2 * kk + 1]);
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];
                 load_b_kn_trans(bf, Vj + kk * 16 * LDH + n2 * 16, LDH);
 #pragma unroll
                 for (int mtile = 0; mtile < MT; mtile++) {
-                    mma_16816(o[mtile][2 * n2], a[mtile], bf);
-                    mma_16816(o[mtile][2 * n2 + 1], a[mtile], bf + 2);
+                    mma_16816(o[mtile][2 * n2], pf[mtile][kk], bf);
+                    mma_16816(o[mtile][2 * n2 + 1], pf[mtile][kk], bf + 2);
                 }
             }
         }
@@ -318,7 +323,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                   "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
     static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
     static_assert(Cfg<D_, BC_, MT_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
-    static_assert(Cfg<D_, BC_, MT_>::SMEM <= SMEM_OPTIN_SM86,                                  \
+    static_assert(Cfg<D_, BC_, MT_>::SMEM <= FA2_SMEM_CAP,                                  \
                   "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
 FA2_MMA_TABLE(FA2_ASSERT_ROW)
 #undef FA2_ASSERT_ROW
@@ -364,7 +369,7 @@ extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     FA2_MMA_TABLE(FA2_CONFIG_ROW)
 #undef FA2_CONFIG_ROW
     default:
-        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
+        snprintf(why, len, "kernel mma is built for d = 32, 64, 128 and 256 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
         return -1;
     }
     return fa1_config_fits(c, why, len);

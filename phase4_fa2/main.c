@@ -320,7 +320,7 @@ int main(int argc, char **argv)
     cli_parse(argc, argv, &SPEC, &o);
     const attn_problem_t *p = &o.p;
     if ((strcmp(o.kernel, "mma") == 0 || strcmp(o.kernel, "ladder") == 0) && !fa2_mma_supports(p->d))
-        cli_die(PHASE, "kernel %s is built for d = 32, 64 and 128, not d = %d (use --kernel simple)", o.kernel, p->d);
+        cli_die(PHASE, "kernel %s is built for d = 32, 64, 128 and 256, not d = %d (use --kernel simple)", o.kernel, p->d);
     if (strcmp(o.kernel, "fa1-mma") == 0 && !fa1_mma_supports(p->d))
         cli_die(PHASE, "kernel fa1-mma is built for d = 32, 64 and 128, not d = %d", p->d);
     if (strcmp(o.kernel, "simple") == 0 && p->d % 32 != 0)

@@ -14,7 +14,7 @@ t_exit2 "phase4 rejects an unknown kernel"   "$P4" --kernel flash
 t_exit2 "phase4 rejects d=48"                "$P4" --d 48
 t_exit2 "phase4 rejects H % Hkv != 0"        "$P4" --H 6 --Hkv 4
 t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
-t_exit2 "phase4 rejects --kernel mma with d=256" "$P4" --kernel mma --d 256
+t_exit2 "phase4 rejects --kernel mma with d=96 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 96
 t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
 t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
 
@@ -32,7 +32,10 @@ t_gpu "phase4 gpu N_q=300 N_kv=1000 causal" "$P4" --quiet --iters 2 --B 2 --H 2 
 t_gpu "phase4 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P4" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 128 --causal --csv "$T4/g.csv"
 t_gpu "phase4 gpu GQA 8:1 H=16 Hkv=2 d=128 causal" "$P4" --quiet --iters 2 --B 2 --H 16 --Hkv 2 --N 333 --d 128 --causal --csv "$T4/g.csv"
 t_gpu "phase4 gpu GQA 8:1 H=8 Hkv=1 d=64 N_q != N_kv" "$P4" --quiet --iters 2 --B 3 --H 8 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T4/g.csv"
-t_gpu "phase4 gpu d=256 (simple; mma n/a)" "$P4" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T4/g.csv"
+for N in 1 200 1000; do   # d = 256: mma with Q_i read from shared memory (MT = 1), tails, causal
+    t_gpu "phase4 gpu d=256 N=$N causal (simple, mma)" "$P4" --quiet --iters 2 --B 1 --H 2 --N $N --d 256 --causal --csv "$T4/g.csv"
+done
+t_gpu "phase4 gpu d=256 N_q=300 N_kv=77 GQA 4:1 (masked rows)" "$P4" --quiet --iters 2 --B 1 --H 8 --Hkv 2 --N 300 --Nkv 77 --d 256 --causal --csv "$T4/g.csv"
 t_gpu "phase4 gpu ablation ladder variants all pass (d=128)" "$P4" --kernel ladder --d 128 --iters 2 --csv "$T4/l.csv"
 
 # One source for the blocks (fa2_blocks.h, make variables): phase 4 alone, built into a

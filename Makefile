@@ -83,7 +83,8 @@ endif
 BLOCK_VARS := FA1_WARP_KEYS FA1_D32_WR FA1_D32_WC FA1_D64_WR FA1_D64_WC FA1_D128_WR FA1_D128_WC \
               FA1_K_IN_REGISTERS FA1_SKIP_FULL_MASK \
               FA2_D32_MT FA2_D32_BC FA2_D64_MT FA2_D64_BC FA2_D128_MT FA2_D128_BC \
-              FA2_D256_MT FA2_D256_BC FA2_SMEM_CAP
+              FA2_D256_MT FA2_D256_BC FA2_SMEM_CAP \
+              FA2_D32_STAGES FA2_D64_STAGES FA2_D128_STAGES FA2_D256_STAGES
 BLOCK_KERNELS := fa1 fa2
 BLOCKS_H := $(foreach k,$(BLOCK_KERNELS),$(BUILD)/gen/$(k)_blocks_set.h)
 blocks_set = $(foreach v,$(filter $(1)_%,$(BLOCK_VARS)),$(if $($(v)),$(v)=$($(v))))

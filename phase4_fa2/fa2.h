@@ -39,7 +39,7 @@ extern "C" {
 static inline attn_blocks_t fa2_mma_blocks(int d)
 {
     attn_blocks_t b = { 16 * FA2_WARPS * FA2_D64_MT, FA2_D64_BC };
-#define FA2_BLOCKS_ROW(D, MT, BC, LADDER) \
+#define FA2_BLOCKS_ROW(D, MT, BC, STAGES, LADDER) \
     if (d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
     FA2_MMA_TABLE(FA2_BLOCKS_ROW)
 #undef FA2_BLOCKS_ROW
@@ -48,7 +48,7 @@ static inline attn_blocks_t fa2_mma_blocks(int d)
 /* Head dimensions the mma kernel is built for (the rows of FA2_MMA_TABLE); needs no GPU. */
 static inline bool fa2_mma_supports(int d)
 {
-#define FA2_SUPPORTS_ROW(D, MT, BC, LADDER) if (d == (D)) return true;
+#define FA2_SUPPORTS_ROW(D, MT, BC, STAGES, LADDER) if (d == (D)) return true;
     FA2_MMA_TABLE(FA2_SUPPORTS_ROW)
 #undef FA2_SUPPORTS_ROW
     return false;

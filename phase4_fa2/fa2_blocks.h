@@ -36,11 +36,17 @@
 #ifndef FA2_D32_MT
 #define FA2_D32_MT 1
 #endif
+#ifndef FA2_D32_STAGES
+#define FA2_D32_STAGES 2
+#endif
 #ifndef FA2_D32_BC
 #define FA2_D32_BC 128
 #endif
 #ifndef FA2_D64_MT
 #define FA2_D64_MT 2
+#endif
+#ifndef FA2_D64_STAGES
+#define FA2_D64_STAGES 2
 #endif
 #ifndef FA2_D64_BC
 #define FA2_D64_BC 64
@@ -48,11 +54,17 @@
 #ifndef FA2_D128_MT
 #define FA2_D128_MT 2
 #endif
+#ifndef FA2_D128_STAGES
+#define FA2_D128_STAGES 2
+#endif
 #ifndef FA2_D128_BC
 #define FA2_D128_BC 32
 #endif
 #ifndef FA2_D256_MT
 #define FA2_D256_MT 1
+#endif
+#ifndef FA2_D256_STAGES
+#define FA2_D256_STAGES 2
 #endif
 #ifndef FA2_D256_BC
 #define FA2_D256_BC 32
@@ -65,13 +77,16 @@
 #define FA2_SMEM_CAP SMEM_OPTIN_SM86
 #endif
 
-/* The table: X(d, MT, Bc, LADDER) for every head dimension the kernel is built for.
- * LADDER = 1 also builds the ablation ladder's variants (fa2_variant_t) for that d; with
+/* The table: X(d, MT, Bc, STAGES, LADDER) for every head dimension the kernel is built
+ * for. STAGES: K/V buffers in shared memory. 2: K_j+1 and V_j+1 stream into the second
+ * pair while block j is computed (one barrier per block); 1: one K and one V buffer, as
+ * the official FlashAttention-2 does: V_j streams in while S = Q_i K_j^T is computed,
+ * K_j+1 while P~ V_j is (two barriers per block, half the shared memory). LADDER = 1 also builds the ablation ladder's variants (fa2_variant_t) for that d; with
  * 0 only the full kernel exists and every variant runs it. */
 #define FA2_MMA_TABLE(X)                           \
-    X(32,  FA2_D32_MT,  FA2_D32_BC,  0)            \
-    X(64,  FA2_D64_MT,  FA2_D64_BC,  1)            \
-    X(128, FA2_D128_MT, FA2_D128_BC, 1)            \
-    X(256, FA2_D256_MT, FA2_D256_BC, 0)
+    X(32,  FA2_D32_MT,  FA2_D32_BC,  FA2_D32_STAGES,  0)   \
+    X(64,  FA2_D64_MT,  FA2_D64_BC,  FA2_D64_STAGES,  1)   \
+    X(128, FA2_D128_MT, FA2_D128_BC, FA2_D128_STAGES, 1)   \
+    X(256, FA2_D256_MT, FA2_D256_BC, FA2_D256_STAGES, 0)
 
 #endif

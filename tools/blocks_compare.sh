@@ -1,34 +1,42 @@
 #!/usr/bin/env bash
-# tools/blocks_compare.sh - choose a block size by measurement: phase 4 built twice (the
-# defaults of phase4_fa2/fa2_blocks.h, and once more with the make variables you give),
-# fa2-mma timed by both builds on the same shapes, one after the other, plus the official
-# FlashAttention-2 (PyTorch SDPA's flash backend) on the same shapes when PyTorch is there.
+# tools/blocks_compare.sh - choose a block size by measurement: phase 4 built with the
+# defaults of phase4_fa2/fa2_blocks.h, and once more for each set of make variables you
+# give (sets separated by ';'), fa2-mma timed by every build on the same shapes, one after
+# the other, plus the official FlashAttention-2 (PyTorch SDPA's flash backend) on the same
+# shapes when PyTorch is there.
 #
-#   bash tools/blocks_compare.sh "FA2_D128_BC=64 FA2_SMEM_CAP=232448" \
+#   bash tools/blocks_compare.sh "FA2_D128_BC=64 FA2_D128_STAGES=1; FA2_D128_BC=16" \
 #        "--B 4 --H 16 --N 4096 --d 128" "--B 4 --H 16 --N 4096 --d 128 --causal" ...
 #
 # Needs a GPU. Prints one line per build and shape (the driver's mma row: Br x Bc, time,
-# TFLOP/s and its checks) and the peer's CSV; OUT (default results/blocks) keeps the logs.
+# TFLOP/s and its checks, and its verdict) and the peer's lines; OUT (default
+# results/blocks) keeps the logs.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 [ $# -ge 2 ] || { echo "usage: tools/blocks_compare.sh \"VAR=value ...\" \"SHAPE ARGS\" [\"SHAPE ARGS\" ...]" >&2; exit 2; }
-VARS=$1; shift
+IFS=';' read -r -a SETS <<<"$1"; shift
 OUT=${OUT:-results/blocks}
-ALT=build/blocks-alt
 ARCH=${CUDA_ARCH:-sm_90}
 mkdir -p "$OUT"
 make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" phase4-build >"$OUT/build.log" 2>&1 || { tail "$OUT/build.log"; exit 1; }
-# shellcheck disable=SC2086  # VARS is a list of make assignments
-make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" BUILD=$ALT $VARS phase4-build >"$OUT/build-alt.log" 2>&1 || { tail "$OUT/build-alt.log"; exit 1; }
-echo "# default: build/phase4 | alt: $ALT/phase4 built with $VARS"
+echo "# default: build/phase4 (phase4_fa2/fa2_blocks.h)"
+BUILDS=(build)
+for k in "${!SETS[@]}"; do
+    alt=build/blocks-alt$k
+    # shellcheck disable=SC2086  # a set is a list of make assignments
+    make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" BUILD=$alt ${SETS[$k]} phase4-build >"$OUT/build-alt$k.log" 2>&1 \
+        || { tail "$OUT/build-alt$k.log"; exit 1; }
+    echo "# alt$k: $alt/phase4 built with${SETS[$k]}"
+    BUILDS+=("$alt")
+done
 peers=()
 for shape in "$@"; do
-    for b in build "$ALT"; do
+    for b in "${BUILDS[@]}"; do
         # shellcheck disable=SC2086  # shape is a list of flags
         log=$("$b/phase4" --kernel mma --iters "${ITERS:-20}" --quiet $shape --csv "$OUT/rows.csv" 2>&1)
         line=$(echo "$log" | grep -E '^ *mma ' | head -n 1 | tr -s ' ')
         verdict=$(echo "$log" | grep -oE '^phase4: (PASS|FAIL)' | tail -n 1)
-        printf '%-8s %-40s %s | %s\n' "$( [ "$b" = build ] && echo default || echo alt)" "$shape" "$line" "$verdict"
+        printf '%-8s %-40s %s | %s\n' "$( [ "$b" = build ] && echo default || echo "${b#build/blocks-}")" "$shape" "$line" "$verdict"
     done
     # B,H,N,d,causal for the peer
     set -- $shape

@@ -32,6 +32,18 @@
 extern "C" {
 #endif
 
+/* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu). Skipping
+ * fully masked blocks is not FA2's own idea (FA1's block-sparse FlashAttention skips zero
+ * blocks, Sec. 3.3), so phase 3's fa1-mma skips them too and every FA2 step keeps it.
+ * All but FULL run at the ladder's blocks (FA2_LADDER_BLOCKS, fa2_blocks.h):
+ *   PERSTEP   FA2's loop order and split-Q, masked K/V blocks skipped, but O_i normalised
+ *             at every step as in FA1
+ *   DEFERRED  + O~ kept unnormalised, divided by l once at the end
+ *   GRID_BH   DEFERRED with the grid ordered (B x H, num_m_blocks), not (num_m_blocks, B x H)
+ *   NOSKIP    DEFERRED without the skip: every K/V block, masked elementwise
+ *   FULL      DEFERRED at the table's blocks (FA2_MMA_TABLE): this is fa2-mma */
+typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3, FA2_NOSKIP = 4 } fa2_variant_t;
+
 /* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: the row of
  * FA2_MMA_TABLE (fa2_blocks.h), Br = 16 FA2_WARPS MT query rows, Bc keys. The CPU model
  * and the driver use the same blocks so that the model's bytes are the kernel's. A d the
@@ -43,6 +55,16 @@ static inline attn_blocks_t fa2_mma_blocks(int d)
     if (d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
     FA2_MMA_TABLE(FA2_BLOCKS_ROW)
 #undef FA2_BLOCKS_ROW
+    return b;
+}
+/* The blocks variant v runs at (the ladder's for all but FA2_FULL, where d has a ladder). */
+static inline attn_blocks_t fa2_mma_variant_blocks(int d, fa2_variant_t v)
+{
+    attn_blocks_t b = fa2_mma_blocks(d);
+#define FA2_LADDER_ROW(D, MT, BC, STAGES) \
+    if (v != FA2_FULL && d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
+    FA2_LADDER_BLOCKS(FA2_LADDER_ROW)
+#undef FA2_LADDER_ROW
     return b;
 }
 /* Head dimensions the mma kernel is built for (the rows of FA2_MMA_TABLE); needs no GPU. */
@@ -94,15 +116,6 @@ REF_PROTO(size_t, fa2_cpu, (const attn_inputs_t *in, attn_blocks_t b, float *O, 
  * Device pointers: q, k, v fp16 in the layout of common/problem.h; o fp32 [B][H][N_q][d];
  * L fp32 [B][H][N_q]. Grid: one thread block per (Q block, batch x head). Asynchronous. */
 
-/* The mma kernel's compile-time variants, for the ablation ladder (fa2_mma.cu). Skipping
- * fully masked blocks is not FA2's own idea (FA1's block-sparse FlashAttention skips zero
- * blocks, Sec. 3.3), so phase 3's fa1-mma skips them too and every FA2 step keeps it:
- *   PERSTEP   FA2's loop order and split-Q, masked K/V blocks skipped, but O_i normalised
- *             at every step as in FA1
- *   FULL      + O~ kept unnormalised, divided by l once at the end (this is fa2-mma)
- *   GRID_BH   FULL with the grid ordered (B x H, num_m_blocks) instead of (num_m_blocks, B x H)
- *   NOSKIP    FULL without the skip: every K/V block, masked elementwise (what the skip buys) */
-typedef enum { FA2_PERSTEP = 0, FA2_FULL = 2, FA2_GRID_BH = 3, FA2_NOSKIP = 4 } fa2_variant_t;
 
 /* The kernel's blocks, shared memory and threads for head dimension d, and whether it
  * can run here (as fa1.h's fa1_*_config()):

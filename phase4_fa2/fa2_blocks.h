@@ -16,11 +16,19 @@
  *
  *   Br = 16 * FA2_WARPS * MT        Bc = keys per K/V block (a multiple of 16)
  *
- * Defaults: d = 32: MT = 1 (Q_i stays in registers), Bc = 128; d = 64: MT = 2, Bc = 64
- * (measured on the H100 against MT = 1, Bc = 128: 1.13-1.16x at every shape tried, since
- * every K or V fragment a warp loads from shared memory now feeds two m-tiles; chapter 4);
- * d = 128: MT = 2, Bc = 32. A thread holds MT (Bc/2 + d/2) accumulator floats: 128 at
- * d = 64, 160 at d = 128, of its 255 registers.
+ * Defaults, each chosen by measurement on the H100 (tools/blocks_compare.sh; chapter 4):
+ *   d = 32:  MT = 1 (Q_i stays in registers), Bc = 128, STAGES = 2;
+ *   d = 64:  MT = 2, Bc = 128, STAGES = 1 (MT = 2 beat MT = 1 by 1.13-1.16x: every K or V
+ *            fragment a warp loads from shared memory feeds two m-tiles; Bc = 128 beat 64
+ *            by 1.07x: half the row-max shuffles, barriers and rescales per key);
+ *   d = 128: MT = 2, Bc = 64, STAGES = 1 (1.15-1.18x over Bc = 32 with two stages: Q_i's
+ *            fragments, read from shared memory once per K/V block, are then read half as
+ *            often per key; two stages at Bc = 64 would not fit 99 KiB);
+ *   d = 256: MT = 1, Bc = 64, STAGES = 1 (1.2x over Bc = 32, STAGES = 2), Q_i read from
+ *            shared memory (in registers it would take 64 more);
+ * which are the official FlashAttention-2's blocks on this GPU. A thread holds
+ * MT (Bc/2 + d/2) accumulator floats: 192 at d = 64 and 128, 160 at d = 256, of its 255
+ * registers.
  * fa2_mma.cu static_asserts what must hold (Bc % 16 == 0, shared memory within the
  * 99 KiB of sm_86/89); `make phase4-spills` says whether a choice spills registers.
  */
@@ -46,28 +54,28 @@
 #define FA2_D64_MT 2
 #endif
 #ifndef FA2_D64_STAGES
-#define FA2_D64_STAGES 2
+#define FA2_D64_STAGES 1
 #endif
 #ifndef FA2_D64_BC
-#define FA2_D64_BC 64
+#define FA2_D64_BC 128
 #endif
 #ifndef FA2_D128_MT
 #define FA2_D128_MT 2
 #endif
 #ifndef FA2_D128_STAGES
-#define FA2_D128_STAGES 2
+#define FA2_D128_STAGES 1
 #endif
 #ifndef FA2_D128_BC
-#define FA2_D128_BC 32
+#define FA2_D128_BC 64
 #endif
 #ifndef FA2_D256_MT
 #define FA2_D256_MT 1
 #endif
 #ifndef FA2_D256_STAGES
-#define FA2_D256_STAGES 2
+#define FA2_D256_STAGES 1
 #endif
 #ifndef FA2_D256_BC
-#define FA2_D256_BC 32
+#define FA2_D256_BC 64
 #endif
 /* The shared memory a block of fa2-mma may take, in bytes: 99 KiB, the opt-in limit of
  * sm_86/89, the smallest of the GPUs the build promises. A larger value (e.g. 232448, the
@@ -88,5 +96,13 @@
     X(64,  FA2_D64_MT,  FA2_D64_BC,  FA2_D64_STAGES,  1)   \
     X(128, FA2_D128_MT, FA2_D128_BC, FA2_D128_STAGES, 1)   \
     X(256, FA2_D256_MT, FA2_D256_BC, FA2_D256_STAGES, 0)
+
+/* The blocks of the ablation ladder's variants (fa2_variant_t: perstep, deferred, grid-bh,
+ * noskip), X(d, MT, Bc, STAGES) for each d with LADDER = 1: the blocks fa2-mma had before
+ * the table's current ones, so that every change of the ladder is measured on one kernel
+ * shape, and the last step (deferred -> mma) is the change of blocks alone. */
+#define FA2_LADDER_BLOCKS(X)   \
+    X(64,  2, 64, 2)           \
+    X(128, 2, 32, 2)
 
 #endif

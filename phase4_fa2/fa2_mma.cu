@@ -2,19 +2,23 @@
  *
  *   mma   grid (num_m_blocks, B x H): a thread block per Q block, 4 warps, each warp owns
  *         its query rows for the whole K/V loop (split-Q). Blocks: FA2_MMA_TABLE in
- *         fa2_blocks.h; by default d = 32: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
- *         in registers; d = 64: 32 rows a warp (Br = 128), Bc = 64; d = 128: 32 rows a
- *         warp, Bc = 32; with 32 rows Q_i is read from shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
- *         and P in registers, O~ unnormalised in registers and divided by l once; causal
- *         blocks past the diagonal skipped.
+ *         fa2_blocks.h; by default d = 32: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i in
+ *         registers, K/V double-buffered; d = 64 and 128: 32 rows a warp (Br = 128), Bc =
+ *         128 and 64, Q_i read from shared memory, one K and one V buffer (V_j loaded
+ *         under S = Q_i K_j^T, K_j+1 under P~ V_j); d = 256: 16 rows a warp, Bc = 64, the
+ *         same. Loads with cp.async; S and P in registers, O~ unnormalised in registers and
+ *         divided by l once; causal blocks past the diagonal skipped.
  *                                                   build/phase4 --kernel mma [--causal]
  *   The ablation ladder (build/phase4 prints it) runs the same source with compile-time
- *   switches (template parameters), fa2_variant_t in fa2.h:
+ *   switches (template parameters, fa2_variant_t in fa2.h), at the ladder's blocks
+ *   (FA2_LADDER_BLOCKS: d = 64 Bc = 64, d = 128 Bc = 32, two K/V stages):
  *   perstep    O normalised at every step as in FA1 (2 multiplies per O element, a divide)
- *   deferred   + O~ unnormalised, one multiply per element per step, one divide at the end
- *   mma        + causal: K/V blocks past the diagonal skipped, the mask on diagonal ones only
- *   grid-bh    mma with the grid (B x H, num_m_blocks): the Q blocks of one head are no
- *              longer neighbours in launch order
+ *   deferred   + O~ unnormalised, one multiply per element per step, one divide at the end;
+ *              causal: K/V blocks past the diagonal skipped, the mask on diagonal ones only
+ *   grid-bh    deferred with the grid (B x H, num_m_blocks): the Q blocks of one head are
+ *              no longer neighbours in launch order
+ *   noskip     deferred without the skip
+ *   mma        deferred at the table's blocks: the official FlashAttention-2's
  *
  * What FA1's kernel (phase3_fa1/fa1_mma.cu) did differently, and this one does not do:
  * its warps split the K/V block (split-K), so every step it wrote partial O, m, l to
@@ -159,7 +163,11 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
             for (int n = 0; n < BC / 8; n++) s[mtile][n][0] = s[mtile][n][1] = s[mtile][n][2] = s[mtile][n][3] = 0.0f;
-#pragma unroll (QREG ? D / 16 : 1)
+        /* The k-loop stays a loop when Q_i comes from shared memory and Bc >= 64: unrolled,
+         * ptxas hoists all its ldmatrix (48 at d = 128) ahead of the mma's, and the
+         * fragments they fill no longer fit beside the 192 accumulators (spills). With
+         * Q_i in registers qf[kk] needs kk known at compile time: unrolled. */
+#pragma unroll (QREG || BC < 64 ? D / 16 : 1)
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t qa[MT][4];
             if constexpr (!QREG) {
@@ -360,17 +368,28 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     CUDA_CHECK_LAUNCH();
 }
 
-/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. */
+/* The ladder's blocks per d (FA2_LADDER_BLOCKS, fa2_blocks.h), for launch_variant(). */
+template <int D> struct LadderBlocks { static constexpr int MT = 1, BC = 16, ST = 2; };   /* unused */
+#define FA2_LADDER_SPEC(D_, MT_, BC_, ST_)                                         \
+    template <> struct LadderBlocks<D_> { static constexpr int MT = MT_, BC = BC_, ST = ST_; }; \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= SMEM_OPTIN_SM86, "fa2-mma: ladder blocks above 99 KiB");
+FA2_LADDER_BLOCKS(FA2_LADDER_SPEC)
+#undef FA2_LADDER_SPEC
+
+/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. With
+ * LADDER = 1 every variant but FULL runs at the ladder's blocks (fa2_mma_variant_blocks). */
 template <int D, int BC, int MT, int STAGES, int LADDER>
 static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const void *q, const void *k,
                            const void *v, float *o, float *L)
 {
+    using LB = LadderBlocks<D>;
     if (!LADDER) var = FA2_FULL;
     switch (var) {
-    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, STAGES, false, true, true>(p, q, k, v, o, L); break;
-    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, BC, MT, STAGES, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, false, true, true>(p, q, k, v, o, L); break;
+    case FA2_DEFERRED: if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, true>(p, q, k, v, o, L); break;
+    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, false>(p, q, k, v, o, L); break;
     case FA2_FULL:     launch<D, BC, MT, STAGES, true, true, true>(p, q, k, v, o, L); break;
-    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, BC, MT, STAGES, true, true, false>(p, q, k, v, o, L); break;
     }
 }
 

@@ -13,7 +13,7 @@
  * 1-pass attention, then timed; the ablation ladder on the FA2 paper's N = 4096 point;
  * the table; the CSV; one verdict line.
  * --sweep: the model vs N, then with a GPU the FA2 paper's setting (fp16, hidden 2048,
- * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not).
+ * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not; d = 256 fa2-mma only).
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,7 +149,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
         char why[200];
         int rc = CONFIG[kind](p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
-        r.blocks = cfg.blocks;
+        r.blocks = kind == K_FA2_MMA ? fa2_mma_variant_blocks(p->d, var) : cfg.blocks;
         if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA || kind == K_FA1_PLAIN) {
             how.out = DRV_OUT_O_LM;
             r.hbm_model = r.hbm_formula = kind == K_FA1_MMA ? fa1_hbm_bytes_skip(p, cfg.blocks) : fa1_hbm_bytes(p, cfg.blocks.Bc);
@@ -159,8 +159,8 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
              * the causal skip every K/V block is read: the traffic of a full mask */
             attn_problem_t pf = *p;
             if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
-            r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, cfg.blocks);
-            r.nonmatmul = fa2_nonmatmul_flops(&pf, cfg.blocks);
+            r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, r.blocks);
+            r.nonmatmul = fa2_nonmatmul_flops(&pf, r.blocks);
         }
     }
     drv_gpu_run(&r, in, b, &how);
@@ -230,9 +230,10 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
         { K_FA1_PLAIN, FA2_FULL,   "fa1-plain",    "phase 3, Alg. 1 as written: K/V outer, O/l/m through HBM, every block" },
         { K_FA1_MMA, FA2_FULL,     "fa1-mma",      "+ skip fully masked blocks (FA1's block-sparse skip, Sec. 3.3)" },
         { K_FA2_MMA, FA2_PERSTEP,  "fa2-perstep",  "Q outer, split-Q warps, O in registers; O normalised every step" },
-        { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "+ O~ unnormalised, one divide at the end" },
+        { K_FA2_MMA, FA2_DEFERRED, "fa2-deferred", "+ O~ unnormalised, one divide at the end" },
         { K_FA2_MMA, FA2_GRID_BH,  "fa2-grid-bh",  "grid (B*H, m-blocks) instead of (m-blocks, B*H)" },
-        { K_FA2_MMA, FA2_NOSKIP,   "fa2-noskip",   "fa2-mma without the skip: every K/V block, masked" },
+        { K_FA2_MMA, FA2_NOSKIP,   "fa2-noskip",   "fa2-deferred without the skip: every K/V block, masked" },
+        { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "fa2-deferred at larger blocks, one K and one V buffer" },
     };
     const int n = sizeof STEP / sizeof STEP[0];
     for (int k = 0; k < n; k++) {
@@ -240,8 +241,9 @@ static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
                              NULL, 0, NULL, false);
         rows[k].device = "gpu-ladder";   /* not a --kernel name: tools/profile.sh leaves it */
         rows[k].what = STEP[k].what;
-        /* the speedup this change alone bought: against the row above (grid-bh and noskip:
-         * against fa2-mma, the same kernel in the other grid order or without the skip) */
+        /* the speedup this change alone bought: against the row above (grid-bh, noskip and
+         * mma: against fa2-deferred, the same kernel in the other grid order, without the
+         * skip, at the table's blocks) */
         if (k > 0) rows[k].speedup = rows[k < 5 ? k - 1 : 3].time_ms / rows[k].time_ms;
     }
     drv_gpu_free(&b);
@@ -276,14 +278,18 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
     if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
 #if HAVE_CUDA
     else {
+        /* d = 256: fa2-mma alone (and phase 3's kernel once, as its check): the other
+         * kernels are not built for it or take minutes there */
+        cli_opts_t only_mma = *o;
+        if (strcmp(o->kernel, "all") == 0) only_mma.kernel = "mma";
         for (int c = 0; c <= 1; c++)
-            for (int d = 64; d <= 128; d *= 2)
+            for (int d = 64; d <= 256; d *= 2)
                 for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
                     attn_problem_t p = drv_tokens16k(N, d, c);
                     attn_inputs_t in;
                     drv_inputs(&in, &p, o->seed, false, PHASE);
                     drv_row_t rows[12];
-                    int n = run_gpu_rows(&in, o, "tokens16k", SWEEP_ROWS, N <= SIMPLE_MAX_N, rows);
+                    int n = run_gpu_rows(&in, d == 256 ? &only_mma : o, "tokens16k", SWEEP_ROWS, N <= SIMPLE_MAX_N, rows);
                     double t1 = NAN;
                     for (int k = 0; k < n; k++) {
                         fails += drv_failed(&rows[k]);
@@ -336,7 +342,7 @@ int main(int argc, char **argv)
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, &o, "-", true);
-    drv_row_t ladder[6];
+    drv_row_t ladder[8];
 #if HAVE_CUDA
     if (D.gpu) {
         attn_inputs_t in;
@@ -353,7 +359,7 @@ int main(int argc, char **argv)
     if (nl) {
         char desc[128];
         attn_problem_str(&ladder[0].p, desc, sizeof desc);
-        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh and noskip against fa2-mma; vs first: vs fa1-plain):\n", desc);
+        printf("ablation ladder (%s; speedup: this row's change alone, grid-bh, noskip and mma against fa2-deferred; vs first: vs fa1-plain):\n", desc);
         drv_print_rows(&D, LADDER_COLS, ladder, nl);
         memcpy(rows + n, ladder, nl * sizeof ladder[0]);
         n += nl;

@@ -6,7 +6,7 @@ and writes nothing.
     python3 tools/peers.py OUT.csv          (make phase4-sweep runs it)
 
 Shapes: the FA2 paper's setting the phase-4 sweep uses: fp16, hidden 2048 (H = 2048 / d),
-B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not. Backends: PyTorch's
+B x N = 16k tokens, N = 512..16384, d = 64, 128 and 256, causal and not. Backends: PyTorch's
 SDPA flash (FlashAttention-2 inside PyTorch) and cuDNN. The timing and the CSV format
 are tools/sdpa_peer.py's (this file only picks the shapes and the backends), and so is
 the CSV's metadata header (common/csv.c's format: GPU, git commit, date, the command).
@@ -25,7 +25,7 @@ import sdpa_peer  # noqa: E402
 
 def shapes():
     for causal in (0, 1):
-        for d in (64, 128):
+        for d in (64, 128, 256):
             N = 512
             while N <= 16384:
                 yield f"{16384 // N},{2048 // d},{N},{d},{causal}"

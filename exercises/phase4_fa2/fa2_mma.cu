@@ -2,19 +2,23 @@
  *
  *   mma   grid (num_m_blocks, B x H): a thread block per Q block, 4 warps, each warp owns
  *         its query rows for the whole K/V loop (split-Q). Blocks: FA2_MMA_TABLE in
- *         fa2_blocks.h; by default d = 32: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i
- *         in registers; d = 64: 32 rows a warp (Br = 128), Bc = 64; d = 128: 32 rows a
- *         warp, Bc = 32; with 32 rows Q_i is read from shared memory. K_j and V_j double-buffered in shared memory with cp.async, S
- *         and P in registers, O~ unnormalised in registers and divided by l once; causal
- *         blocks past the diagonal skipped.
+ *         fa2_blocks.h; by default d = 32: 16 rows a warp (Br = 64), Bc = 128 keys, Q_i in
+ *         registers, K/V double-buffered; d = 64 and 128: 32 rows a warp (Br = 128), Bc =
+ *         128 and 64, Q_i read from shared memory, one K and one V buffer (V_j loaded
+ *         under S = Q_i K_j^T, K_j+1 under P~ V_j); d = 256: 16 rows a warp, Bc = 64, the
+ *         same. Loads with cp.async; S and P in registers, O~ unnormalised in registers and
+ *         divided by l once; causal blocks past the diagonal skipped.
  *                                                   build/phase4 --kernel mma [--causal]
  *   The ablation ladder (build/phase4 prints it) runs the same source with compile-time
- *   switches (template parameters), fa2_variant_t in fa2.h:
+ *   switches (template parameters, fa2_variant_t in fa2.h), at the ladder's blocks
+ *   (FA2_LADDER_BLOCKS: d = 64 Bc = 64, d = 128 Bc = 32, two K/V stages):
  *   perstep    O normalised at every step as in FA1 (2 multiplies per O element, a divide)
- *   deferred   + O~ unnormalised, one multiply per element per step, one divide at the end
- *   mma        + causal: K/V blocks past the diagonal skipped, the mask on diagonal ones only
- *   grid-bh    mma with the grid (B x H, num_m_blocks): the Q blocks of one head are no
- *              longer neighbours in launch order
+ *   deferred   + O~ unnormalised, one multiply per element per step, one divide at the end;
+ *              causal: K/V blocks past the diagonal skipped, the mask on diagonal ones only
+ *   grid-bh    deferred with the grid (B x H, num_m_blocks): the Q blocks of one head are
+ *              no longer neighbours in launch order
+ *   noskip     deferred without the skip
+ *   mma        deferred at the table's blocks: the official FlashAttention-2's
  *
  * What FA1's kernel (phase3_fa1/fa1_mma.cu) did differently, and this one does not do:
  * its warps split the K/V block (split-K), so every step it wrote partial O, m, l to
@@ -42,15 +46,15 @@
  * keeps Q_i in registers; MT = 2 (d = 64 and 128) gives a warp 32 rows, so every K or V fragment
  * read from shared memory feeds two mma's (the shared-memory reads per FLOP halve), and
  * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
-template <int D, int BC, int MT>
+template <int D, int BC, int MT, int STAGES>
 struct Cfg {
     static constexpr int BR = 16 * WARPS * MT;
     static constexpr int LDH = D + 8;   /* halves per smem row: +16 bytes, so the 8 rows of an
                                            ldmatrix tile start in different banks */
     static constexpr size_t Q_OFF = 0;
     static constexpr size_t K_OFF = Q_OFF + sizeof(__half) * BR * LDH;
-    static constexpr size_t V_OFF = K_OFF + 2 * sizeof(__half) * BC * LDH;   /* 2 stages */
-    static constexpr size_t SMEM = V_OFF + 2 * sizeof(__half) * BC * LDH;
+    static constexpr size_t V_OFF = K_OFF + STAGES * sizeof(__half) * BC * LDH;
+    static constexpr size_t SMEM = V_OFF + STAGES * sizeof(__half) * BC * LDH;
 };
 
 /* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
@@ -65,14 +69,14 @@ __device__ __forceinline__ float ex2(float x)
  * SKIP: causal blocks past the diagonal skipped and only diagonal/tail blocks masked
  * (else every block visited and, with a mask, every element masked).
  * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head. */
-template <int D, int BC, int MT, bool DEFER, bool SKIP, bool MFIRST>
+template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
 __global__ void __launch_bounds__(THREADS, 2)
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                float *Og, float *Lg)
 {
-    using C = Cfg<D, BC, MT>;
+    using C = Cfg<D, BC, MT, STAGES>;
     constexpr int LDH = C::LDH, BR = C::BR;
-    constexpr bool QREG = MT == 1;
+    constexpr bool QREG = MT == 1 && D <= 128;   /* d = 256: 64 more registers would not fit */
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Qs = (__half *)(smem + C::Q_OFF);
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
@@ -109,10 +113,10 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         return;
     }
 
-    /* Alg. 1 l.4: Q_i, and the first K/V block, into shared memory */
+    /* Alg. 1 l.4: Q_i, and the first K (and V) block, into shared memory */
     cp_async_tile<D, LDH, THREADS>(Qs, Q, BR, p.N_q - i0);
     cp_async_tile<D, LDH, THREADS>(Ks, K, BC, p.N_kv);
-    cp_async_tile<D, LDH, THREADS>(Vs, V, BC, p.N_kv);
+    if (STAGES == 2) cp_async_tile<D, LDH, THREADS>(Vs, V, BC, p.N_kv);
     cp_async_commit();
 
     uint32_t qf[QREG ? D / 16 : 1][4];    /* MT = 1: Q_i's 16 rows as A fragments     */
@@ -127,17 +131,23 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int n = 0; n < D / 8; n++) o[mtile][n][0] = o[mtile][n][1] = o[mtile][n][2] = o[mtile][n][3] = 0.0f;
     }
 
+    /* The two pipelines (STAGES, fa2_blocks.h), per K/V block j:
+     *   2:  wait K_j V_j | sync | load K_j+1 V_j+1 (other pair) | S, softmax, P~ V_j
+     *   1:  wait K_j | sync | load V_j | S, softmax | wait V_j | sync | load K_j+1 | P~ V_j */
     for (int j = 0; j < n_blocks; j++) {                                     /* l.6 */
-        const int st = j % 2;
+        const int st = STAGES == 2 ? j % 2 : 0;
         cp_async_wait<0>();
-        __syncthreads();   /* K_j, V_j (and Q_i) landed and are visible to every warp; every
-                              warp is done with the other stage (block j - 1) */
+        __syncthreads();   /* K_j (STAGES = 2: and V_j; and Q_i) landed and are visible to
+                              every warp; every warp is done with block j - 1's buffers */
         if (QREG && j == 0) {
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
                 load_a_16x16(qf[kk], Qs + warp * 16 * LDH + kk * 16, LDH);
         }
-        if (j + 1 < n_blocks) {   /* l.7: block j + 1 streams in while this one is computed */
+        if (STAGES == 1) {        /* l.7: V_j streams in while S_ij is computed */
+            cp_async_tile<D, LDH, THREADS>(Vs, V + (size_t)j * BC * D, BC, p.N_kv - j * BC);
+            cp_async_commit();
+        } else if (j + 1 < n_blocks) {   /* l.7: block j + 1 streams in while this one is computed */
             cp_async_tile<D, LDH, THREADS>(Ks + (1 - st) * BC * LDH, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
             cp_async_tile<D, LDH, THREADS>(Vs + (1 - st) * BC * LDH, V + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
             cp_async_commit();
@@ -150,7 +160,11 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
             for (int n = 0; n < BC / 8; n++) s[mtile][n][0] = s[mtile][n][1] = s[mtile][n][2] = s[mtile][n][3] = 0.0f;
-#pragma unroll
+        /* The k-loop stays a loop when Q_i comes from shared memory and Bc >= 64: unrolled,
+         * ptxas hoists all its ldmatrix (48 at d = 128) ahead of the mma's, and the
+         * fragments they fill no longer fit beside the 192 accumulators (spills). With
+         * Q_i in registers qf[kk] needs kk known at compile time: unrolled. */
+#pragma unroll (QREG || BC < 64 ? D / 16 : 1)
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t qa[MT][4];
             if constexpr (!QREG) {
@@ -219,21 +233,34 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 o[mtile][n][0] *= alpha[mtile][0]; o[mtile][n][1] *= alpha[mtile][0];
                 o[mtile][n][2] *= alpha[mtile][1]; o[mtile][n][3] *= alpha[mtile][1];
             }
-        /* l.10: O~ += P~ V_j; P~ goes from the S accumulators straight into A fragments
-         * (mma.cuh), V_j through ldmatrix.trans (one V fragment, MT m-tiles) */
+        /* l.10: O~ += P~ V_j. P~ goes from the S accumulators into A fragments (mma.cuh),
+         * all of it before the first mma: in fp16 it takes half the registers, and the fp32
+         * S is dead before P~ V_j's accumulators are touched (at d = 128, Bc = 64 that is
+         * 32 registers, the difference between spilling and not). V_j comes through
+         * ldmatrix.trans, one V fragment for MT m-tiles. */
+        uint32_t pf[MT][BC / 16][4];
+#pragma unroll
+        for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+            for (int kk = 0; kk < BC / 16; kk++) c_pair_to_a(pf[mtile][kk], s[mtile][2 * kk], s[mtile][2 * kk + 1]);
+        if (STAGES == 1) {
+            cp_async_wait<0>();
+            __syncthreads();   /* V_j landed; every warp is done with K_j */
+            if (j + 1 < n_blocks) {   /* K_j+1 streams in while P~ V_j is computed */
+                cp_async_tile<D, LDH, THREADS>(Ks, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+                cp_async_commit();
+            }
+        }
 #pragma unroll
         for (int kk = 0; kk < BC / 16; kk++) {
-            uint32_t a[MT][4];
-#pragma unroll
-            for (int mtile = 0; mtile < MT; mtile++) c_pair_to_a(a[mtile], s[mtile][2 * kk], s[mtile][2 * kk + 1]);
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t bf[4];
                 load_b_kn_trans(bf, Vj + kk * 16 * LDH + n2 * 16, LDH);
 #pragma unroll
                 for (int mtile = 0; mtile < MT; mtile++) {
-                    mma_16816(o[mtile][2 * n2], a[mtile], bf);
-                    mma_16816(o[mtile][2 * n2 + 1], a[mtile], bf + 2);
+                    mma_16816(o[mtile][2 * n2], pf[mtile][kk], bf);
+                    mma_16816(o[mtile][2 * n2 + 1], pf[mtile][kk], bf + 2);
                 }
             }
         }
@@ -272,45 +299,57 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 /* What must hold for every row of FA2_MMA_TABLE (fa2_blocks.h). Shared memory: fa2-mma
  * promises every GPU of the build (sm_80 and up), so its layout must fit the smallest
  * opt-in limit, sm_86/89's 99 KiB; fa2_mma_config() still asks the device (FA_SMEM_LIMIT). */
-#define FA2_ASSERT_ROW(D_, MT_, BC_, LADDER_)                                                  \
+#define FA2_ASSERT_ROW(D_, MT_, BC_, ST_, LADDER_)                                                  \
     static_assert((D_) % 16 == 0, "fa2-mma: d must be whole k16 slices (S = Q K^T)");           \
     static_assert((BC_) % 16 == 0 && (BC_) > 0,                                                \
                   "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
     static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
-    static_assert(Cfg<D_, BC_, MT_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
-    static_assert(Cfg<D_, BC_, MT_>::SMEM <= SMEM_OPTIN_SM86,                                  \
+    static_assert((ST_) == 1 || (ST_) == 2, "fa2-mma: STAGES is 1 or 2 K/V buffers");                   \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= FA2_SMEM_CAP,                                  \
                   "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
 FA2_MMA_TABLE(FA2_ASSERT_ROW)
 #undef FA2_ASSERT_ROW
 
-template <int D, int BC, int MT, bool DEFER, bool SKIP, bool MFIRST>
+template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
-    using C = Cfg<D, BC, MT>;
+    using C = Cfg<D, BC, MT, STAGES>;
     static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(fa2_mma_kernel<D, BC, MT, DEFER, SKIP, MFIRST>,
+        CUDA_CHECK(cudaFuncSetAttribute(fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
         attr_set = true;
     }
     const int Tr = (p->N_q + C::BR - 1) / C::BR, BH = p->B * p->H;
     const dim3 grid = MFIRST ? dim3(Tr, BH) : dim3(BH, Tr);
-    fa2_mma_kernel<D, BC, MT, DEFER, SKIP, MFIRST><<<grid, THREADS, C::SMEM>>>(
+    fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST><<<grid, THREADS, C::SMEM>>>(
         *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L);
     CUDA_CHECK_LAUNCH();
 }
 
-/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. */
-template <int D, int BC, int MT, int LADDER>
+/* The ladder's blocks per d (FA2_LADDER_BLOCKS, fa2_blocks.h), for launch_variant(). */
+template <int D> struct LadderBlocks { static constexpr int MT = 1, BC = 16, ST = 2; };   /* unused */
+#define FA2_LADDER_SPEC(D_, MT_, BC_, ST_)                                         \
+    template <> struct LadderBlocks<D_> { static constexpr int MT = MT_, BC = BC_, ST = ST_; }; \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= SMEM_OPTIN_SM86, "fa2-mma: ladder blocks above 99 KiB");
+FA2_LADDER_BLOCKS(FA2_LADDER_SPEC)
+#undef FA2_LADDER_SPEC
+
+/* LADDER = 0 (fa2_blocks.h): only the full kernel is built; every variant runs it. With
+ * LADDER = 1 every variant but FULL runs at the ladder's blocks (fa2_mma_variant_blocks). */
+template <int D, int BC, int MT, int STAGES, int LADDER>
 static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const void *q, const void *k,
                            const void *v, float *o, float *L)
 {
+    using LB = LadderBlocks<D>;
     if (!LADDER) var = FA2_FULL;
     switch (var) {
-    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, BC, MT, false, true, true>(p, q, k, v, o, L); break;
-    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, BC, MT, true, false, true>(p, q, k, v, o, L); break;
-    case FA2_FULL:     launch<D, BC, MT, true, true, true>(p, q, k, v, o, L); break;
-    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, BC, MT, true, true, false>(p, q, k, v, o, L); break;
+    case FA2_PERSTEP:  if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, false, true, true>(p, q, k, v, o, L); break;
+    case FA2_DEFERRED: if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, true>(p, q, k, v, o, L); break;
+    case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, false, true>(p, q, k, v, o, L); break;
+    case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, false>(p, q, k, v, o, L); break;
+    case FA2_FULL:     launch<D, BC, MT, STAGES, true, true, true>(p, q, k, v, o, L); break;
     }
 }
 
@@ -319,12 +358,12 @@ extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     c->name = "mma";
     c->threads = THREADS;
     switch (d) {   /* the rows of FA2_MMA_TABLE; fa2_mma_blocks() reads the same */
-#define FA2_CONFIG_ROW(D_, MT_, BC_, LADDER_) \
-    case D_: c->blocks = fa2_mma_blocks(D_); c->smem_bytes = Cfg<D_, BC_, MT_>::SMEM; break;
+#define FA2_CONFIG_ROW(D_, MT_, BC_, ST_, LADDER_) \
+    case D_: c->blocks = fa2_mma_blocks(D_); c->smem_bytes = Cfg<D_, BC_, MT_, ST_>::SMEM; break;
     FA2_MMA_TABLE(FA2_CONFIG_ROW)
 #undef FA2_CONFIG_ROW
     default:
-        snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
+        snprintf(why, len, "kernel mma is built for d = 32, 64, 128 and 256 (fa2_blocks.h), not d = %d (use --kernel simple)", d);
         return -1;
     }
     return fa1_config_fits(c, why, len);
@@ -334,8 +373,8 @@ extern "C" void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t var, const
                                const void *k, const void *v, float *o, float *L)
 {
     switch (p->d) {   /* the blocks of fa2_mma_blocks() */
-#define FA2_LAUNCH_ROW(D_, MT_, BC_, LADDER_) \
-    case D_: launch_variant<D_, BC_, MT_, LADDER_>(p, var, q, k, v, o, L); break;
+#define FA2_LAUNCH_ROW(D_, MT_, BC_, ST_, LADDER_) \
+    case D_: launch_variant<D_, BC_, MT_, ST_, LADDER_>(p, var, q, k, v, o, L); break;
     FA2_MMA_TABLE(FA2_LAUNCH_ROW)
 #undef FA2_LAUNCH_ROW
     default: break;   /* fa2_mma_config() said -1; the driver never gets here */

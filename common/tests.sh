@@ -37,12 +37,12 @@ for n in 1 2 3 4; do
         [ -s '$TC/ok$n/a/x.csv' ] || { echo 'no CSV written after a passing probe'; exit 1; }"
 done
 # After a passing probe, a later exit 2 leaves neither folder nor file, and an existing
-# CSV is left as it was (phase 4: --kernel mma with d=256 is refused after cli_parse).
+# CSV is left as it was (phase 4: --kernel mma with d=16 is refused after cli_parse).
 t_run "output probe: a later exit 2 leaves no folder, an existing CSV untouched" bash -c "
-    '$BUILD/phase4' --cpu --quiet --kernel mma --d 256 --csv '$TC/late/a/x.csv' 2>/dev/null; [ \$? -eq 2 ] || exit 1
+    '$BUILD/phase4' --cpu --quiet --kernel mma --d 16 --csv '$TC/late/a/x.csv' 2>/dev/null; [ \$? -eq 2 ] || exit 1
     [ ! -e '$TC/late' ] || { echo 'left $TC/late'; exit 1; }
     printf 'keep\n' >'$TC/keep.csv'
-    '$BUILD/phase4' --cpu --quiet --kernel mma --d 256 --csv '$TC/keep.csv' 2>/dev/null; [ \$? -eq 2 ] || exit 1
+    '$BUILD/phase4' --cpu --quiet --kernel mma --d 16 --csv '$TC/keep.csv' 2>/dev/null; [ \$? -eq 2 ] || exit 1
     [ \"\$(cat '$TC/keep.csv')\" = keep ] || { echo 'the existing CSV changed'; exit 1; }"
 
 # A folder without write permission: as a normal user chmod 555 is enough; root writes

@@ -14,7 +14,7 @@ t_exit2 "phase4 rejects an unknown kernel"   "$P4" --kernel flash
 t_exit2 "phase4 rejects d=48"                "$P4" --d 48
 t_exit2 "phase4 rejects H % Hkv != 0"        "$P4" --H 6 --Hkv 4
 t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
-t_exit2 "phase4 rejects --kernel mma with d=96 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 96
+t_exit2 "phase4 rejects --kernel mma with d=16 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 16
 t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
 t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
 

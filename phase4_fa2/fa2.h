@@ -45,14 +45,14 @@ extern "C" {
 typedef enum { FA2_PERSTEP = 0, FA2_DEFERRED = 1, FA2_FULL = 2, FA2_GRID_BH = 3, FA2_NOSKIP = 4 } fa2_variant_t;
 
 /* The blocks of the mma kernel (fa2_mma.cu) for head dimension d: the row of
- * FA2_MMA_TABLE (fa2_blocks.h), Br = 16 FA2_WARPS MT query rows, Bc keys. The CPU model
+ * FA2_MMA_TABLE (fa2_blocks.h), Br = 16 FA2_WARPS_OF(d) MT query rows, Bc keys. The CPU model
  * and the driver use the same blocks so that the model's bytes are the kernel's. A d the
  * kernel is not built for gets the d = 64 row's blocks (the CPU model runs every d). */
 static inline attn_blocks_t fa2_mma_blocks(int d)
 {
-    attn_blocks_t b = { 16 * FA2_WARPS * FA2_D64_MT, FA2_D64_BC };
+    attn_blocks_t b = { 16 * FA2_WARPS_OF(64) * FA2_D64_MT, FA2_D64_BC };
 #define FA2_BLOCKS_ROW(D, MT, BC, STAGES, LADDER) \
-    if (d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
+    if (d == (D)) { b.Br = 16 * FA2_WARPS_OF(D) * (MT); b.Bc = (BC); }
     FA2_MMA_TABLE(FA2_BLOCKS_ROW)
 #undef FA2_BLOCKS_ROW
     return b;
@@ -62,7 +62,7 @@ static inline attn_blocks_t fa2_mma_variant_blocks(int d, fa2_variant_t v)
 {
     attn_blocks_t b = fa2_mma_blocks(d);
 #define FA2_LADDER_ROW(D, MT, BC, STAGES) \
-    if (v != FA2_FULL && d == (D)) { b.Br = 16 * FA2_WARPS * (MT); b.Bc = (BC); }
+    if (v != FA2_FULL && d == (D)) { b.Br = 16 * FA2_WARPS_OF(D) * (MT); b.Bc = (BC); }
     FA2_LADDER_BLOCKS(FA2_LADDER_ROW)
 #undef FA2_LADDER_ROW
     return b;

@@ -11,10 +11,10 @@
  * changing a value rebuilds exactly those objects. A hand compile without make (no
  * -DFA_BLOCKS_GEN) gets the defaults.
  *
- * A thread block is FA2_WARPS warps; each warp owns MT m-tiles of 16 query rows for the
- * whole K/V loop (split-Q), so
+ * A thread block is FA2_WARPS_OF(d) warps; each warp owns MT m-tiles of 16 query rows for
+ * the whole K/V loop (split-Q), so
  *
- *   Br = 16 * FA2_WARPS * MT        Bc = keys per K/V block (a multiple of 16)
+ *   Br = 16 * FA2_WARPS_OF(d) * MT        Bc = keys per K/V block (a multiple of 16)
  *
  * Defaults, each chosen by measurement on the H100 (tools/blocks_compare.sh; chapter 4):
  *   d = 32:  MT = 1 (Q_i stays in registers), Bc = 128, STAGES = 2;
@@ -25,8 +25,9 @@
  *            fragments, read from shared memory once per K/V block, are then read half as
  *            often per key; two stages at Bc = 64 would not fit 99 KiB);
  *   d = 256: MT = 1, Bc = 64, STAGES = 1 (1.2x over Bc = 32, STAGES = 2), Q_i read from
- *            shared memory (in registers it would take 64 more);
- * which are the official FlashAttention-2's blocks on this GPU. A thread holds
+ *            shared memory (in registers, 64 more, ptxas spills);
+ * which at d = 64 and 128 are the official FlashAttention-2's blocks on this GPU (at
+ * d = 256 it runs 8 warps, Br = 128: see FA2_D256_WARPS below). A thread holds
  * MT (Bc/2 + d/2) accumulator floats: 192 at d = 64 and 128, 160 at d = 256, of its 255
  * registers.
  * fa2_mma.cu static_asserts what must hold (Bc % 16 == 0, shared memory within the
@@ -39,7 +40,14 @@
 #include "fa2_blocks_set.h"   /* $(BUILD)/gen/: the make variables that were set */
 #endif
 
-#define FA2_WARPS 4   /* warps per thread block (a constant of the kernel, not a choice) */
+/* Warps per thread block: 4. At d = 256 a warp holds 16 rows (MT = 1), and 8 warps make
+ * Br = 128, so each K/V block fetched from L2 serves twice the rows; at Bc = 64 that needs
+ * 135 KiB of shared memory, more than sm_86/89 have, so it is an experiment for GPUs with
+ * more (make FA2_D256_WARPS=8 FA2_D256_BC=64 FA2_SMEM_CAP=232448; chapter 4 has its time). */
+#ifndef FA2_D256_WARPS
+#define FA2_D256_WARPS 4
+#endif
+#define FA2_WARPS_OF(d) ((d) == 256 ? FA2_D256_WARPS : 4)
 
 #ifndef FA2_D32_MT
 #define FA2_D32_MT 1

@@ -8,6 +8,10 @@
 #   bash tools/blocks_compare.sh "FA2_D128_BC=64 FA2_D128_STAGES=1; FA2_D128_BC=16" \
 #        "--B 4 --H 16 --N 4096 --d 128" "--B 4 --H 16 --N 4096 --d 128 --causal" ...
 #
+# BASE_TREE=dir (optional): another copy of the project (e.g. `git archive` of an earlier
+# commit, unpacked); its phase 4 is built with its own defaults and timed as "base", so a
+# change of the kernel's code, not only of a make variable, is measured in the same run.
+#
 # Needs a GPU. Prints one line per build and shape (the driver's mma row: Br x Bc, time,
 # TFLOP/s and its checks, and its verdict) and the peer's lines; OUT (default
 # results/blocks) keeps the logs.
@@ -29,6 +33,12 @@ for k in "${!SETS[@]}"; do
     echo "# alt$k: $alt/phase4 built with${SETS[$k]}"
     BUILDS+=("$alt")
 done
+if [ -n "${BASE_TREE:-}" ]; then
+    make -C "$BASE_TREE" -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" phase4-build >"$OUT/build-base.log" 2>&1 \
+        || { tail "$OUT/build-base.log"; exit 1; }
+    echo "# base: $BASE_TREE/build/phase4 (another tree, its own defaults)"
+    BUILDS=("$BASE_TREE/build" "${BUILDS[@]}")
+fi
 peers=()
 for shape in "$@"; do
     for b in "${BUILDS[@]}"; do
@@ -36,7 +46,10 @@ for shape in "$@"; do
         log=$("$b/phase4" --kernel mma --iters "${ITERS:-20}" --quiet $shape --csv "$OUT/rows.csv" 2>&1)
         line=$(echo "$log" | grep -E '^ *mma ' | head -n 1 | tr -s ' ')
         verdict=$(echo "$log" | grep -oE '^phase4: (PASS|FAIL)' | tail -n 1)
-        printf '%-8s %-40s %s | %s\n' "$( [ "$b" = build ] && echo default || echo "${b#build/blocks-}")" "$shape" "$line" "$verdict"
+        label=${b#build/blocks-}
+        [ "$b" = build ] && label=default
+        [ -n "${BASE_TREE:-}" ] && [ "$b" = "$BASE_TREE/build" ] && label=base
+        printf '%-8s %-40s %s | %s\n' "$label" "$shape" "$line" "$verdict"
     done
     # B,H,N,d,causal for the peer
     set -- $shape

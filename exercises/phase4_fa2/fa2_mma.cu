@@ -39,8 +39,9 @@
 #include "mma.cuh"
 #include "fa2.h"
 
-#define WARPS FA2_WARPS
-#define THREADS (32 * WARPS)
+/* warps per thread block at head dimension D (fa2_blocks.h: 4 by default) */
+#define WARPS_OF(D) FA2_WARPS_OF(D)
+#define THREADS_OF(D) (32 * FA2_WARPS_OF(D))
 
 /* D, BC, MT: a row of FA2_MMA_TABLE (fa2_blocks.h). MT: 16-row m-tiles per warp. MT = 1
  * keeps Q_i in registers; MT = 2 (d = 64 and 128) gives a warp 32 rows, so every K or V fragment
@@ -48,7 +49,7 @@
  * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
 template <int D, int BC, int MT, int STAGES>
 struct Cfg {
-    static constexpr int BR = 16 * WARPS * MT;
+    static constexpr int BR = 16 * WARPS_OF(D) * MT;
     static constexpr int LDH = D + 8;   /* halves per smem row: +16 bytes, so the 8 rows of an
                                            ldmatrix tile start in different banks */
     static constexpr size_t Q_OFF = 0;
@@ -70,13 +71,13 @@ __device__ __forceinline__ float ex2(float x)
  * (else every block visited and, with a mask, every element masked).
  * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head. */
 template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
-__global__ void __launch_bounds__(THREADS, 2)
+__global__ void __launch_bounds__(THREADS_OF(D), 8 / WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                float *Og, float *Lg)
 {
     using C = Cfg<D, BC, MT, STAGES>;
-    constexpr int LDH = C::LDH, BR = C::BR;
-    constexpr bool QREG = MT == 1 && D <= 128;   /* d = 256: 64 more registers would not fit */
+    constexpr int LDH = C::LDH, BR = C::BR, THREADS = THREADS_OF(D);
+    constexpr bool QREG = MT == 1 && D <= 128;   /* d = 256: 64 more registers would spill */
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Qs = (__half *)(smem + C::Q_OFF);
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
@@ -305,7 +306,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                   "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
     static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
     static_assert((ST_) == 1 || (ST_) == 2, "fa2-mma: STAGES is 1 or 2 K/V buffers");                   \
-    static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * WARPS * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * WARPS_OF(D_) * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
     static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= FA2_SMEM_CAP,                                  \
                   "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
 FA2_MMA_TABLE(FA2_ASSERT_ROW)
@@ -323,7 +324,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     }
     const int Tr = (p->N_q + C::BR - 1) / C::BR, BH = p->B * p->H;
     const dim3 grid = MFIRST ? dim3(Tr, BH) : dim3(BH, Tr);
-    fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST><<<grid, THREADS, C::SMEM>>>(
+    fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST><<<grid, THREADS_OF(D), C::SMEM>>>(
         *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L);
     CUDA_CHECK_LAUNCH();
 }
@@ -356,7 +357,7 @@ static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const voi
 extern "C" int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = "mma";
-    c->threads = THREADS;
+    c->threads = THREADS_OF(d);
     switch (d) {   /* the rows of FA2_MMA_TABLE; fa2_mma_blocks() reads the same */
 #define FA2_CONFIG_ROW(D_, MT_, BC_, ST_, LADDER_) \
     case D_: c->blocks = fa2_mma_blocks(D_); c->smem_bytes = Cfg<D_, BC_, MT_, ST_>::SMEM; break;

@@ -1,7 +1,8 @@
 /* main.c - phase 4 driver: FlashAttention-2 forward (Q outer, K/V inner).
  *
  *   build/phase4 [--B b --H h --Hkv h --N n --Nkv n --d d --causal --seed s]
- *                [--kernel simple|mma|fa1-simple|fa1-mma|cublas|ladder|all] [--iters k]
+ *                [--kernel simple|mma|fa1-simple|fa1-mma|cublas|ladder|wgmma|wgmma-tma|wgmma-ws|
+ *                          wgmma-pingpong|wgmma-overlap|all] [--iters k]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *
  * Order (docs/design.md, "The driver contract"): parse (an unsupported kernel/d pair
@@ -36,7 +37,8 @@
 #define SMALL_FLOPS   1.1e9         /* up to here phase 2's 1-pass CPU reference runs      */
 #define SIMPLE_MAX_N  4096          /* the sweep times the simple kernels up to this N     */
 
-static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma", NULL};
+static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
+                                      "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_measured",
     "nonmatmul", "max_abs", "rel_l2", "L_max_abs", "rel_prev", "pipeline_max_abs", "speedup", "verdict", NULL};
@@ -199,19 +201,26 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     prev[0].O = o3;
     if (cli_kernel_selected(o, "simple") && simple_ok)
         rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);
-    /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first */
-    const bool want_wgmma = cli_kernel_selected(o, "wgmma");   /* on a GPU other than Hopper: skipped rows, with the reason */
+    /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first.
+     * --kernel wgmma runs the Hopper ladder's five steps, --kernel wgmma-tma (...) one of them;
+     * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
+     * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
+    bool want_wgmma = false;
+    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)
+        want_wgmma |= cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
     float *o4 = NULL;
     if (cli_kernel_selected(o, "mma") || want_wgmma) {
-        drv_row_t r4 = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, cli_kernel_selected(o, "mma") ? o->iters : 1,
-                                  check_rows, prev, 2, want_wgmma ? &o4 : NULL, true);
-        if (cli_kernel_selected(o, "mma")) rows[n++] = r4;
+        const bool row4 = cli_kernel_selected(o, "mma");
+        drv_row_t r4 = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, row4 ? o->iters : 1,
+                                  check_rows, prev, 2, want_wgmma ? &o4 : NULL, row4);
+        if (row4) rows[n++] = r4;
     }
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
         for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)   /* the Hopper ladder's steps */
-            rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
-                                   o4 ? prev4 : prev, o4 ? 2 : 1, NULL, true);
+            if (cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]))
+                rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
+                                       o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));
     }
     free(o2); free(o3); free(o4);
     drv_gpu_free(&b);
@@ -326,7 +335,8 @@ int main(int argc, char **argv)
     cli_parse(argc, argv, &SPEC, &o);
     const attn_problem_t *p = &o.p;
     if ((strcmp(o.kernel, "mma") == 0 || strcmp(o.kernel, "ladder") == 0) && !fa2_mma_supports(p->d))
-        cli_die(PHASE, "kernel %s is built for d = 32, 64, 128 and 256, not d = %d (use --kernel simple)", o.kernel, p->d);
+        cli_die(PHASE, "kernel %s is built for d = 32, 64, 128 and 256, not d = %d%s", o.kernel, p->d,
+                p->d % 32 == 0 ? " (use --kernel simple)" : "");
     if (strcmp(o.kernel, "fa1-mma") == 0 && !fa1_mma_supports(p->d))
         cli_die(PHASE, "kernel fa1-mma is built for d = 32, 64 and 128, not d = %d", p->d);
     if (strcmp(o.kernel, "simple") == 0 && p->d % 32 != 0)

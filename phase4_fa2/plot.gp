@@ -122,6 +122,7 @@ do for [c in "0 1"] { do for [dd in "64 128"] {
     if (npeer > 0) {
     plot rows('mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 7 lc rgb '#d62728' title 'fa2-mma', \
          rows('wgmma-tma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 15 lc rgb '#9467bd' title 'fa2-wgmma-tma (Hopper)', \
+         rows('wgmma-ws', dd+0, c+0) using 7:14 with linespoints lw 3 pt 3 lc rgb '#8c564b' title 'fa2-wgmma-ws (Hopper)', \
          rows('wgmma', dd+0, c+0) using 7:14 with linespoints lw 2 pt 14 lc rgb '#c5b0d5' title 'fa2-wgmma (Hopper)', \
          rows('simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 6 lc rgb '#ff9896' title 'fa2-simple', \
          rows('fa1-mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 5 lc rgb '#1f77b4' title 'fa1-mma', \
@@ -132,6 +133,7 @@ do for [c in "0 1"] { do for [dd in "64 128"] {
     } else {
     plot rows('mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 7 lc rgb '#d62728' title 'fa2-mma', \
          rows('wgmma-tma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 15 lc rgb '#9467bd' title 'fa2-wgmma-tma (Hopper)', \
+         rows('wgmma-ws', dd+0, c+0) using 7:14 with linespoints lw 3 pt 3 lc rgb '#8c564b' title 'fa2-wgmma-ws (Hopper)', \
          rows('wgmma', dd+0, c+0) using 7:14 with linespoints lw 2 pt 14 lc rgb '#c5b0d5' title 'fa2-wgmma (Hopper)', \
          rows('simple', dd+0, c+0) using 7:14 with linespoints lw 2 pt 6 lc rgb '#ff9896' title 'fa2-simple', \
          rows('fa1-mma', dd+0, c+0) using 7:14 with linespoints lw 3 pt 5 lc rgb '#1f77b4' title 'fa1-mma', \

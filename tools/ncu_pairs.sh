@@ -5,7 +5,7 @@
 #
 #   SET   ours                                      beside
 #   bwd   phase 5 mma backward, d=128 and d=64       PyTorch SDPA flash backward (FA2's)
-#   fwd   phase 4 fa2-mma forward, d=64 and d=128    PyTorch SDPA flash forward (FA2's)
+#   fwd   phase 4 fa2-mma forward, d=64, 128, 256  PyTorch SDPA flash forward (FA2's)
 #         (and phase 4's wgmma at d=128, Hopper only)
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
 #
@@ -45,7 +45,9 @@ set_fwd() {
     pair ours_fwd128  'fa2_mma_kernel<\(int\)128,' build/phase4 --kernel mma --B 4 --H 16 --N 4096 --d 128 $(q)
     pair fa2_fwd128   'flash_fwd_kernel'   $PEER fwd flash 4,16,16,4096,4096,128,0
     pair ours_wgmma128 'fa2_wgmma_kernel<\(int\)128,' build/phase4 --kernel wgmma --B 4 --H 16 --N 4096 --d 128 $(q)
-    table fwd ours_fwd64 fa2_fwd64 ours_fwd128 fa2_fwd128 ours_wgmma128
+    pair ours_fwd256  'fa2_mma_kernel<\(int\)256,' build/phase4 --kernel mma --B 4 --H 8 --N 4096 --d 256 $(q)
+    pair fa2_fwd256   'flash_fwd_kernel'   $PEER fwd flash 4,8,8,4096,4096,256,0
+    table fwd ours_fwd64 fa2_fwd64 ours_fwd128 fa2_fwd128 ours_wgmma128 ours_fwd256 fa2_fwd256
 }
 set_dec() {
     pair ours_contig  'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)

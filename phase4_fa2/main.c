@@ -171,6 +171,12 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     return r;
 }
 
+/* A step of the Hopper ladder runs under --kernel wgmma (all five) or its own name. */
+static bool wgmma_step_selected(const cli_opts_t *o, kind_t k)
+{
+    return cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
+}
+
 /* All selected GPU rows of one problem. simple_ok: time the simple kernels too. */
 static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, int check_rows,
                         bool simple_ok, drv_row_t *rows)
@@ -206,8 +212,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
      * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
      * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
     bool want_wgmma = false;
-    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)
-        want_wgmma |= cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
+    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++) want_wgmma |= wgmma_step_selected(o, k);
     float *o4 = NULL;
     if (cli_kernel_selected(o, "mma") || want_wgmma) {
         const bool row4 = cli_kernel_selected(o, "mma");
@@ -218,7 +223,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
         for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)   /* the Hopper ladder's steps */
-            if (cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]))
+            if (wgmma_step_selected(o, k))
                 rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
                                        o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));
     }

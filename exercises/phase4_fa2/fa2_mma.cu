@@ -39,8 +39,7 @@
 #include "mma.cuh"
 #include "fa2.h"
 
-/* warps per thread block at head dimension D (fa2_blocks.h: 4 by default) */
-#define WARPS_OF(D) FA2_WARPS_OF(D)
+/* threads per thread block at head dimension D (FA2_WARPS_OF, fa2_blocks.h: 4 warps by default) */
 #define THREADS_OF(D) (32 * FA2_WARPS_OF(D))
 
 /* D, BC, MT: a row of FA2_MMA_TABLE (fa2_blocks.h). MT: 16-row m-tiles per warp. MT = 1
@@ -49,7 +48,7 @@
  * Q_i is read from shared memory per block instead (32 rows of Q in registers would not fit beside the 32 x 128 accumulators). */
 template <int D, int BC, int MT, int STAGES>
 struct Cfg {
-    static constexpr int BR = 16 * WARPS_OF(D) * MT;
+    static constexpr int BR = 16 * FA2_WARPS_OF(D) * MT;
     static constexpr int LDH = D + 8;   /* halves per smem row: +16 bytes, so the 8 rows of an
                                            ldmatrix tile start in different banks */
     static constexpr size_t Q_OFF = 0;
@@ -71,7 +70,7 @@ __device__ __forceinline__ float ex2(float x)
  * (else every block visited and, with a mask, every element masked).
  * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head. */
 template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
-__global__ void __launch_bounds__(THREADS_OF(D), 8 / WARPS_OF(D))   /* 8 warps an SM */
+__global__ void __launch_bounds__(THREADS_OF(D), 8 / FA2_WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
                float *Og, float *Lg)
 {
@@ -306,7 +305,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                   "fa2-mma: Bc must be whole k16 slices of P V and pairs of n-tiles of S");     \
     static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
     static_assert((ST_) == 1 || (ST_) == 2, "fa2-mma: STAGES is 1 or 2 K/V buffers");                   \
-    static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * WARPS_OF(D_) * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
+    static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * FA2_WARPS_OF(D_) * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
     static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= FA2_SMEM_CAP,                                  \
                   "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
 FA2_MMA_TABLE(FA2_ASSERT_ROW)

@@ -35,6 +35,7 @@ ROWS = [
     ("achieved occupancy (%)", r"^sm__warps_active\.avg\.pct_of_peak_sustained_active$"),
     ("issue slots busy (%)", r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$"),
     ("tensor pipe busy (%)", r"^sm__pipe_tensor_op_hmma_cycles_active\.avg\.pct_of_peak_sustained_active$"),
+    ("tensor pipe busy, any mma (%)", r"^sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active$"),
     ("SM throughput (%)", r"^sm__throughput\.avg\.pct_of_peak_sustained_elapsed$"),
     ("memory busiest unit (%)", r"^gpu__compute_memory_throughput\.avg\.pct_of_peak_sustained_elapsed$"),
     ("DRAM busy (%)", r"^dram__cycles_active\.avg\.pct_of_peak_sustained_elapsed$"),
@@ -50,7 +51,7 @@ ROWS = [
     ("ldmatrix instructions", r"^smsp__inst_executed_op_ldsm\.sum$"),
     ("global atomics/reductions", r"^smsp__inst_executed_op_global_red\.sum$"),
     ("warp cycles / issued inst", r"^smsp__average_warp_latency_per_inst_issued\.ratio$"),
-    ("pipe issue: {} (%)", r"^sm__inst_executed_pipe_(tensor_op_hmma|alu|fma|fmaheavy|lsu|xu|cbu|adu|uniform)"
+    ("pipe issue: {} (%)", r"^sm__inst_executed_pipe_(tensor_op_hmma|tensor_op_gmma|alu|fma|fmaheavy|lsu|xu|cbu|adu|uniform)"
                            r"\.avg\.pct_of_peak_sustained_active$"),
     ("stall: {}", r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$"),
 ]

@@ -8,6 +8,8 @@
 #   fwd   phase 4 fa2-mma forward, d=64, 128, 256  PyTorch SDPA flash forward (FA2's)
 #         (and phase 4's wgmma at d=128, Hopper only)
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
+#   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
+#           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
 #
 # $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
 # ncu_SET.txt, the side-by-side table; the tables are printed last.
@@ -56,6 +58,19 @@ set_dec() {
     pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,16384,128,0
     table dec ours_contig ours_paged ours_mha fa2_mha
 }
+set_hopper() {
+    local wg='fa2_wgmma_kernel<\(int\)' ws='fa2_wgmma_ws_kernel<\(int\)'
+    local s128="--B 4 --H 16 --N 4096 --d 128" s64="--B 4 --H 32 --N 4096 --d 64"
+    pair tma128       "${wg}128,"  build/phase4 --kernel wgmma-tma      $s128 $(q)
+    pair ws128        "${ws}128,"  build/phase4 --kernel wgmma-ws       $s128 $(q)
+    pair pingpong128  "${ws}128,"  build/phase4 --kernel wgmma-pingpong $s128 $(q)
+    pair overlap128   "${ws}128,"  build/phase4 --kernel wgmma-overlap  $s128 $(q)
+    pair cudnn128     'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,16,16,4096,4096,128,0
+    pair tma64        "${wg}64,"   build/phase4 --kernel wgmma-tma      $s64 $(q)
+    pair ws64         "${ws}64,"   build/phase4 --kernel wgmma-ws       $s64 $(q)
+    pair cudnn64      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,32,32,4096,4096,64,0
+    table hopper tma128 ws128 pingpong128 overlap128 cudnn128 tma64 ws64 cudnn64
+}
 table() {
     local s=$1; shift
     local files=(); for n in "$@"; do [ -s "$T/$n.csv" ] && files+=("$T/$n.csv"); done
@@ -67,7 +82,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec, hopper)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

@@ -16,7 +16,9 @@
 #include "oracle.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     int n;               /* rows                                  */
@@ -54,12 +56,49 @@ static sample_t sample_make(const attn_inputs_t *in, int max_rows)
 
 static void sample_free(sample_t *s) { free(s->bhi); free(s->ref); free(s->refL); }
 
+/* A driver checks several kernels on the same inputs, and the oracle's rows cost the
+ * same each time (seconds at N = 16384): the last sample is kept and reused while the
+ * problem, the row budget and every input value are unchanged. "Unchanged" is tested,
+ * not assumed: a hash of all of Q, K and V (a test that edits an input in place between
+ * two checks gets a fresh sample). */
+static uint64_t inputs_hash(const attn_inputs_t *in)
+{
+    const attn_problem_t *p = &in->p;
+    const size_t nq = (size_t)p->B * p->H * p->N_q * p->d, nkv = (size_t)p->B * p->H_kv * p->N_kv * p->d;
+    const float *arr[3] = {in->q, in->k, in->v};
+    const size_t len[3] = {nq, nkv, nkv};
+    uint64_t h[4] = {1469598103934665603ull, 1, 2, 3};   /* FNV-1a, four interleaved lanes */
+    for (int a = 0; a < 3; a++) {
+        const uint32_t *w = (const uint32_t *)arr[a];
+        size_t e = 0;
+        for (; e + 4 <= len[a]; e += 4)
+            for (int k = 0; k < 4; k++) h[k] = (h[k] ^ w[e + k]) * 1099511628211ull;
+        for (; e < len[a]; e++) h[0] = (h[0] ^ w[e]) * 1099511628211ull;
+    }
+    return ((h[0] * 31 + h[1]) * 31 + h[2]) * 31 + h[3];
+}
+
+static const sample_t *sample_get(const attn_inputs_t *in, int max_rows)
+{
+    static sample_t cached;
+    static attn_problem_t cached_p;
+    static int cached_rows = 0;
+    static uint64_t cached_hash = 0;
+    if (max_rows < 1) max_rows = 1;
+    const uint64_t h = inputs_hash(in);
+    if (cached_rows == max_rows && cached_hash == h && memcmp(&cached_p, &in->p, sizeof cached_p) == 0)
+        return &cached;
+    if (cached_rows) sample_free(&cached);
+    cached = sample_make(in, max_rows);
+    cached_p = in->p;
+    cached_rows = max_rows;
+    cached_hash = h;
+    return &cached;
+}
+
 double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows)
 {
-    sample_t s = sample_make(in, max_rows);
-    double e = s.pipeline;
-    sample_free(&s);
-    return e;
+    return sample_get(in, max_rows)->pipeline;
 }
 
 attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
@@ -67,7 +106,7 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
 {
     const attn_problem_t *p = &in->p;
     const int d = p->d;
-    sample_t s = sample_make(in, max_rows);
+    const sample_t s = *sample_get(in, max_rows);
     attn_verdict_t v;
     v.pipeline_max_abs = s.pipeline;
     v.tol = tol_fp16(s.pipeline);
@@ -90,6 +129,5 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
     err_finish(&v.O);
     err_finish(&v.L);
     v.pass = err_pass(&v.O, v.tol) && (!L || err_pass(&v.L, tol_L));
-    sample_free(&s);
     return v;
 }

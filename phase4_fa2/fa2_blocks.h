@@ -93,6 +93,24 @@
 #define FA2_SMEM_CAP SMEM_OPTIN_SM86
 #endif
 
+/* Bc of the Hopper chapter's warp-specialised kernels (fa2_wgmma.cu, steps 3-5: wgmma-ws,
+ * wgmma-pingpong, wgmma-overlap; Br = 128 there): 64 or 128 keys a K/V block, per d. A
+ * block of 128 keys halves the per-block work that does not grow with the keys (the
+ * mbarrier round trip, the row max's shuffles, the rescale of O~, the wait for each
+ * product). Step 5 keeps two S accumulators, so it has its own value. Steps 1-2 keep
+ * Bc = 64 (one warpgroup; 2-3 blocks an SM). */
+#ifndef FA2_WS_D64_BC
+#define FA2_WS_D64_BC 128
+#endif
+#ifndef FA2_WS_D128_BC
+#define FA2_WS_D128_BC 128
+#endif
+#ifndef FA2_WS_OVERLAP_BC
+#define FA2_WS_OVERLAP_BC 64
+#endif
+/* mode: 0 ws, 1 pingpong, 2 overlap */
+#define FA2_WS_BC(d, mode) ((mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
+
 /* The table: X(d, MT, Bc, STAGES, LADDER) for every head dimension the kernel is built
  * for. STAGES: K/V buffers in shared memory. 2: K_j+1 and V_j+1 stream into the second
  * pair while block j is computed (one barrier per block); 1: one K and one V buffer, as

@@ -77,6 +77,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     using C = Cfg<D, BC, MT, STAGES>;
     constexpr int LDH = C::LDH, BR = C::BR, THREADS = THREADS_OF(D);
     constexpr bool QREG = MT == 1 && D <= 128;   /* d = 256: 64 more registers would spill */
+    constexpr bool PIPE_S = !QREG && MT == 1 && BC >= 64;   /* d = 256 (below, at S = Q_i K_j^T) */
     extern __shared__ __align__(16) unsigned char smem[];
     __half *Qs = (__half *)(smem + C::Q_OFF);
     __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
@@ -167,6 +168,33 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
          * ptxas hoists all its ldmatrix (48 at d = 128) ahead of the mma's, and the
          * fragments they fill no longer fit beside the 192 accumulators (spills). With
          * Q_i in registers qf[kk] needs kk known at compile time: unrolled. */
+        if constexpr (PIPE_S) {
+            /* d = 256: fragments of slice kk + 1 are read from shared memory while slice
+             * kk's mma's run, two sets in turn (the loop stays rolled, two slices an
+             * iteration). Without it each slice's mma's waited for their own ldmatrix
+             * (ncu: short-scoreboard stalls, tensor pipe 40% busy against FA2's 52%). */
+            uint32_t qa[2][4], kb[2][BC / 16][4];
+            auto load_slice = [&](int kk, uint32_t (&a)[4], uint32_t (&b)[BC / 16][4]) {
+                load_a_16x16(a, Qs + warp * 16 * LDH + kk * 16, LDH);
+#pragma unroll
+                for (int n2 = 0; n2 < BC / 16; n2++) load_b_nk(b[n2], Kj + n2 * 16 * LDH + kk * 16, LDH);
+            };
+            auto mma_slice = [&](const uint32_t (&a)[4], const uint32_t (&b)[BC / 16][4]) {
+#pragma unroll
+                for (int n2 = 0; n2 < BC / 16; n2++) {
+                    mma_16816(s[0][2 * n2], a, b[n2]);
+                    mma_16816(s[0][2 * n2 + 1], a, b[n2] + 2);
+                }
+            };
+            load_slice(0, qa[0], kb[0]);
+#pragma unroll 1
+            for (int kk = 0; kk < D / 16; kk += 2) {
+                load_slice(kk + 1, qa[1], kb[1]);
+                mma_slice(qa[0], kb[0]);
+                if (kk + 2 < D / 16) load_slice(kk + 2, qa[0], kb[0]);
+                mma_slice(qa[1], kb[1]);
+            }
+        } else
 #pragma unroll (QREG || BC < 64 ? D / 16 : 1)
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t qa[MT][4];

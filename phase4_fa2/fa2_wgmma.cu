@@ -52,6 +52,12 @@
 #define WG_BC 64
 #define ATOM_BYTES (64 * 128)   /* 64 rows x 64 fp16: one swizzled 64-column half */
 
+/* 64 rows of D columns: D / 64 atoms. A K/V block of BC keys is BC / 64 such tiles, one
+ * after the other in shared memory (laid out as a Q tile is); S for it is BC / 64
+ * accumulators of 64 x 64, s[sub] holding keys 64 sub .. 64 sub + 63 of the block. */
+template <int D>
+__host__ __device__ constexpr size_t tile64_bytes() { return (size_t)(D / 64) * ATOM_BYTES; }
+
 template <int D, int STEP>
 struct WgCfg {
     static constexpr int ATOMS = D / 64;                               /* per 64-row tile */
@@ -123,47 +129,53 @@ struct Turns {
 
 /* The three parts of a K/V block for a warpgroup's 64 rows (Alg. 1, lines 8-10). */
 
-/* S = Q_i K_j^T: D / 16 wgmma's, each a k16 slice (32 bytes further in its atom); issued
- * and committed as one group, not waited for */
-template <int D>
-__device__ __forceinline__ void issue_s(float (&s)[32], const unsigned char *Qt, const unsigned char *Kj)
+/* S = Q_i K_j^T: D / 16 wgmma's per 64 keys, each a k16 slice (32 bytes further in its
+ * atom); issued and committed as one group, not waited for */
+template <int D, int BC>
+__device__ __forceinline__ void issue_s(float (&s)[BC / 64][32], const unsigned char *Qt, const unsigned char *Kj)
 {
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-        const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-        const uint64_t dk = wgmma_desc_sw128(Kj + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-        wgmma_m64n64k16_ss<0>(s, dq, dk, kk > 0);
-    }
+    for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+            const uint64_t dk = wgmma_desc_sw128(Kj + sub * tile64_bytes<D>() + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+            wgmma_m64n64k16_ss<0>(s[sub], dq, dk, kk > 0);
+        }
     wgmma_commit();
 }
 
 /* the mask, the online softmax and the rescale of O~ for block j; P~ into A registers.
  * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
  * (the mask test) */
-template <int D, bool SKIP>
-__device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[32], uint32_t (&pa)[WG_BC / 16][4], int j,
+template <int D, bool SKIP, int BC>
+__device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], uint32_t (&pa)[BC / 16][4], int j,
                                               int row0, int first_row, const attn_problem_t &p, float sl2, int t)
 {
     const int shift = p.N_kv - p.N_q;
-    /* the mask, on the blocks that cross the diagonal or N_kv; s[4 n8 + e] is row
-     * row0 + 8 (e / 2), key j Bc + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
-    const long last_key = (long)(j + 1) * WG_BC - 1;
+    /* the mask, on the blocks that cross the diagonal or N_kv; s[sub][4 n8 + e] is row
+     * row0 + 8 (e / 2), key j Bc + 64 sub + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
+    const long last_key = (long)(j + 1) * BC - 1;
     if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)first_row + shift))) {
 #pragma unroll
-        for (int e = 0; e < 32; e++) {
-            const int row = row0 + 8 * ((e % 4) / 2), col = j * WG_BC + (e / 4) * 8 + 2 * t + e % 2;
-            if (col >= p.N_kv || (p.causal && col > row + shift)) s[e] = -INFINITY;
-        }
+        for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+            for (int e = 0; e < 32; e++) {
+                const int row = row0 + 8 * ((e % 4) / 2), col = j * BC + 64 * sub + (e / 4) * 8 + 2 * t + e % 2;
+                if (col >= p.N_kv || (p.causal && col > row + shift)) s[sub][e] = -INFINITY;
+            }
     }
-    /* the online softmax (chapter 4's), for rows g and g + 8 of the warp: a row's 64 keys
-     * sit in the 4 lanes of a quad, 16 each */
+    /* the online softmax (chapter 4's), for rows g and g + 8 of the warp: a row's BC keys
+     * sit in the 4 lanes of a quad, BC / 4 each */
     float alpha[2];
 #pragma unroll
     for (int x = 0; x < 2; x++) {
         float row_max = st.m[x];
 #pragma unroll
-        for (int n8 = 0; n8 < WG_BC / 8; n8++) row_max = fmaxf(row_max, fmaxf(s[4 * n8 + 2 * x], s[4 * n8 + 2 * x + 1]));
+        for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) row_max = fmaxf(row_max, fmaxf(s[sub][4 * n8 + 2 * x], s[sub][4 * n8 + 2 * x + 1]));
 #pragma unroll
         for (int quad_lane = 1; quad_lane < 4; quad_lane <<= 1)
             row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, quad_lane));
@@ -173,13 +185,15 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[32], ui
         st.m[x] = row_max;
         float part = 0.0f;   /* this thread's share of the row sum */
 #pragma unroll
-        for (int n8 = 0; n8 < WG_BC / 8; n8++)
+        for (int sub = 0; sub < BC / 64; sub++)
 #pragma unroll
-            for (int c = 0; c < 2; c++) {
-                float &v = s[4 * n8 + 2 * x + c];
-                v = exp2f(fmaf(v, sl2, -max_scaled));
-                part += v;
-            }
+            for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    float &v = s[sub][4 * n8 + 2 * x + c];
+                    v = exp2f(fmaf(v, sl2, -max_scaled));
+                    part += v;
+                }
         st.l[x] = fmaf(alpha[x], st.l[x], part);
     }
 #pragma unroll
@@ -188,39 +202,41 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[32], ui
         for (int e = 0; e < 32; e++) st.o[a][e] *= alpha[(e % 4) / 2];
     /* P~ as A registers: k16 slice kk = keys 16 kk .. 16 kk + 15 */
 #pragma unroll
-    for (int kk = 0; kk < WG_BC / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+    for (int kk = 0; kk < BC / 16; kk++) c_pair_to_a(pa[kk], s[kk / 4] + 8 * (kk % 4), s[kk / 4] + 8 * (kk % 4) + 4);
 }
 
 /* O~ += P~ V_j: V_j transposed from shared memory, one wgmma per 64-column half of d and
  * k16 slice; issued and committed as one group, not waited for */
-template <int D>
-__device__ __forceinline__ void issue_pv(RowTile<D> &st, const uint32_t (&pa)[WG_BC / 16][4], const unsigned char *Vj)
+template <int D, int BC>
+__device__ __forceinline__ void issue_pv(RowTile<D> &st, const uint32_t (&pa)[BC / 16][4], const unsigned char *Vj)
 {
     wgmma_fence();
 #pragma unroll
     for (int a = 0; a < D / 64; a++)
 #pragma unroll
-        for (int kk = 0; kk < WG_BC / 16; kk++)   /* 16 keys further: 2048 bytes, +128 */
-            wgmma_m64n64k16_rs<1>(st.o[a], pa[kk], wgmma_desc_sw128(Vj + a * ATOM_BYTES, ATOM_BYTES, 1024) + 128 * kk, 1);
+        for (int kk = 0; kk < BC / 16; kk++) {   /* 16 keys further: 2048 bytes, +128 */
+            const unsigned char *v64 = Vj + (kk / 4) * tile64_bytes<D>() + a * ATOM_BYTES;   /* its 64-key tile */
+            wgmma_m64n64k16_rs<1>(st.o[a], pa[kk], wgmma_desc_sw128(v64, ATOM_BYTES, 1024) + 128 * (kk % 4), 1);
+        }
     wgmma_commit();
 }
 
 /* One K/V block, in order: S, softmax, P V, each product waited for (steps 1-4; with the
  * turns of step 4 around each product). */
-template <int D, bool SKIP>
+template <int D, bool SKIP, int BC>
 __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
                                              const unsigned char *Vj, int j, int row0, int first_row,
                                              const attn_problem_t &p, float sl2, int t, const Turns &turn)
 {
-    float s[32];
-    uint32_t pa[WG_BC / 16][4];
+    float s[BC / 64][32];
+    uint32_t pa[BC / 16][4];
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
-    issue_s<D>(s, Qt, Kj);
+    issue_s<D, BC>(s, Qt, Kj);
     if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
     wgmma_wait<0>();
-    softmax_block<D, SKIP>(st, s, pa, j, row0, first_row, p, sl2, t);
+    softmax_block<D, SKIP, BC>(st, s, pa, j, row0, first_row, p, sl2, t);
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
-    issue_pv<D>(st, pa, Vj);
+    issue_pv<D, BC>(st, pa, Vj);
     if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
     wgmma_wait<0>();
 }
@@ -229,11 +245,11 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
  * skip up to the block holding the last key its last row may see (bottom-right diagonal);
  * 0 when even that row sees no key. */
 template <bool SKIP>
-__device__ __forceinline__ int visited_blocks(const attn_problem_t &p, int i0, int Br, int Tc)
+__device__ __forceinline__ int visited_blocks(const attn_problem_t &p, int i0, int Br, int Bc, int Tc)
 {
     if (!SKIP || !p.causal) return Tc;
     const long last_key = (long)min(p.N_q, i0 + Br) - 1 + (p.N_kv - p.N_q);
-    return last_key < 0 ? 0 : (int)min((long)Tc, last_key / WG_BC + 1);
+    return last_key < 0 ? 0 : (int)min((long)Tc, last_key / Bc + 1);
 }
 
 /* A Q block none of whose rows sees a key: O = 0, L = +inf (common/problem.h), written by
@@ -299,7 +315,7 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
     const int i0 = i * WG_BR;
     const float sl2 = p.scale * 1.4426950408889634f;
 
-    const int n_blocks = visited_blocks<SKIP>(p, i0, WG_BR, Tc);   /* the causal range, as fa2-mma's */
+    const int n_blocks = visited_blocks<SKIP>(p, i0, WG_BR, WG_BC, Tc);   /* the causal range, as fa2-mma's */
     const int row0 = i0 + warp * 16 + g;   /* this thread's rows: row0, row0 + 8 */
     if (n_blocks == 0) {
         write_rows_without_keys<D>(O, L, i0, WG_BR, p.N_q, WG_THREADS);
@@ -352,7 +368,7 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
             if (j == 0) mbar_wait(full + C::STAGES, 0);   /* Q_i */
             mbar_wait(full + st, (j / C::STAGES) & 1);     /* the slot's (j / STAGES)-th fill */
         }
-        attend_block<D, SKIP>(tile, Qs, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, i0, p, sl2, t, Turns{});
+        attend_block<D, SKIP, WG_BC>(tile, Qs, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, i0, p, sl2, t, Turns{});
         if (STEP == 2) {
             __syncthreads();   /* every warp's wgmma's on slot st have completed: refill it */
             if (threadIdx.x == 0 && j + C::STAGES < n_blocks) issue_kv(j + C::STAGES, st);
@@ -386,25 +402,29 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
 #define WS_PRODUCER_REGS 40    /* 128 x 40 + 256 x 232 = 64512 of the SM's 65536 */
 #define WS_CONSUMER_REGS 232
 
-template <int D>
+template <int D, int BC>
 struct WsCfg {
-    static constexpr size_t TILE = (size_t)(D / 64) * ATOM_BYTES;      /* 64 rows */
-    static constexpr int STAGES = 4;
-    static constexpr size_t Q_OFF = 0, K_OFF = WS_CONSUMERS * TILE, V_OFF = K_OFF + STAGES * TILE;
+    static constexpr size_t Q_TILE = tile64_bytes<D>();                /* a consumer's 64 rows */
+    static constexpr size_t TILE = (BC / 64) * tile64_bytes<D>();      /* a K or V block */
+    /* ring slots: 4, or as many as fit the H100's 227 KiB beside Q_i (3 at d = 128, Bc = 128) */
+    static constexpr int STAGES = (int)((SMEM_OPTIN_SM90 - 2048 - WS_CONSUMERS * Q_TILE) / (2 * TILE)) < 4
+                                      ? (int)((SMEM_OPTIN_SM90 - 2048 - WS_CONSUMERS * Q_TILE) / (2 * TILE)) : 4;
+    static constexpr size_t Q_OFF = 0, K_OFF = WS_CONSUMERS * Q_TILE, V_OFF = K_OFF + STAGES * TILE;
     static constexpr size_t BAR_OFF = V_OFF + STAGES * TILE;           /* full, empty, Q */
     static constexpr size_t SMEM = BAR_OFF + 8 * (2 * STAGES + 1) + 1024;
+    static_assert(STAGES >= 2 && SMEM <= SMEM_OPTIN_SM90, "the ring does not fit shared memory");
 };
 
 /* MODE: WS_PLAIN (step 3), WS_PINGPONG (step 4), WS_OVERLAP (step 5: on step 3, the next
  * block's S = Q K^T issued before this block's softmax) */
 enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2 };
 
-template <int D, bool SKIP, int MODE>
+template <int D, bool SKIP, int MODE, int BC>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 {
 #if FA_HAVE_WGMMA
-    using C = WsCfg<D>;
+    using C = WsCfg<D, BC>;
     constexpr int ATOMS = D / 64;
     const attn_problem_t &p = args.p;
     extern __shared__ unsigned char smem_raw[];
@@ -412,14 +432,14 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
     uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
 
-    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + WG_BC - 1) / WG_BC;
+    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
     const int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;   /* longest first */
     const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
     const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
     const int i0 = i * WS_BR;
 
-    const int n_blocks = visited_blocks<SKIP>(p, i0, WS_BR, Tc);
+    const int n_blocks = visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
     if (n_blocks == 0) {
         write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
         return;
@@ -438,18 +458,20 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     if (wg == 0) {   /* ---- producer ---- */
         setmaxnreg_dec<WS_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::TILE));
+            mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::Q_TILE));
             for (int c = 0; c < WS_CONSUMERS; c++)
                 for (int a = 0; a < ATOMS; a++)
-                    tma_load_3d(Qs + c * C::TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, b * p.H + h);
+                    tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, b * p.H + h);
             for (int j = 0; j < n_blocks; j++) {
                 const int st = j % C::STAGES, use = j / C::STAGES;
                 if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* both consumers done with block j - STAGES */
                 mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
-                for (int a = 0; a < ATOMS; a++) {
-                    tma_load_3d(Ks + st * C::TILE + a * ATOM_BYTES, &args.tk, full + st, 64 * a, j * WG_BC, kv_head);
-                    tma_load_3d(Vs + st * C::TILE + a * ATOM_BYTES, &args.tv, full + st, 64 * a, j * WG_BC, kv_head);
-                }
+                for (int sub = 0; sub < BC / 64; sub++)   /* 64 keys a box */
+                    for (int a = 0; a < ATOMS; a++) {
+                        const size_t at = st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES;
+                        tma_load_3d(Ks + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+                        tma_load_3d(Vs + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+                    }
             }
         }
         return;
@@ -460,7 +482,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     const int g = lane / 4, t = lane % 4;
     const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
     const float sl2 = p.scale * 1.4426950408889634f;
-    const unsigned char *Qt = Qs + c * C::TILE;
+    const unsigned char *Qt = Qs + c * C::Q_TILE;
     RowTile<D> tile;
     mbar_wait(q_full, 0);
     if (MODE != WS_OVERLAP) {
@@ -470,7 +492,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             const int st = j % C::STAGES;
             mbar_wait(full + st, (j / C::STAGES) & 1);
             turn.last_pv_hands_over = !(c == 1 && j == n_blocks - 1);
-            attend_block<D, SKIP>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
+            attend_block<D, SKIP, BC>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
             mbar_arrive(empty + st);
         }
     } else {
@@ -480,28 +502,30 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
          *   tensor cores:  S_0 | S_1 ......... | PV_0 S_2 ......... | PV_1 S_3 ...
          *   this warpgroup:     softmax_0 ....       softmax_1 ....
          *
-         * two S accumulators (32 floats each) alternate; both products of an iteration are
-         * waited for together at its end */
-        float s_cur[32], s_next[32];
-        uint32_t pa[WG_BC / 16][4];
+         * two S accumulators (BC / 2 floats each) alternate; both products of an iteration
+         * are waited for together at its end */
+        float s_cur[BC / 64][32], s_next[BC / 64][32];
+        uint32_t pa[BC / 16][4];
         mbar_wait(full, 0);
-        issue_s<D>(s_cur, Qt, Ks);
+        issue_s<D, BC>(s_cur, Qt, Ks);
         wgmma_wait<0>();
         for (int j = 0; j < n_blocks; j++) {
             const int st = j % C::STAGES;
             if (j + 1 < n_blocks) {
                 const int nx = (j + 1) % C::STAGES;
                 mbar_wait(full + nx, ((j + 1) / C::STAGES) & 1);
-                issue_s<D>(s_next, Qt, Ks + nx * C::TILE);
+                issue_s<D, BC>(s_next, Qt, Ks + nx * C::TILE);
             }
-            softmax_block<D, SKIP>(tile, s_cur, pa, j, row0, first_row, p, sl2, t);
-            issue_pv<D>(tile, pa, Vs + st * C::TILE);
+            softmax_block<D, SKIP, BC>(tile, s_cur, pa, j, row0, first_row, p, sl2, t);
+            issue_pv<D, BC>(tile, pa, Vs + st * C::TILE);
             wgmma_wait<0>();
-            wgmma_fence_regs(s_next);   /* written by the tensor cores up to the wait above */
+            for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s_next[sub]);   /* written by the tensor cores up to the wait above */
             for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
             mbar_arrive(empty + st);    /* K_j (read by S_j) and V_j are free */
 #pragma unroll
-            for (int e = 0; e < 32; e++) s_cur[e] = s_next[e];
+            for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+                for (int e = 0; e < 32; e++) s_cur[sub][e] = s_next[sub][e];
         }
     }
     finish_rows<D>(tile, O, L, row0, p, t);
@@ -548,10 +572,11 @@ template <int D, int STEP>
 struct Step {
     static constexpr bool WS = STEP >= 3;
     static constexpr int THREADS = WS ? WS_THREADS : WG_THREADS, BR = WS ? WS_BR : WG_BR;
-    static constexpr size_t SMEM = WS ? WsCfg<D>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
+    static constexpr int BC = WS ? FA2_WS_BC(D, STEP - 3) : WG_BC;
+    static constexpr size_t SMEM = WS ? WsCfg<D, BC>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
     static constexpr auto kernel()
     {
-        if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3>;
+        if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>;
         else return fa2_wgmma_kernel<D, true, STEP>;
     }
 };
@@ -591,6 +616,7 @@ static void step_facts(gpu_kernel_config_t *c)
 {
     c->threads = Step<D, STEP>::THREADS;
     c->blocks.Br = Step<D, STEP>::BR;
+    c->blocks.Bc = Step<D, STEP>::BC;
     c->smem_bytes = Step<D, STEP>::SMEM;
 }
 
@@ -609,7 +635,6 @@ static void step_facts(int step, gpu_kernel_config_t *c)
 static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len)
 {
     c->name = STEP_NAME[step];
-    c->blocks.Bc = WG_BC;
     if (d == 64) step_facts<64>(step, c);
     else if (d == 128) step_facts<128>(step, c);
     else {

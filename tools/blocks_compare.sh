@@ -12,14 +12,18 @@
 # commit, unpacked); its phase 4 is built with its own defaults and timed as "base", so a
 # change of the kernel's code, not only of a make variable, is measured in the same run.
 #
-# Needs a GPU. Prints one line per build and shape (the driver's mma row: Br x Bc, time,
-# TFLOP/s and its checks, and its verdict) and the peer's lines; OUT (default
+# KERNEL (optional, default mma): the driver's kernel to time, e.g. wgmma-ws (the Hopper
+# chapter's steps, FA2_WS_* variables); the peer is then SDPA's cuDNN backend too.
+#
+# Needs a GPU. Prints one line per build and shape (the driver's row of that kernel: Br x
+# Bc, time, TFLOP/s and its checks, and its verdict) and the peer's lines; OUT (default
 # results/blocks) keeps the logs.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 [ $# -ge 2 ] || { echo "usage: tools/blocks_compare.sh \"VAR=value ...\" \"SHAPE ARGS\" [\"SHAPE ARGS\" ...]" >&2; exit 2; }
 IFS=';' read -r -a SETS <<<"$1"; shift
 OUT=${OUT:-results/blocks}
+KERNEL=${KERNEL:-mma}
 ARCH=${CUDA_ARCH:-sm_90}
 mkdir -p "$OUT"
 make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" phase4-build >"$OUT/build.log" 2>&1 || { tail "$OUT/build.log"; exit 1; }
@@ -43,8 +47,8 @@ peers=()
 for shape in "$@"; do
     for b in "${BUILDS[@]}"; do
         # shellcheck disable=SC2086  # shape is a list of flags
-        log=$("$b/phase4" --kernel mma --iters "${ITERS:-20}" --quiet $shape --csv "$OUT/rows.csv" 2>&1)
-        line=$(echo "$log" | grep -E '^ *mma ' | head -n 1 | tr -s ' ')
+        log=$("$b/phase4" --kernel "$KERNEL" --iters "${ITERS:-20}" --quiet $shape --csv "$OUT/rows.csv" 2>&1)
+        line=$(echo "$log" | grep -E "^ *$KERNEL " | head -n 1 | tr -s ' ')
         verdict=$(echo "$log" | grep -oE '^phase4: (PASS|FAIL)' | tail -n 1)
         label=${b#build/blocks-}
         [ "$b" = build ] && label=default

@@ -26,8 +26,8 @@
  *            often per key; two stages at Bc = 64 would not fit 99 KiB);
  *   d = 256: MT = 1, Bc = 64, STAGES = 1 (1.2x over Bc = 32, STAGES = 2), Q_i read from
  *            shared memory (in registers, 64 more, ptxas spills);
- * which at d = 64 and 128 are the official FlashAttention-2's blocks on this GPU (at
- * d = 256 it runs 8 warps, Br = 128: see FA2_D256_WARPS below). A thread holds
+ * which are the official FlashAttention-2's blocks on this GPU (Nsight Compute names its
+ * kernels' traits; at d = 256 they are 4 warps, Br = Bc = 64, as here). A thread holds
  * MT (Bc/2 + d/2) accumulator floats: 192 at d = 64 and 128, 160 at d = 256, of its 255
  * registers.
  * fa2_mma.cu static_asserts what must hold (Bc % 16 == 0, shared memory within the

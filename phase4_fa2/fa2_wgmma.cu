@@ -61,7 +61,7 @@ __host__ __device__ constexpr size_t tile64_bytes() { return (size_t)(D / 64) * 
 template <int D, int STEP>
 struct WgCfg {
     static constexpr int ATOMS = D / 64;                               /* per 64-row tile */
-    static constexpr size_t TILE = (size_t)ATOMS * ATOM_BYTES;
+    static constexpr size_t TILE = tile64_bytes<D>();
     static constexpr int STAGES = STEP == 1 ? 2 : (D == 64 ? 3 : 2);   /* K/V ring slots */
     static constexpr size_t Q_OFF = 0, K_OFF = TILE, V_OFF = (1 + STAGES) * TILE;
     static constexpr size_t BAR_OFF = (1 + 2 * STAGES) * TILE;         /* STAGES + 1 mbarriers */
@@ -407,8 +407,8 @@ struct WsCfg {
     static constexpr size_t Q_TILE = tile64_bytes<D>();                /* a consumer's 64 rows */
     static constexpr size_t TILE = (BC / 64) * tile64_bytes<D>();      /* a K or V block */
     /* ring slots: 4, or as many as fit the H100's 227 KiB beside Q_i (3 at d = 128, Bc = 128) */
-    static constexpr int STAGES = (int)((SMEM_OPTIN_SM90 - 2048 - WS_CONSUMERS * Q_TILE) / (2 * TILE)) < 4
-                                      ? (int)((SMEM_OPTIN_SM90 - 2048 - WS_CONSUMERS * Q_TILE) / (2 * TILE)) : 4;
+    static constexpr int FIT = (int)((SMEM_OPTIN_SM90 - 2048 - WS_CONSUMERS * Q_TILE) / (2 * TILE));
+    static constexpr int STAGES = FIT < 4 ? FIT : 4;
     static constexpr size_t Q_OFF = 0, K_OFF = WS_CONSUMERS * Q_TILE, V_OFF = K_OFF + STAGES * TILE;
     static constexpr size_t BAR_OFF = V_OFF + STAGES * TILE;           /* full, empty, Q */
     static constexpr size_t SMEM = BAR_OFF + 8 * (2 * STAGES + 1) + 1024;

@@ -57,6 +57,9 @@ in_ex   = $(filter $(EX_DIRS),$(firstword $(subst /, ,$(1))))
 src     = $(if $(EX),$(if $(call in_ex,$(1)),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1)),$(1))
 
 CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS)) $(if $(EX),-DEX_BUILD=1)
+# FA_NO_VISITS=1: the kernels without their visit counters (common/gpu.h), only to measure
+# what the counters cost (tools/visits_cost.sh); give it a BUILD folder of its own.
+CPPFLAGS += $(if $(filter 1,$(FA_NO_VISITS)),-DFA_NO_VISITS=1)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))

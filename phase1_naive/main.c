@@ -87,7 +87,7 @@ static drv_row_t run_gpu(const attn_inputs_t *in, const drv_gpu_bufs_t *b, naive
     gpu_poison_f16(b->S, (size_t)in->p.B * in->p.H * in->p.N_q * in->p.N_kv);   /* S and P poisoned too */
     gpu_poison_f16(b->P, (size_t)in->p.B * in->p.H * in->p.N_q * in->p.N_kv);
     drv_gpu_run_t how = { naive_gpu_forward_fn, &g, DRV_OUT_F16_O, NULL, attn_check_fp16, check_rows, NULL, 0,
-                          2, iters, true, NULL };
+                          2, iters, true, NULL, NULL };   /* naive kernels skip no block: no visits */
     drv_gpu_run(&r, in, b, &how);
     drv_blame(&r, k == NAIVE_SIMPLE ? "naive.gemm_tile, naive.block_reduce, naive.softmax_stats"
                                                : "naive.block_reduce, naive.softmax_stats");

@@ -134,7 +134,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     else if (!b.S) drv_not_run(&rc, "OOM", "S and P do not fit");
     else {
         drv_gpu_run_t how = { launch_cublas, &x, DRV_OUT_F16_O, NULL, attn_check_fp16, check_rows, prev, 1,
-                              2, o->iters, sel_cublas && !o->sweep, &o1 };
+                              2, o->iters, sel_cublas && !o->sweep, &o1, NULL };
         drv_gpu_run(&rc, in, &b, &how);
     }
     if (sel_cublas) rows[n++] = rc;
@@ -154,9 +154,12 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
             int iters = k == 0 && o->sweep && o->iters > 3 ? 3 : o->iters;   /* simple is slow at 16k tokens */
             launch_t xk = x;
             xk.k = k;
+            drv_visits_t vis = { 0 };   /* mma's passes: the Q blocks each must visit (simple skips none) */
+            if (k) fa1_visits_want(&vis, p, cfg.blocks, k == 1 ? FA1_BLOCK_SKIP : FA1_PLAIN);
             drv_gpu_run_t how = { launch_fa1, &xk, DRV_OUT_O_LM, fa1_lse, attn_check_fp16, check_rows, prev, 2,
-                                  1, iters, !o->sweep, NULL };
+                                  1, iters, !o->sweep, NULL, &vis };
             drv_gpu_run(&r, in, &b, &how);
+            drv_visits_free(&vis);
             drv_blame(&r, k == 0 ? "fa1.ml_gpu, fa1.rescale_gpu" : "fa1.rowmax_mma, fa1.ml_mma, fa1.rescale_mma");
         }
         rows[n++] = r;

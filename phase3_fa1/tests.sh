@@ -47,6 +47,11 @@ done
 t_gpu "phase3 gpu mma block skip GQA H=4 Hkv=2 N=777 Nkv=555 d=64 causal" \
     "$P3" --quiet --iters 2 --B 2 --H 4 --Hkv 2 --N 777 --Nkv 555 --d 64 --causal --kernel mma --csv "$T3/g.csv"
 
+# The visit counters (common/gpu.h): with the causal range deleted (FA_TEST_VISIT_ALL=1)
+# fa1-mma's output stays right, and only its counters FAIL it, naming the pass and its count.
+t_gpu "phase3 gpu mma: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "mma" \
+    "$P3" --quiet --iters 1 --B 2 --H 2 --N 300 --Nkv 200 --d 64 --causal --kernel mma --csv "$T3/va.csv"
+
 # The grader catches these fa1.blocks mistakes: `make phase3 run EX=1` built from the
 # reference with ONE mistake in the exercise must FAIL and name fa1.blocks (the CPU row
 # compares the blocks with Alg. 1 l.1's, phase3_EX_RUNS adds the shape where floor and

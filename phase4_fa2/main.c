@@ -135,8 +135,9 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     const attn_problem_t *p = &in->p;
     drv_row_t r = drv_row(name, "gpu", sweep, p);
     launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
+    drv_visits_t vis = { 0 };   /* the blocks each tile must visit: filled below (cuBLAS, fa1-simple skip none) */
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
-                          1, iters, profile, keep };
+                          1, iters, profile, keep, &vis };
     if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
         drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
         return r;
@@ -165,7 +166,12 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
             r.nonmatmul = fa2_nonmatmul_flops(&pf, r.blocks);
         }
     }
+    if (kind == K_FA1_MMA || kind == K_FA1_PLAIN) fa1_visits_want(&vis, p, r.blocks, kind == K_FA1_MMA ? FA1_BLOCK_SKIP : FA1_PLAIN);
+    else if (kind != K_CUBLAS && kind != K_FA1_SIMPLE)
+        fa2_visits_want(&vis, p, r.blocks, !(kind == K_FA2_MMA && var == FA2_NOSKIP), kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu"
+                        : kind == K_FA2_MMA ? "fa2.causal_range_mma" : NULL);
     drv_gpu_run(&r, in, b, &how);
+    drv_visits_free(&vis);
     drv_blame(&r, kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu, fa2.online_gpu, fa2.finish_gpu"
                 : kind == K_FA2_MMA ? "fa2.causal_range_mma, fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" : NULL);
     return r;

@@ -142,14 +142,16 @@ typedef struct {
     const float *O, *L;             /* the forward's output and log-sum-exp        */
     float *D;                       /* scratch [B][H][N_q]: rowsum(dO * O)          */
     float *dQ, *dK, *dV;            /* the gradients (dQ is also the accumulator)  */
-    unsigned long long *visits;     /* NULL, or a counter the K/V-outer kernels add
-                                       their (Q block, K/V block) steps to: the driver
-                                       holds it to the causal range (bwd_visits)     */
 } bwd_gpu_args_t;
 
-/* The (Q block, K/V block) steps a K/V-outer kernel with blocks b takes over all heads:
- * G (Tr - first_j) for each KV head and K/V block j (skip: the causal range; else Tr). */
-double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip);
+/* What a backward kernel's visit counters must read (common/driver.h, drv_visits_t): K/V
+ * block j of the K/V-outer kernel (blocks b) visits B H (Tr - REF(bwd_q_block_first)(j))
+ * Q blocks over all query heads (skip false: all Tr). dq: the blocks of two-pass's dQ
+ * kernel, whose Q block i then visits B H REF(fa2_kv_blocks)(i) K/V blocks (tiles after
+ * the main kernel's); NULL for one kernel. Free with drv_visits_free. */
+struct drv_visits;
+void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const attn_blocks_t *dq);
 
 /* The preprocess (Alg. 2 l.4): D = rowsum(dO * O), and dQ = 0 when zero_dq (the
  * accumulator of the atomic kernels). One warp per row. */

@@ -78,14 +78,6 @@ void bwd_oracle_dq_row(const attn_inputs_t *in, int b, int h, int i, double *dq)
     free(s);
 }
 
-double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip)
-{
-    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc, G = p->H / p->H_kv;
-    double n = 0;
-    for (int j = 0; j < Tc; j++) n += Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0);
-    return n * G * p->B * p->H_kv;
-}
-
 void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq)
 {
     const attn_problem_t *p = &in->p;

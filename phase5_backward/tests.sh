@@ -68,6 +68,12 @@ t_exit2 "phase5 rejects N=0"                 "$P5" --N 0
 t_exit2 "phase5 rejects --sram (no SRAM knob here)" "$P5" --sram 4096
 t_exit2 "phase5 rejects an unknown flag"     "$P5" --frobnicate
 
+# The visit counters (common/gpu.h): with the causal ranges deleted (FA_TEST_VISIT_ALL=1)
+# the gradients stay right (the mask zeroes the extra blocks), and only the counters FAIL
+# the rows that skip, naming the K/V block (two-pass: and its dQ kernel's Q blocks).
+t_gpu "phase5 gpu simple, mma, two-pass: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
+    "simple mma two-pass" "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --csv "$T5/va.csv"
+
 # The grader catches these mistakes: `make phase5 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase5_EX_RUNS adds the
 # edge shapes). CPU only. Skipped where the reference is cut (a handout).

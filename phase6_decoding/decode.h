@@ -50,6 +50,7 @@
 #include "driver.h"
 #include "gpu.h"
 #include "problem.h"
+#include "ref.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,7 +73,7 @@ int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b);
 /* Split s of S over a cache of n keys in blocks of Bc: keys [*k0, *k1), whole blocks
  * (k0 a multiple of Bc), the splits in order, together covering [0, n) exactly once;
  * ceil(Tc / S) blocks each, so the last splits may be empty (k0 == k1). */
-void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1);
+REF_PROTO(void, dec_split_range, (int n, int Bc, int S, int s, int *k0, int *k1));
 
 /* Element offset of key j's row (K or V: same offset) for KV head g of sequence b: in
  * the pool when paged, else in attn_inputs_t's k_h / v_h. */
@@ -130,7 +131,14 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
  * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
 #define DEC_GPU_ROWS  16      /* query rows a block holds: one mma m-tile            */
 #define DEC_GPU_MAX_NQ 16     /* the decode kernels take N_q <= this (phase 4 beyond) */
+#define DEC_GPU_TILE_KEYS 64  /* keys of the K/V tiles a split walks (its range in tiles) */
 dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, bool pack);
+/* What the split kernel's visit counters must read (common/driver.h): split s visits, in
+ * each block (row tile of a head, or of a KV head's G heads when packed, and sequence b),
+ * the K/V tiles of DEC_GPU_TILE_KEYS keys that cover its keys REF(dec_split_range)(n_b, Bc,
+ * S, s), n_b = seqlens[b] (NULL: N_kv); summed over the blocks. Bc: the split ranges'
+ * (fa2_mma_blocks(d).Bc). Free with drv_visits_free. */
+void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S);
 
 /* The number of splits (FlashAttention-2's num_splits_heuristic, measured on waves): a
  * launch of `work` blocks per split on a GPU that holds `slots` blocks at once (SMs x

@@ -39,6 +39,21 @@ void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1)
     *k1 = (long)b1 * Bc < n ? b1 * Bc : n;
 }
 
+void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
+{
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
+    const unsigned long long blocks = (unsigned long long)groups * ((G * p->N_q + DEC_GPU_ROWS - 1) / DEC_GPU_ROWS);
+    drv_visits_init(v, S, "split", "K/V tiles", "the split range", "dec.split_range_gpu");
+    for (int b = 0; b < p->B; b++) {
+        const int n = seqlens ? seqlens[b] : p->N_kv;
+        for (int s = 0; s < S; s++) {
+            int k0, k1;
+            REF(dec_split_range)(n, Bc, S, s, &k0, &k1);   /* the reference's, never the student's */
+            v->want[s] += blocks * ((k1 - k0 + DEC_GPU_TILE_KEYS - 1) / DEC_GPU_TILE_KEYS);
+        }
+    }
+}
+
 size_t dec_kv_row(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j)
 {
     if (!c || c->page == 0)

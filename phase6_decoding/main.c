@@ -249,8 +249,12 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     if (a.ws) gpu_poison_f32(a.ws, ws_bytes / sizeof(float));   /* an unwritten partial is NaN */
     dec_launch_t x = { *p, fa2, pack, S, a };
     float *O = NULL;
-    drv_gpu_run_t how = { dec_launch, &x, DRV_OUT_O_L, NULL, check, CHECK_ROWS, prev, nprev, 2, iters, false, &O };
+    drv_visits_t vis;   /* the K/V tiles each split must visit (fa2-mma: each Q block's K/V blocks) */
+    if (fa2) fa2_visits_want(&vis, p, cfg.blocks, true, NULL);
+    else dec_visits_want(&vis, p, hc ? hc->seqlens_k : NULL, cfg.blocks.Bc, pack, S);
+    drv_gpu_run_t how = { dec_launch, &x, DRV_OUT_O_L, NULL, check, CHECK_ROWS, prev, nprev, 2, iters, false, &O, &vis };
     drv_gpu_run(&r, in, b, &how);
+    drv_visits_free(&vis);
     drv_blame(&r, exercises);
     if (keepO) { *keepO = O; O = NULL; }
     if (keepL && drv_passed(&r)) {

@@ -58,6 +58,13 @@ t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
     \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"
     awk '\$1 == \"split-pack\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' \"$T6/gd.log\""
 
+# The visit counters (common/gpu.h): with the split ranges deleted (FA_TEST_VISIT_ALL=1:
+# every split walks the whole cache) only the counters name the split (its O is still the
+# attention's, its L off by log S); 4 splits so that there are ranges to delete.
+t_gpu "phase6 gpu split, split-pack, paged, ragged: a deleted split range FAILs on the visit counters" env FA_SPLITS=4 \
+    bash tools/visits_fail.sh "split split-pack paged-p16 paged-p64 paged-p256 ragged ragged-p16" \
+    "$P6" --quiet --iters 1 --B 2 --H 8 --Hkv 2 --N 4 --Nkv 3000 --d 128 --causal --csv "$T6/va.csv"
+
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise. CPU only.
 F6=phase6_decoding/decode_cpu.c

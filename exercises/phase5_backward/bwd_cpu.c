@@ -13,6 +13,8 @@
  *     back to HBM after every step.
  */
 #include "bwd.h"
+#include "driver.h"
+#include "fa2.h"
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,22 @@ int bwd_q_block_first(const attn_problem_t *p, int j, int Br, int Bc)
      * HINT: key (j Bc) is the one seen last: the first row that sees it is j Bc - (N_kv - N_q)
      * HINT: (at least 0). Return the Q block holding that row; Tr when that row is past N_q. */
     (void)j; (void)Bc; (void)Tr; return 0;
+}
+
+void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const attn_blocks_t *dq)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    const int Tq = dq ? (p->N_q + dq->Br - 1) / dq->Br : 0;   /* the dQ kernel's Q blocks */
+    const unsigned long long heads = (unsigned long long)p->B * p->H;
+    drv_visits_init(v, Tc + Tq, "K/V block", "Q blocks", "the causal range", "bwd.causal_range_gpu");
+    v->split = Tc;   /* then the dQ kernel's tiles: Q blocks that visit K/V blocks */
+    v->part[1].tile = "Q block (dQ kernel)";
+    v->part[1].unit = "K/V blocks";
+    v->part[1].exercise = NULL;   /* its range is no exercise */
+    /* the reference's ranges, never the student's (common/ref.h) */
+    for (int j = 0; j < Tc; j++) v->want[j] = heads * (Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0));
+    for (int i = 0; i < Tq; i++) v->want[Tc + i] = heads * REF(fa2_kv_blocks)(p, i, dq->Br, dq->Bc);
 }
 
 size_t bwd_sram_bytes(int d, attn_blocks_t b)

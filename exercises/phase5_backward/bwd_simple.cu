@@ -19,6 +19,7 @@
 #include "cuda_check.cuh"
 #include "bwd.h"
 #include "bwd_gpu.cuh"
+#include "visits.cuh"
 
 #define PRE_THREADS 256
 #define SIMPLE_THREADS 256
@@ -57,7 +58,7 @@ static size_t simple_smem(int d, attn_blocks_t b) { return bwd_sram_bytes(d, b);
 __global__ void __launch_bounds__(SIMPLE_THREADS)
 bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __half *Kg, const __half *Vg,
                   const __half *dOg, const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg,
-                  unsigned long long *visits)
+                  gpu_visits_t vis)
 {
     extern __shared__ float sm[];
     const int d = p.d;
@@ -77,8 +78,8 @@ bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __ha
         Vj[e] = ok ? __half2float(Vg[kv_off + (size_t)j0 * d + e]) : 0.0f;
         dKj[e] = dVj[e] = 0.0f;
     }
-    const int first = bwd_first_q_block(p, j, Br, Bc);
-    if (visits && threadIdx.x == 0) atomicAdd(visits, (unsigned long long)G * (Tr - first));   /* the driver's check */
+    const int first = visit_all(vis) ? 0 : bwd_first_q_block(p, j, Br, Bc);
+    if (threadIdx.x == 0) visit_count(vis, j, G * (Tr - first));   /* the driver holds it to bwd_q_block_first() */
     for (int h = kvh * G; h < (kvh + 1) * G; h++)       /* the KV head's query heads (GQA) */
         for (int i = first; i < Tr; i++) {               /* l.8 */
             const int i0 = i * Br, qr = min(Br, p.N_q - i0);
@@ -162,6 +163,6 @@ extern "C" void bwd_simple_launch(const attn_problem_t *p, const bwd_gpu_args_t 
     bwd_preprocess_launch(p, a, 1);
     const dim3 grid((p->N_kv + bl.Bc - 1) / bl.Bc, p->B * p->H_kv);
     bwd_simple_kernel<<<grid, SIMPLE_THREADS, smem>>>(*p, bl.Br, bl.Bc, (const __half *)a->Q, (const __half *)a->K,
-        (const __half *)a->V, (const __half *)a->dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
+        (const __half *)a->V, (const __half *)a->dO, a->L, a->D, a->dQ, a->dK, a->dV, gpu_visits(grid.x));
     CUDA_CHECK_LAUNCH();
 }

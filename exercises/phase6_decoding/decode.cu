@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
+#include "visits.cuh"
 #include "decode.h"
 #include "fa2.h"
 
@@ -45,6 +46,7 @@
 #define KW       16                      /* keys per warp in a tile                 */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
 #define ROWS     16                      /* query rows per block: one m-tile        */
+static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' unit) is the kernel's");
 #ifndef DEC_STAGES
 #define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */
 #endif
@@ -73,6 +75,7 @@ struct DecArgs {
     float *O, *L;                 /* S = 1: the outputs                               */
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
+    gpu_visits_t vis;             /* counts[split] += the K/V tiles it visited          */
 };
 
 /* log2 of the page size (a power of two): key j's page is j >> page_shift(a), its row in
@@ -170,6 +173,8 @@ dec_split_kernel(const DecArgs a)
          * HINT: may be empty: k0 == k1). */
         k0 = 0; k1 = n; (void)Tc;
     }
+    if (visit_all(a.vis)) { k0 = 0; k1 = n; }
+    if (tid == 0 && k1 > k0) visit_count(a.vis, s, (k1 - k0 + BK - 1) / BK);   /* the driver holds it to dec_split_range() */
     if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf) */
         for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
         for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = a.S == 1 ? INFINITY : -INFINITY;
@@ -450,6 +455,7 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.pack = pack;
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
     const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * groups);
+    a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
     case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;

@@ -70,6 +70,11 @@ bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __ha
     const int G = p.H / p.H_kv, Tr = (p.N_q + Br - 1) / Br, j0 = j * Bc;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * d;
     const int kr = min(Bc, p.N_kv - j0);   /* keys of this block */
+    /* Alg. 2 l.8: the Q blocks [first, Tr) it visits, for each of the G query heads; the
+     * driver holds the count to bwd_q_block_first() (here, before the loads: after them the
+     * count's address made ptxas spill 8 bytes at its 32 registers) */
+    const int first = visit_all(vis) ? 0 : bwd_first_q_block(p, j, Br, Bc);
+    if (threadIdx.x == 0) visit_count(vis, j, G * (Tr - first));
 
     /* Alg. 2 l.6-7: K_j, V_j in; dK_j, dV_j = 0 */
     for (int e = threadIdx.x; e < Bc * d; e += blockDim.x) {
@@ -78,8 +83,6 @@ bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __ha
         Vj[e] = ok ? __half2float(Vg[kv_off + (size_t)j0 * d + e]) : 0.0f;
         dKj[e] = dVj[e] = 0.0f;
     }
-    const int first = visit_all(vis) ? 0 : bwd_first_q_block(p, j, Br, Bc);
-    if (threadIdx.x == 0) visit_count(vis, j, G * (Tr - first));   /* the driver holds it to bwd_q_block_first() */
     for (int h = kvh * G; h < (kvh + 1) * G; h++)       /* the KV head's query heads (GQA) */
         for (int i = first; i < Tr; i++) {               /* l.8 */
             const int i0 = i * Br, qr = min(Br, p.N_q - i0);

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""check_chapters.py - the figures the chapters quote, recomputed from the recorded CSVs.
+
+Two kinds of check, both of which fail when a chapter and its recorded file disagree:
+
+  * tables: a Markdown table of a chapter, found by its header line, whose every numeric
+    cell is looked up (or derived) from the CSVs and compared at the printed precision;
+  * claims: a literal string a chapter must contain (a range such as "1.39-1.87x", a
+    ratio, a value), computed from the CSVs here, never typed in.
+
+A figure the chapter prints with k decimals must equal the CSV value rounded to k
+decimals (ratios: the ratio of the CSV values, rounded). Usage: check_chapters.py [ROOT]
+(the repository root; default: the parent of tools/). Prints one line per check and
+exits 1 when any fails. Standard library only.
+"""
+import csv
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+H100 = os.path.join(ROOT, "docs/results/h100")
+CPU = os.path.join(ROOT, "docs/results/cpu")
+failures = 0
+checks = 0
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def chapter(name):
+    with open(os.path.join(ROOT, "docs", name)) as f:
+        return f.read()
+
+
+def report(ok, what, why=""):
+    global failures, checks
+    checks += 1
+    if not ok:
+        failures += 1
+    print("%s  %s%s" % ("PASS" if ok else "FAIL", what, ("  (" + why + ")") if why and not ok else ""))
+
+
+def decimals(cell):
+    m = re.search(r"\.(\d+)", cell)
+    return len(m.group(1)) if m else 0
+
+
+def same(cell, value):
+    """cell as printed ("12.3", "1.52x", "**350.7**") against a value: equal at the cell's precision"""
+    text = cell.strip().strip("*").rstrip("x").strip()
+    try:
+        printed = float(text)
+    except ValueError:
+        return False
+    mantissa, _, exponent = text.lower().partition("e")
+    k = decimals(mantissa)
+    return abs(printed - value) <= 0.5 * 10 ** (-k + int(exponent or 0)) * (1 + 1e-9)
+
+
+def span(values, k=2, unit="x"):
+    """a range as the chapters print it: min-max at k decimals"""
+    lo, hi = min(values), max(values)
+    return "%.*f-%.*f%s" % (k, lo, k, hi, unit)
+
+
+def table(text, header):
+    """the rows (lists of cells) of the Markdown table whose header line starts with header"""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if line.startswith(header):
+            out = []
+            for body in lines[n + 2:]:
+                if not body.startswith("|"):
+                    break
+                out.append([c.strip() for c in body.strip().strip("|").split("|")])
+            return out
+    return None
+
+
+def claim(doc, name, text, expected):
+    report(expected in text, "%s: %s \"%s\"" % (doc, name, expected), "not in the chapter")
+
+
+def check_table(doc, name, got, cells):
+    """cells: list of (row label, printed cell, value from the CSVs)"""
+    if not got:
+        report(False, "%s: table %s" % (doc, name), "table not found")
+        return
+    bad = [(lab, c, v) for lab, c, v in cells if v is None or not same(c, v)]
+    report(not bad and len(cells) > 0, "%s: table %s (%d cells)" % (doc, name, len(cells)),
+           "; ".join("%s: printed %s, recorded %s" % (lab, c, "none" if v is None else "%.4g" % v) for lab, c, v in bad[:4]))
+
+
+# ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------
+def chapter_4b():
+    doc = "04b_hopper.md"
+    text = chapter(doc)
+    sweep = rows(os.path.join(H100, "phase4/phase4_sweep_450175c.csv"))
+    peers = rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv"))
+    T = {(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"])): float(r["tflops"])
+         for r in sweep if r["device"] == "gpu" and r["sweep"] == "tokens16k"}
+    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"]) for r in peers}
+    steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"]
+    Ns = [512, 1024, 2048, 4096, 8192, 16384]
+    pts = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in Ns]
+    big = [p for p in pts if p[2] >= 2048]
+
+    def best(p):
+        return max(T[(k,) + p] for k in steps)
+
+    def best_kernel(p):
+        return max(steps, key=lambda k: T[(k,) + p])
+
+    # the table of every step beside both peers
+    got = table(text, "| d | mask | N | fa2-mma | wgmma | tma | ws |")
+    cells = []
+    cols = ["mma"] + steps
+    for r in got or []:
+        p = (int(r[0]), 1 if r[1] == "causal" else 0, int(r[2]))
+        lab = "d=%d %s N=%d" % (p[0], r[1], p[2])
+        for i, k in enumerate(cols):
+            cells.append((lab + " " + k, r[3 + i], T.get((k,) + p)))
+        cells.append((lab + " flash", r[9], P.get(("flash",) + p)))
+        cells.append((lab + " cudnn", r[10], P.get(("cudnn",) + p)))
+        cells.append((lab + " best/FA2", r[11], best(p) / P[("flash",) + p]))
+        cells.append((lab + " best/cuDNN", r[12], best(p) / P[("cudnn",) + p]))
+        bold = [cols[i] for i in range(6) if r[3 + i].startswith("**")]
+        if bold != [best_kernel(p)]:
+            cells.append((lab + " bold cell is " + ",".join(bold) + ", fastest " + best_kernel(p), "", None))
+    if got is not None and len(got) != len(pts):
+        cells.append(("rows: %d of %d points" % (len(got), len(pts)), "", None))
+    check_table(doc, "every step beside both peers", got, cells)
+
+    def ratio(num, den, points):
+        return [num(p) / den(p) for p in points]
+
+    k = lambda name: (lambda p: T[(name,) + p])
+    peer = lambda name: (lambda p: P[(name,) + p])
+    claim(doc, "cuDNN over SDPA flash, d = 64 and 128", text, span(ratio(peer("cudnn"), peer("flash"), pts)))
+    claim(doc, "step 1 over fa2-mma", text, span(ratio(k("wgmma"), k("mma"), pts)))
+    claim(doc, "step 2 over fa2-mma", text, span(ratio(k("wgmma-tma"), k("mma"), pts)))
+    claim(doc, "step 2 over FA2", text, span(ratio(k("wgmma-tma"), peer("flash"), pts)))
+    claim(doc, "step 2 over cuDNN", text, span(ratio(k("wgmma-tma"), peer("cudnn"), pts)))
+    claim(doc, "best step over fa2-mma", text, span(ratio(best, k("mma"), pts)))
+    claim(doc, "best step over FA2", text, span(ratio(best, peer("flash"), pts)))
+    claim(doc, "best step over cuDNN", text, span(ratio(best, peer("cudnn"), pts)))
+    for d in (128, 64):
+        pd = [p for p in big if p[0] == d]
+        claim(doc, "pingpong over ws, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-pingpong"), k("wgmma-ws"), pd)))
+        claim(doc, "overlap over ws, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-overlap"), k("wgmma-ws"), pd)))
+        ws_best = [p for p in pd if best_kernel(p) == "wgmma-ws"]
+        claim(doc, "ws over FA2 where fastest, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-ws"), peer("flash"), ws_best)))
+    for c in (0, 1):
+        pc = [p for p in big if p[0] == 128 and p[1] == c]
+        claim(doc, "ws over cuDNN, d = 128, causal=%d, N >= 2048" % c, text, span(ratio(k("wgmma-ws"), peer("cudnn"), pc)))
+    p64 = [p for p in big if p[0] == 64 and best_kernel(p) == "wgmma-ws"]
+    claim(doc, "ws over cuDNN, d = 64 where fastest", text, span(ratio(k("wgmma-ws"), peer("cudnn"), p64)))
+    claim(doc, "best over cuDNN and FA2 from N = 2048 on", text,
+          "at %s cuDNN and %s FlashAttention-2 there" % (span(ratio(best, peer("cudnn"), big)), span(ratio(best, peer("flash"), big))))
+    a, b = (128, 0, 4096), (64, 0, 4096)
+    claim(doc, "step 1 / fa2-mma at N = 4096", text, "%.1f against\n%.1f TFLOP/s at d = 128, N = 4096 (%.2fx), %.1f against %.1f at d = 64 (%.2fx)" % (
+        T[("wgmma",) + a], T[("mma",) + a], T[("wgmma",) + a] / T[("mma",) + a], T[("wgmma",) + b], T[("mma",) + b], T[("wgmma",) + b] / T[("mma",) + b]))
+    claim(doc, "step 2 / step 1 at N = 4096", text, "%.1f TFLOP/s at\nd = 128, N = 4096 against step 1's %.1f (%.2fx), %.1f against %.1f at d = 64 (%.2fx)" % (
+        T[("wgmma-tma",) + a], T[("wgmma",) + a], T[("wgmma-tma",) + a] / T[("wgmma",) + a], T[("wgmma-tma",) + b], T[("wgmma",) + b], T[("wgmma-tma",) + b] / T[("wgmma",) + b]))
+    top = (128, 0, 16384)
+    claim(doc, "ws at 16k tokens, d = 128", text, "563.6 here\n(%.2fx), cuDNN %.1f" % (T[("wgmma-ws",) + top] / 648, P[("cudnn",) + top]))
+    report(abs(T[("wgmma-ws",) + top] - 563.6) < 0.05, "%s: ws at d = 128, N = 16384 is 563.6" % doc)
+
+    # Nsight Compute: the table's cells against the recorded text table
+    ncu = {}
+    with open(os.path.join(H100, "phase4/phase4_ncu_450175c.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    names = ncu.get("metric", [])
+    col = {n: i for i, n in enumerate(names)}
+
+    def metric(name, kern):
+        v = ncu.get(name)
+        return float(v[col[kern]]) if v and kern in col else None
+
+    got = table(text, "| (d = 128) | wgmma-tma |")
+    kerns = ["tma128", "ws128", "pingpong128", "overlap128", "cudnn128"]
+    rowmap = {"time (ms)": "time (ms, ncu's clocks)", "tensor pipe busy": "tensor pipe busy (%)",
+              "issue slots busy": "issue slots busy (%)", "instructions (warp)": "instructions (warp)",
+              "registers / thread (at launch)": "registers / thread",
+              "pipe issue: uniform": "pipe issue: uniform (%)", "pipe issue: xu (exp2, conversions)": "pipe issue: xu (%)",
+              "stall: barrier": "stall: barrier", "stall: long scoreboard": "stall: long_scoreboard",
+              "DRAM bytes written": "DRAM bytes written"}
+    cells = []
+    for r in got or []:
+        if r[0] not in rowmap:
+            continue
+        for i, kern in enumerate(kerns):
+            cells.append((r[0] + " " + kern, r[1 + i].rstrip("%"), metric(rowmap[r[0]], kern)))
+    check_table(doc, "Nsight Compute, d = 128", got, cells)
+    got = table(text, "| (d = 64) | wgmma-tma |")
+    cells = []
+    for r in got or []:
+        for i, kern in enumerate(["tma64", "ws64", "cudnn64"]):
+            if r[0] in rowmap:
+                cells.append((r[0] + " " + kern, r[1 + i].rstrip("%"), metric(rowmap[r[0]], kern)))
+    check_table(doc, "Nsight Compute, d = 64", got, cells)
+    tb, cb = metric("tensor pipe busy (%)", "ws128"), metric("tensor pipe busy (%)", "cudnn128")
+    claim(doc, "tensor cores idle, ws against cuDNN", text,
+          "idle %.1f%% of the time against %.1f%%" % (100 - tb, 100 - cb))
+    claim(doc, "idle ratio", text, "idle %.2fx as long as cuDNN's" % ((100 - tb) / (100 - cb)))
+    claim(doc, "instructions, ws over cuDNN", text, "issues %.2fx cuDNN's instructions (%.2fx at d = 64)" % (
+        metric("instructions (warp)", "ws128") / metric("instructions (warp)", "cudnn128"),
+        metric("instructions (warp)", "ws64") / metric("instructions (warp)", "cudnn64")))
+    claim(doc, "instructions, overlap over ws", text, "issues %.2fx step 3's instructions" % (
+        metric("instructions (warp)", "overlap128") / metric("instructions (warp)", "ws128")))
+
+    # the Bc table against the blocks_compare record
+    rec = {}
+    with open(os.path.join(H100, "phase4/phase4_blocks_450175c.txt")) as f:
+        for line in f:
+            m = re.match(r"(default|alt0)\s+(--B \d+ --H \d+ --d (\d+) --N (\d+)( --causal)?)\s+wgmma-ws .*? \d+x(\d+) [\d.]+ (\d+) ", line)
+            if m:
+                rec[(int(m.group(3)), int(m.group(4)), bool(m.group(5)), int(re.search(r"--B (\d+)", m.group(2)).group(1)), int(m.group(6)))] = float(m.group(7))
+    got = table(text, "| shape | Bc = 64 | Bc = 128 |")
+    cells = []
+    for r in got or []:
+        m = re.match(r"d = (\d+), B = (\d+), N = (\d+)(, causal)?", r[0])
+        key = (int(m.group(1)), int(m.group(3)), bool(m.group(4)), int(m.group(2)))
+        a, b = rec.get(key + (64,)), rec.get(key + (128,))
+        cells += [(r[0] + " Bc=64", r[1], a), (r[0] + " Bc=128", r[2], b), (r[0] + " ratio", r[3], b / a if a and b else None)]
+    check_table(doc, "Bc = 64 against 128", got, cells)
+
+    # ptxas: the note and the spill the chapter quotes are in the recorded log
+    with open(os.path.join(CPU, "phase4/phase4_ptxas_3a33da2.txt")) as f:
+        ptx = f.read()
+    part1, part2 = ptx.split("== part 2")
+    report("C7520" in part1 and "fa2_wgmma_ws_kernelILi128ELb1ELi1ELi128E" in part1.split("C7520")[1].splitlines()[0],
+           "%s: ptxas note C7520 on the d = 128 pingpong kernel is recorded" % doc)
+    m = re.search(r"fa2_wgmma_ws_kernelILi128ELb1ELi2ELi128EEv6WgArgs\n\s+\d+ bytes stack frame, (\d+) bytes spill stores", part2)
+    report(m is not None and "ptxas spills %s bytes" % m.group(1) in text.replace("\n", " "),
+           "%s: step 5 at Bc = 128 spills as recorded" % doc)
+
+
+if __name__ == "__main__":
+    for fn in (chapter_4b,):
+        try:
+            fn()
+        except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
+            report(False, "%s: could not run (%s: %s)" % (fn.__name__, type(e).__name__, e))
+    print("check_chapters: %d checks, %d failed" % (checks, failures))
+    sys.exit(1 if failures else 0)

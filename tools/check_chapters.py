@@ -244,8 +244,128 @@ def chapter_4b():
            "%s: step 5 at Bc = 128 spills as recorded" % doc)
 
 
+# ---- chapter 5: the backward's CPU records, the GPU run, sweep, peers and profiles --------
+def chapter_5():
+    doc = "05_backward.md"
+    text = chapter(doc)
+    flat = " ".join(text.split())
+    run = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase5/phase5.csv"))}
+    got = table(text.replace("```\nkernel        device", "| kernel        device"), "| kernel        device")
+    # the CPU rows are printed as a fixed-width block: compare max abs, rel L2, vs prev
+    block = re.search(r"```\nkernel +device +problem +Br x Bc +M +HBM model.*?\n(.*?)```", text, re.S)
+    cells = []
+    if block:
+        for line in block.group(1).splitlines():
+            f = line.split()
+            if f and f[0] in run and f[0] != "worked-4x2":
+                r = run[f[0]]
+                vals = [v for v in f if re.match(r"^[\d.]+e[-+]\d+$", v)]
+                for v, col in zip(vals, ["max_abs", "rel_l2", "rel_prev"]):
+                    cells.append((f[0] + " " + col, v, float(r[col])))
+    check_table(doc, "CPU rows", block, cells)
+    for k, b in (("std-bwd", "hbm_model"), ("std-bwd-fp32", "hbm_model"), ("fa2-bwd", "hbm_model")):
+        claim(doc, "bytes of " + k, flat, "{:,}".format(int(run[k][b])))
+    claim(doc, "fa2 fewer bytes than std", flat, "%.1fx fewer than `std-bwd`" % (float(run["std-bwd"]["hbm_model"]) / float(run["fa2-bwd"]["hbm_model"])))
+    with open(os.path.join(CPU, "phase5/phase5_sweep.txt")) as f:
+        wall = [l for l in f if "memory wall" in l][0]
+    m = re.search(r"([\d.]+) GB at N = (\d+), [\d.]+ GB at N = (\d+).*?: ([\d.]+) GB of", wall)
+    claim(doc, "memory wall", flat, "which is %s GB at N = %s and passes 80 GB from **N = %s** on" % (m.group(1), m.group(2), m.group(3)))
+    claim(doc, "FA2's backward at the wall", flat, "at that N and d = 64 its tensors (Q, K, V, dO in fp16; O, dQ, dK, dV, L, D in fp32) are %s GB" % m.group(4))
+    sw = rows(os.path.join(CPU, "phase5/phase5_sweep.csv"))
+    hb = {}
+    for r in sw:
+        kind = "std" if r["kernel"].startswith("std") and "fp32" not in r["kernel"] else ("fa2" if r["kernel"].startswith("fa2") else None)
+        if kind and r["d"] == "64":
+            hb[(kind, int(r["causal"]), int(r["N_q"]))] = float(r["hbm_model"] or r["hbm_formula"])
+    got = table(text, "| N | standard (fp16) | FA2 | ratio |")
+    cells = []
+    for r in got or []:
+        n = int(r[0])
+        st, f0, f1 = hb.get(("std", 0, n)), hb.get(("fa2", 0, n)), hb.get(("fa2", 1, n))
+        cells += [("N=%d std" % n, r[1], st), ("N=%d fa2" % n, r[2], f0), ("N=%d ratio" % n, r[3], st / f0),
+                  ("N=%d fa2 causal" % n, r[4], f1), ("N=%d causal ratio" % n, r[5], st / f1)]
+    check_table(doc, "bytes vs N", got, cells)
+
+    # the GPU default run
+    g = {r["kernel"]: r for r in rows(os.path.join(H100, "phase5/phase5_run_23d688f.csv")) if r["device"] == "gpu"}
+    block = re.search(r"```\nkernel +device +problem +Br x Bc +time ms.*?\n(.*?)```", text, re.S)
+    cells = []
+    for line in (block.group(1).splitlines() if block else []):
+        f = line.split()
+        if f and f[0] in g:
+            r = g[f[0]]
+            at = next(i for i, v in enumerate(f) if re.match(r"^d\d+$", v)) + 1
+            at += 1 if f[at] == "causal" else 0
+            cells += [(f[0] + " ms", f[at + 1], float(r["time_ms"])), (f[0] + " TFLOP/s", f[at + 2], float(r["tflops"]))]
+            errs = [v for v in f if re.match(r"^[\d.]+e[-+]\d+$", v)]
+            for v, col in zip(errs, ["max_abs", "rel_l2", "rel_prev"]):
+                cells.append((f[0] + " " + col, v, float(r[col])))
+    check_table(doc, "GPU default run", block, cells)
+    flop = float(g["std"]["time_ms"]) * float(g["std"]["tflops"]) * 1e-3 * 1e3   # ms x TFLOP/s = GFLOP
+    claim(doc, "the default problem's GFLOP", flat, "tiny (%.2f GFLOP)" % flop)
+
+    # the sweep and its peers
+    T = {(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"])): r
+         for r in rows(os.path.join(H100, "phase5/phase5_sweep_23d688f.csv")) if r["device"] == "gpu" and r["sweep"] == "tokens16k"}
+    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+         for r in rows(os.path.join(H100, "phase5/phase5_peers_af6fd4e.csv"))}
+    F = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+         for r in rows(os.path.join(H100, "phase5/phase5_peers_fwdbwd_af6fd4e.csv"))}
+    tf = lambda k, p: float(T[(k,) + p]["tflops"])
+    got = table(text, "| d | causal | N | std | mma | two-pass |")
+    cells = []
+    for r in got or []:
+        p = (int(r[0]), 1 if r[1] == "yes" else 0, int(r[2]))
+        lab = "d=%d causal=%d N=%d" % p
+        for i, k in enumerate(["std", "mma", "two-pass"]):
+            cells.append((lab + " " + k, r[3 + i], tf(k, p)))
+        cells += [(lab + " flash", r[6], P[("flash",) + p]), (lab + " cudnn", r[7], P[("cudnn",) + p]),
+                  (lab + " mma/flash", r[8], tf("mma", p) / P[("flash",) + p]), (lab + " mma/std", r[9], tf("mma", p) / tf("std", p))]
+    check_table(doc, "backward sweep", got, cells)
+    pts = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in (512, 1024, 2048, 4096, 8192, 16384)]
+    for n in (512, 1024, 16384):
+        claim(doc, "mma over FA2 at N = %d" % n, flat, span([tf("mma", p) / P[("flash",) + p] for p in pts if p[2] == n]))
+    claim(doc, "mma over std", flat, span([tf("mma", p) / tf("std", p) for p in pts]))
+    claim(doc, "two-pass over mma", flat, span([tf("two-pass", p) / tf("mma", p) for p in pts]))
+    a, b = T[("mma", 64, 1, 16384)], T[("noskip", 64, 1, 16384)]
+    claim(doc, "the causal skip", flat, "worth %.2fx (d = 64: %.2f ms vs %.2f ms" % (float(b["time_ms"]) / float(a["time_ms"]), float(a["time_ms"]), float(b["time_ms"])))
+    s = T[("std", 128, 0, 4096)]
+    claim(doc, "std's bytes and time", flat, "moves %.1f GiB in %.2f ms, about %.1f TB/s" % (
+        float(s["hbm_model"]) / 2 ** 30, float(s["time_ms"]), float(s["hbm_model"]) / float(s["time_ms"]) / 1e9))
+    p1, p2 = (64, 0, 4096), (128, 1, 4096)
+    claim(doc, "forward + backward", flat, "It reaches %.1f TFLOP/s at d = 64, N = 4096, non-causal, and %.1f at d = 128 causal, %.2fx and %.2fx" % (
+        tf("fwd-bwd", p1), tf("fwd-bwd", p2), tf("fwd-bwd", p1) / F[("flash",) + p1], tf("fwd-bwd", p2) / F[("flash",) + p2]))
+
+    # Nsight Compute against the recorded table
+    ncu = {}
+    with open(os.path.join(H100, "phase5/phase5_ncu_afbaa25.txt")) as f:
+        for line in f:
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and not line.startswith("#") and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    cols = {n: i for i, n in enumerate(ncu["metric"])}
+    order = ["ours_bwd128", "fa2_bwd128", "ours_bwd64", "fa2_bwd64"]
+    rowmap = {"time": ("time (ms, ncu's clocks)", 1), "tensor pipe busy": ("tensor pipe busy (%)", 1),
+              "L1 / shared memory busy": ("L1/shared busy (%)", 1), "DRAM busy": ("DRAM busy (%)", 1),
+              "shared-memory load wavefronts": ("shared ld wavefronts", 1e9), "ldmatrix instructions": ("ldmatrix instructions", 1e6),
+              "warp instructions": ("instructions (warp)", 1e9), "stall at a barrier (cycles per issued instr.)": ("stall: barrier", 1)}
+    got = table(text, "| | mma, d = 128 | FA2, d = 128 |")
+    cells = []
+    for r in got or []:
+        if r[0] in rowmap:
+            name, unit = rowmap[r[0]]
+            for i, kern in enumerate(order):
+                cell = re.sub(r"\s*(ms|%|G|M)$", "", r[1 + i])
+                cells.append((r[0] + " " + kern, cell, float(ncu[name][cols[kern]]) / unit))
+    check_table(doc, "Nsight Compute beside FA2", got, cells)
+    with open(os.path.join(H100, "phase5/phase5_probe_050c1b7.txt")) as f:
+        probe = f.read()
+    m = re.search(r"a rerun changed (\d+) of the gradient elements", probe)
+    claim(doc, "determinism probe", flat, "changed {:,} gradient elements".format(int(m.group(1))))
+
+
 if __name__ == "__main__":
-    for fn in (chapter_4b,):
+    for fn in (chapter_4b, chapter_5):
         try:
             fn()
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:

@@ -364,8 +364,170 @@ def chapter_5():
     claim(doc, "determinism probe", flat, "changed {:,} gradient elements".format(int(m.group(1))))
 
 
+# ---- chapter 6: the decode CPU records, the sweep of record and its peers, the profiles ----
+def chapter_6():
+    doc = "06_decoding.md"
+    text = chapter(doc)
+    flat = " ".join(text.split())
+    cpu = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase6/phase6.csv"))}
+    got = table(text, "| row | HBM bytes | over S = 1 |")
+    cells = []
+    names = {"phase 4's FA2 model": "fa2-model", "split S = 1": "split-S1", "split S = 2": "split-S2",
+             "split S = 8": "split-S8", "split S = 32": "split-S32"}
+    base = float(cpu["split-S1"]["hbm_model"])
+    for r in got or []:
+        b = float(cpu[names[r[0]]]["hbm_model"])
+        cells.append((r[0], r[1], b))
+        m = re.match(r"\+(\d+) \(\+([\d.]+)%\)", r[2])
+        if m:
+            cells += [(r[0] + " extra", m.group(1), b - base), (r[0] + " %", m.group(2), 100 * (b - base) / base)]
+    check_table(doc, "CPU bytes vs S", got, cells)
+    claim(doc, "CPU rows' largest max abs", flat, "at most %.2e" % max(float(r["max_abs"]) for r in cpu.values() if r["max_abs"]))
+    pct = {}
+    with open(os.path.join(CPU, "phase6/phase6_sweep.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep vsL L=\s*(\d+)\s+fa2 \d+\s+S=1 .*?S=8 \d+ \(\w+, \+([\d.]+)%\)\s+S=32 \d+ \(\w+, \+([\d.]+)%\)", line)
+            if m:
+                pct[int(m.group(1))] = (m.group(2), m.group(3))
+    claim(doc, "extra bytes over L", flat, "at S = 8 the extra bytes are %s%% of FA2's at L = 1024, %s%% at 4096 and %s%% at 262144; at S = 32, %s%%, %s%% and %s%%" % (
+        pct[1024][0], pct[4096][0], pct[262144][0], pct[1024][1], pct[4096][1], pct[262144][1]))
+
+    sw = rows(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv"))
+    gpu = [r for r in sw if r["device"] == "gpu"]
+    G = {}
+    for r in gpu:
+        if r["sweep"] == "vsL":
+            k, _, S = r["kernel"].rpartition("-S") if "-S" in r["kernel"] else (r["kernel"], "", "")
+            G[(k, int(r["B"]), int(r["H_kv"]), int(r["N_kv"]))] = (float(r["time_ms"]) * 1e3, S, float(r["gbps"]), float(r["hbm_model"]))
+    P = {(r["backend"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"])): float(r["time_ms"]) * 1e3
+         for r in rows(os.path.join(H100, "phase6/phase6_peers_da76ce8.csv"))}
+    with open(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv")) as f:
+        copy = float(re.search(r"copy_gbps: ([\d.]+)", f.read()).group(1))
+    claim(doc, "copy bandwidth", flat, "the copy bandwidth measured in the same run, %.0f GB/s" % copy)
+
+    def ours(B, hkv, L):
+        return G.get(("split-pack", B, hkv, L)) or G[("split", B, hkv, L)]
+
+    def vs_best(key):
+        return min(P[("flash",) + key], P[("cudnn",) + key]) / ours(*key)[0]
+
+    got = table(text, "| B, heads | L | fa2-mma | split-pack (S) |")
+    cells = []
+    for r in got or []:
+        B = int(r[0].split(",")[0])
+        hkv = 32 if "MHA" in r[0] else 8
+        key = (B, hkv, int(r[1]))
+        t, S, gb, _ = ours(*key)
+        lab = "%s L=%s" % (r[0], r[1])
+        m = re.match(r"([\d.]+) \((\d+)\)", r[3])
+        g = re.match(r"(\d+) \((\d+)%\)", r[4])
+        cells += [(lab + " fa2-mma", r[2], G[("fa2-mma",) + key][0]), (lab + " ours", m.group(1), t),
+                  (lab + " S", m.group(2), float(S)), (lab + " GB/s", g.group(1), gb), (lab + " % of copy", g.group(2), 100 * gb / copy),
+                  (lab + " flash", r[5], P[("flash",) + key]), (lab + " cudnn", r[6], P[("cudnn",) + key]),
+                  (lab + " vs best", r[7], vs_best(key)), (lab + " vs fa2", r[8], G[("fa2-mma",) + key][0] / t)]
+    check_table(doc, "decode sweep beside SDPA", got, cells)
+    Ls = sorted(set(k[3] for k in G))
+    keys = [(B, h, L) for B in (1, 8) for h in (32, 8) for L in Ls]
+    claim(doc, "vs best over every point", flat, "ranges from %.2f to %.2f" % (min(map(vs_best, keys)), max(map(vs_best, keys))))
+    claim(doc, "MHA at B = 1 from L = 4096 on", flat, "MHA at B = 1 is %s" % span([vs_best((1, 32, L)) for L in Ls if L >= 4096], unit=""))
+    slow = sorted([L for L in Ls if vs_best((1, 8, L)) < 0.9])
+    rest = [vs_best((1, 8, L)) for L in Ls if L not in slow]
+    claim(doc, "GQA at B = 1, the rest", flat, "(%s; %.2f at L = %d)" % (span(rest, unit=""), max(rest), max((L for L in Ls if L not in slow), key=lambda L: vs_best((1, 8, L)))))
+    claim(doc, "GQA at B = 1, the slow lengths", flat, "behind at L = %d and %d (%.2f, %.2f: %.1f and %.1f us against cuDNN's %.1f and %.1f)" % (
+        slow[0], slow[1], vs_best((1, 8, slow[0])), vs_best((1, 8, slow[1])), ours(1, 8, slow[0])[0], ours(1, 8, slow[1])[0],
+        P[("cudnn", 1, 8, slow[0])], P[("cudnn", 1, 8, slow[1])]))
+    claim(doc, "their splits", flat, "where S = %s and %s splits" % (ours(1, 8, slow[0])[1], ours(1, 8, slow[1])[1]))
+    claim(doc, "B = 8 ranges", flat, "it is %s on MHA and %s with GQA" % (span([vs_best((8, 32, L)) for L in Ls], unit=""), span([vs_best((8, 8, L)) for L in Ls], unit="")))
+    fa2 = lambda key: G[("fa2-mma",) + key][0] / ours(*key)[0]
+    claim(doc, "B = 8 gains over fa2-mma", flat, "%s (MHA), %s (GQA)" % (span([fa2((8, 32, L)) for L in Ls if L >= 4096]), span([fa2((8, 8, L)) for L in Ls if L >= 4096])))
+    claim(doc, "fa2-mma's GB/s at B = 1", flat, "at %.0f-%.0f GB/s" % (min(G[("fa2-mma", 1, h, L)][2] for h in (32, 8) for L in Ls), max(G[("fa2-mma", 1, h, L)][2] for h in (32, 8) for L in Ls)))
+    k8 = (8, 32, 262144)
+    claim(doc, "cuDNN's GB/s", flat, "faster: %.0f GB/s at B = 8" % (ours(*k8)[3] / P[("cudnn",) + k8] / 1e3))
+    a, b = G[("split", 8, 8, 65536)], G[("split-pack", 8, 8, 65536)]
+    claim(doc, "packing at B = 8", flat, "split %.1f us (%.0f \"GB/s\"), split-pack %.1f us (%.0f GB/s, %.0f%% of the copy bandwidth): packing bought %.2fx" % (
+        a[0], a[2], b[0], b[2], 100 * b[2] / copy, a[0] / b[0]))
+    a, b = G[("split", 1, 8, 65536)], G[("split-pack", 1, 8, 65536)]
+    claim(doc, "packed bytes at L = 65536", flat, "by %.2fx at L = 65536" % (a[3] / b[3]))
+    run = {r["kernel"]: r for r in rows(os.path.join(H100, "phase6/phase6_run_23d688f.csv")) if r["device"] == "gpu"}
+    claim(doc, "packed bytes, default problem", flat, "drop by %.2fx on the default problem" % (float(run["split"]["hbm_model"]) / float(run["split-pack"]["hbm_model"])))
+
+    # the splits: time vs S and the heuristic's pick
+    vs = {}
+    for r in gpu:
+        if r["sweep"] in ("vsS", "vsS-pick"):
+            vs[(r["sweep"], int(r["N_kv"]), int(r["kernel"].rpartition("-S")[2]))] = float(r["time_ms"]) * 1e3
+    got = table(text, "| L | S = 8 | S = 16 |")
+    cells = []
+    for r in got or []:
+        L = int(r[0])
+        for i, S in enumerate((8, 16, 32, 64, 128)):
+            cells.append(("L=%d S=%d" % (L, S), r[1 + i], vs.get(("vsS", L, S))))
+        m = re.match(r"S = (\d+): ([\d.]+)", r[6])
+        cells += [("L=%d pick S" % L, m.group(1), float(next(k[2] for k in vs if k[0] == "vsS-pick" and k[1] == L))),
+                  ("L=%d pick" % L, m.group(2), next(v for k, v in vs.items() if k[0] == "vsS-pick" and k[1] == L))]
+    check_table(doc, "time vs S", got, cells)
+    worst = max(next(v for k, v in vs.items() if k[0] == "vsS-pick" and k[1] == L) / min(v for k, v in vs.items() if k[0] == "vsS" and k[1] == L) for L in (16384, 65536))
+    claim(doc, "the pick against the best S", flat, "within %d%% of the best S" % (int((worst - 1) * 100) + 1))
+
+    # paged rows
+    pg = {}
+    for r in gpu:
+        if r["sweep"] == "paged":
+            pg.setdefault(int(r["B"]), []).append((r["kernel"], float(r["time_ms"]) * 1e3))
+    b1 = [t for k, t in pg[1] if k.startswith("paged")]
+    s_same = next(t for k, t in pg[1] if k.startswith("split-pack") and k.endswith("-S" + next(k for k, _ in pg[1] if k.startswith("paged")).rpartition("-S")[2]))
+    s_pick = next(t for k, t in pg[1] if k.startswith("split-pack"))
+    claim(doc, "paged at B = 1", flat, "take %.1f-%.1f us at B = 1" % (min(b1), max(b1)))
+    claim(doc, "paged over split-pack at the same S", flat, "%s the speed of `split-pack` run at the same S (%.1f us) and %s that of the contiguous row at its own pick" % (
+        span([s_same / t for t in b1]), s_same, span([s_pick / t for t in b1])))
+    b8 = [t for k, t in pg[8] if k.startswith("paged")]
+    s8 = next(t for k, t in pg[8] if k.startswith("split-pack") and k.endswith("-S" + next(k for k, _ in pg[8] if k.startswith("paged")).rpartition("-S")[2]))
+    claim(doc, "paged at B = 8", flat, "at B = 8 they take %.1f-%.1f us, %s `split-pack` at the same S = 4 (%.1f us)" % (min(b8), max(b8), span([s8 / t for t in b8]), s8))
+
+    # the two rings
+    def times(name):
+        out = {}
+        for r in rows(os.path.join(H100, "phase6/" + name)):
+            if r["device"] == "gpu" and r["time_ms"] and not r["kernel"].startswith("fa2"):
+                out[(r["kernel"].rpartition("-S")[0] or r["kernel"], r["sweep"], r["B"], r["H_kv"], r["N_kv"])] = float(r["time_ms"])
+        return out
+    t2, t3 = times("phase6_sweep_stages2_8516c60.csv"), times("phase6_sweep_stages3_8516c60.csv")
+    both = [k for k in t2 if k in t3]
+    mha = [k for k in both if k[3] == "32" and int(k[4]) >= 65536 and k[1] == "vsL"]
+    claim(doc, "3 stages over 2", flat, "ranges from %.2fx to %.2fx, and on the MHA rows from L = 65536 on from %.2fx to %.2fx" % (
+        min(t3[k] / t2[k] for k in both), max(t3[k] / t2[k] for k in both), min(t3[k] / t2[k] for k in mha), max(t3[k] / t2[k] for k in mha)))
+
+    # Nsight Compute
+    ncu = {}
+    with open(os.path.join(H100, "phase6/phase6_ncu_afbaa25.txt")) as f:
+        for line in f:
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and not line.startswith("#") and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    col = {n: i for i, n in enumerate(ncu["metric"])}
+    order = ["ours_contig", "ours_mha", "fa2_mha"]
+    rowmap = {"time": ("time (ms, ncu's clocks)", 1e-3), "registers / thread": ("registers / thread", 1), "waves": ("waves / SM", 1),
+              "DRAM bytes read": ("DRAM bytes read", 1e6), "DRAM busy": ("DRAM busy (%)", 1), "warp instructions": ("instructions (warp)", 1e6),
+              "stall, waiting on memory (cycles per issued instr.)": ("stall: long_scoreboard", 1), "stall, at a barrier": ("stall: barrier", 1)}
+    got = table(text, "| | split-pack, GQA 32:8 | split, MHA |")
+    cells = []
+    for r in got or []:
+        for i, kern in enumerate(order):
+            v = lambda name: float(ncu[name][col[kern]])
+            if r[0] in rowmap:
+                name, unit = rowmap[r[0]]
+                cells.append((r[0] + " " + kern, re.sub(r"\s*(us|%|MB|M)$", "", r[1 + i]), v(name) / unit))
+            elif r[0] == "blocks, per SM":
+                g, per = r[1 + i].split(",")
+                cells += [("grid " + kern, g, v("grid")), ("per SM " + kern, per, v("blocks / SM (limit: regs)"))]
+    check_table(doc, "decode profiles", got, cells)
+    claim(doc, "both kernels' warps", flat, "Both kernels are %d warps (%d threads)" % (
+        int(ncu["block"][col["ours_mha"]]) // 32, int(ncu["block"][col["fa2_mha"]])))
+    report(ncu["block"][col["ours_mha"]] == ncu["block"][col["fa2_mha"]], "%s: our split kernel and FA2's split-KV kernel have the same block size" % doc)
+
+
 if __name__ == "__main__":
-    for fn in (chapter_4b, chapter_5):
+    for fn in (chapter_4b, chapter_5, chapter_6):
         try:
             fn()
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:

@@ -19,7 +19,7 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-H100 = os.path.join(ROOT, "docs/results/h100")
+H100 = os.path.join(ROOT, "docs/results/h100")   # the recorded files: never the copies of the self-test
 CPU = os.path.join(ROOT, "docs/results/cpu")
 failures = 0
 checks = 0
@@ -30,8 +30,11 @@ def rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+DOCS = os.path.join(ROOT, "docs")
+
+
 def chapter(name):
-    with open(os.path.join(ROOT, "docs", name)) as f:
+    with open(os.path.join(DOCS, name)) as f:
         return f.read()
 
 
@@ -526,11 +529,117 @@ def chapter_6():
     report(ncu["block"][col["ours_mha"]] == ncu["block"][col["fa2_mha"]], "%s: our split kernel and FA2's split-KV kernel have the same block size" % doc)
 
 
+# ---- README: the chapter table's status of 4b and the decode range ----------------------
+def readme():
+    with open(os.path.join(DOCS, "..", "README.md")) as f:
+        text = f.read()
+    flat = " ".join(text.split())
+    report("not yet profiled" not in flat, "README.md: chapter 4b's status does not say \"not yet profiled\" (it is: phase4_ncu_450175c.txt)")
+    G = {}
+    for r in rows(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv")):
+        if r["device"] == "gpu" and r["sweep"] == "vsL":
+            G[(r["kernel"].rpartition("-S")[0] or r["kernel"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"]))] = float(r["time_ms"])
+    P = {(r["backend"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"])): float(r["time_ms"]) for r in rows(os.path.join(H100, "phase6/phase6_peers_da76ce8.csv"))}
+    v = {}
+    for (k, B, h, L), t in G.items():
+        if k == "split-pack" or (k == "split" and ("split-pack", B, h, L) not in G):
+            v[(B, h, L)] = min(P[("flash", B, h, L)], P[("cudnn", B, h, L)]) / t
+    claim("README.md", "decode beside SDPA", flat, "beside PyTorch SDPA's faster backend %s over the whole sweep (B = 1 and 8, MHA and GQA 32:8, L = 1k-256k; %s from L = 4096 on)" % (
+        span(v.values()), span([x for k, x in v.items() if k[2] >= 4096])))
+
+
+def self_test():
+    """The checker must be able to fail: the same checks on a copy of the chapters with one
+    recorded figure changed in each must fail once per chapter."""
+    global DOCS, failures, checks
+    import shutil
+    import tempfile
+    mutations = {"04b_hopper.md": "**563.6**", "05_backward.md": "| 216.4 |", "06_decoding.md": "396.7 (11)"}   # table cells
+    tmp = tempfile.mkdtemp()
+    try:
+        for name, figure in mutations.items():
+            text = chapter(name)
+            if figure not in text:
+                return False, "%s no longer quotes %s" % (name, figure)
+            changed = figure.replace("6", "7", 1)   # each figure holds a 6
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text.replace(figure, changed, 1))
+        shutil.copy(os.path.join(DOCS, "..", "README.md"), os.path.join(tmp, "README.md"))
+        saved = (DOCS, failures, checks)
+        DOCS = tmp
+        out = sys.stdout
+        sys.stdout = open(os.devnull, "w")
+        caught = []
+        try:
+            for fn in (chapter_4b, chapter_5, chapter_6):
+                before = failures
+                try:
+                    fn()
+                except Exception:
+                    failures += 1
+                caught.append(failures > before)
+        finally:
+            sys.stdout.close()
+            sys.stdout = out
+            DOCS, failures, checks = saved
+        return all(caught), "caught in %d of 3 chapters" % sum(caught)
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- every chapter: results tables followed by their command, embedded figures present ----
+def structure():
+    for name in ("04b_hopper.md", "05_backward.md", "06_decoding.md"):
+        lines = chapter(name).splitlines()
+        n, missing = 0, []
+        while n < len(lines):
+            if lines[n].startswith("|") and n + 1 < len(lines) and lines[n + 1].startswith("|---"):
+                start, n = n, n + 2
+                cells = []
+                while n < len(lines) and lines[n].startswith("|"):
+                    cells += lines[n].strip("|").split("|")
+                    n += 1
+                numeric = any(re.search(r"\d\.\d", c) for c in cells)
+                # a results table is followed by its command (```sh), or by a table that is;
+                # the map of chapters quotes the chapters' own figures
+                after = n
+                while after < len(lines) and not lines[after].strip():
+                    after += 1
+                chained = after < len(lines) and lines[after].startswith("|")
+                if numeric and not chained and not lines[start].startswith("| chapter |") and \
+                        not any(l.startswith("```sh") for l in lines[n:n + 3]):
+                    missing.append("line %d" % (start + 1))
+            else:
+                n += 1
+        report(not missing, "%s: every results table is followed by the command that reproduces it" % name, ", ".join(missing))
+        figs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", "\n".join(lines))
+        absent = [f for f in figs if not os.path.isfile(os.path.join(ROOT, "docs", f))]
+        report(figs and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)), "missing: " + ", ".join(absent) if absent else "no figure")
+        # each figure's caption (the next paragraph in italics) names the commit of its run
+        text = "\n".join(lines)
+        paras = re.split(r"\n\s*\n", text)
+        uncaptioned = []
+        for i, para in enumerate(paras):
+            if para.startswith("!["):
+                nxt = next((q for q in paras[i + 1:] if not q.startswith("![")), "")
+                if not (nxt.startswith("*") and re.search(r"\b[0-9a-f]{7}\b", nxt)):
+                    uncaptioned.append(para.split("(")[0])
+        report(not uncaptioned, "%s: each figure's caption names the commit of its run" % name, ", ".join(uncaptioned))
+        # commit hashes nowhere else: outside captions, code blocks and recorded file names
+        prose = [q for q in paras if not q.startswith("*") and not q.startswith("![")]
+        prose = re.sub(r"```.*?```", "", "\n\n".join(prose), flags=re.S)
+        prose = re.sub(r"[\w./-]*_[0-9a-f]{7}[\w.]*", "", prose)
+        hashes = [h for h in re.findall(r"\b[0-9a-f]{7}\b", prose) if re.search(r"\d", h) and re.search(r"[a-f]", h)]
+        report(not hashes, "%s: no commit hash outside figure captions and file names" % name, ", ".join(hashes))
+
+
 if __name__ == "__main__":
-    for fn in (chapter_4b, chapter_5, chapter_6):
+    for fn in (chapter_4b, chapter_5, chapter_6, readme, structure):
         try:
             fn()
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
             report(False, "%s: could not run (%s: %s)" % (fn.__name__, type(e).__name__, e))
+    ok, why = self_test()
+    report(ok, "self-test: one recorded figure changed in each chapter's copy fails its check", why)
     print("check_chapters: %d checks, %d failed" % (checks, failures))
     sys.exit(1 if failures else 0)

@@ -242,6 +242,9 @@ def chapter_4b():
     part1, part2 = ptx.split("== part 2")
     report("C7520" in part1 and "fa2_wgmma_ws_kernelILi128ELb1ELi1ELi128E" in part1.split("C7520")[1].splitlines()[0],
            "%s: ptxas note C7520 on the d = 128 pingpong kernel is recorded" % doc)
+    notes = [l for l in part1.splitlines() if "ILi128ELb1ELi0ELi128E" in l]   # step 3, d = 128
+    report(any("C7519" in l for l in notes) and not any("C7520" in l for l in notes),
+           "%s: step 3's kernel gets C7519 but not C7520, as the chapter says" % doc)
     m = re.search(r"fa2_wgmma_ws_kernelILi128ELb1ELi2ELi128EEv6WgArgs\n\s+\d+ bytes stack frame, (\d+) bytes spill stores", part2)
     report(m is not None and "ptxas spills %s bytes" % m.group(1) in text.replace("\n", " "),
            "%s: step 5 at Bc = 128 spills as recorded" % doc)

@@ -547,6 +547,17 @@ def readme():
     for (k, B, h, L), t in G.items():
         if k == "split-pack" or (k == "split" and ("split-pack", B, h, L) not in G):
             v[(B, h, L)] = min(P[("flash", B, h, L)], P[("cudnn", B, h, L)]) / t
+    sweep = rows(os.path.join(H100, "phase4/phase4_sweep_450175c.csv"))
+    T = {(r["kernel"], int(r["d"]), int(r["causal"])): float(r["tflops"]) for r in sweep
+         if r["device"] == "gpu" and r["sweep"] == "tokens16k" and r["N_q"] == "4096"}
+    Q = {(r["backend"], int(r["d"]), int(r["causal"])): float(r["tflops"]) for r in rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv")) if r["N"] == "4096"}
+    claim("README.md", "4b's wgmma-tma row", flat, "%.1f / %.1f TFLOP/s (%.2fx / %.2fx PyTorch's FA2 backend, %.2fx / %.2fx its cuDNN backend); causal %.1f / %.1f" % (
+        T[("wgmma-tma", 128, 0)], T[("wgmma-tma", 64, 0)], T[("wgmma-tma", 128, 0)] / Q[("flash", 128, 0)], T[("wgmma-tma", 64, 0)] / Q[("flash", 64, 0)],
+        T[("wgmma-tma", 128, 0)] / Q[("cudnn", 128, 0)], T[("wgmma-tma", 64, 0)] / Q[("cudnn", 64, 0)], T[("wgmma-tma", 128, 1)], T[("wgmma-tma", 64, 1)]))
+    claim("README.md", "4b's wgmma-ws row", flat, "%.1f / %.1f TFLOP/s, causal %.1f / %.1f (%.2fx / %.2fx cuDNN; causal %.2fx / %.2fx)" % (
+        T[("wgmma-ws", 128, 0)], T[("wgmma-ws", 64, 0)], T[("wgmma-ws", 128, 1)], T[("wgmma-ws", 64, 1)],
+        T[("wgmma-ws", 128, 0)] / Q[("cudnn", 128, 0)], T[("wgmma-ws", 64, 0)] / Q[("cudnn", 64, 0)],
+        T[("wgmma-ws", 128, 1)] / Q[("cudnn", 128, 1)], T[("wgmma-ws", 64, 1)] / Q[("cudnn", 64, 1)]))
     claim("README.md", "decode beside SDPA", flat, "beside PyTorch SDPA's faster backend %s over the whole sweep (B = 1 and 8, MHA and GQA 32:8, L = 1k-256k; %s from L = 4096 on)" % (
         span(v.values()), span([x for k, x in v.items() if k[2] >= 4096])))
 

@@ -101,11 +101,10 @@ void sweep_stop_group(sweep_t *s, const sweep_point_t *pt) { s->stop_group = pt-
 void sweep_count(sweep_t *s, const drv_row_t *r) { s->fails += drv_failed(r); }
 
 /* ---- the peers' points ---------------------------------------------------------------- */
-static void peers_point(FILE *f, const attn_problem_t *p)
+static bool same_problem(const attn_problem_t *a, const attn_problem_t *b)
 {
-    char line[96];
-    snprintf(line, sizeof line, "%d,%d,%d,%d,%d,%d,%d", p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal);
-    fprintf(f, "%s\n", line);
+    return a->B == b->B && a->H == b->H && a->H_kv == b->H_kv && a->N_q == b->N_q && a->N_kv == b->N_kv &&
+           a->d == b->d && a->causal == b->causal;
 }
 
 /* <csv>.points: the GPU points of the parts marked peers, each once (in a part's order). */
@@ -124,8 +123,9 @@ static int write_peers(const sweep_t *s, const sweep_def_t *def)
         const sweep_part_t *pt = &def->parts[k];
         for (int i = 0; pt->peers && i < pt->npoints; i++) {
             bool seen = false;
-            for (int j = 0; j < i && !seen; j++) seen = memcmp(&pt->points[j].p, &pt->points[i].p, sizeof pt->points[i].p) == 0;
-            if (!seen) peers_point(f, &pt->points[i].p);
+            for (int j = 0; j < i && !seen; j++) seen = same_problem(&pt->points[j].p, &pt->points[i].p);
+            const attn_problem_t *p = &pt->points[i].p;
+            if (!seen) fprintf(f, "%d,%d,%d,%d,%d,%d,%d\n", p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal);
         }
     }
     return fclose(f) == 0 ? 0 : -1;

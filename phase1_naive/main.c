@@ -201,7 +201,7 @@ static int run_sweep(drv_t *D, const cli_opts_t *o)
     const sweep_part_t parts[] = {
         { .name = "tokens16k", .where = SWEEP_NO_GPU, .points = model, .npoints = nm, .run = model_point, .line = no_line },
 #if HAVE_CUDA
-        { .name = "tokens16k", .where = SWEEP_GPU, .points = t16k, .npoints = nt, .run = t16k_point, .peers = true },
+        { .name = "tokens16k", .where = SWEEP_GPU, .points = t16k, .npoints = nt, .run = t16k_point },
         { .name = "wall_B4", .where = SWEEP_GPU, .points = wall, .npoints = nw, .run = wall_point, .line = wall_line },
 #endif
     };

@@ -153,6 +153,24 @@ static int prefix_matches(const char *arg, const struct option *opts, const cli_
     return count;
 }
 
+/* With --sweep, each option given (bit v - opts[0].val of given: the option of val v) must be
+ * one the sweep honours. */
+static void check_sweep_options(const cli_spec_t *spec, const struct option *opts, unsigned given)
+{
+    if (!spec->sweep_takes) cli_die(spec->phase, "--sweep is not taken here: %s has no sweep", spec->phase);
+    char takes[256], word[32], list[256] = "", copy[256];
+    snprintf(takes, sizeof takes, " sweep csv cpu quiet help %s ", spec->sweep_takes);
+    snprintf(copy, sizeof copy, "%s", spec->sweep_takes);
+    for (char *t = strtok(copy, " "); t; t = strtok(NULL, " "))
+        snprintf(list + strlen(list), sizeof list - strlen(list), "--%s, ", t);
+    for (int k = 0; opts[k].name; k++) {
+        snprintf(word, sizeof word, " %s ", opts[k].name);
+        if ((given >> (opts[k].val - opts[0].val) & 1u) && !strstr(takes, word))
+            cli_die(spec->phase, "--sweep runs its own problems and ignores --%s (it takes %s--csv, --cpu, --quiet)",
+                    opts[k].name, list);
+    }
+}
+
 static void usage(const cli_spec_t *s, FILE *f)
 {
     fprintf(f, "%s - %s\n\n"
@@ -205,7 +223,9 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
     opterr = 0;                      /* we print our own one-line errors */
     optind = 1;
     int c;
+    unsigned given = 0;              /* bit k: opts[k] was given (O_B + k) */
     while ((c = getopt_long_only(argc, argv, ":", opts, NULL)) != -1) {
+        if (c >= O_B && c <= O_HELP) given |= 1u << (c - O_B);
         switch (c) {
         case O_B:      p.B = (int)parse_int(ph, "B", optarg, 1, INT_MAX); break;
         case O_H:      p.H = (int)parse_int(ph, "H", optarg, 1, INT_MAX); H_given = true; break;
@@ -245,6 +265,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         }
     }
     if (optind < argc) cli_die(ph, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (o->sweep) check_sweep_options(spec, opts, given);
 
     if (p.d != 16 && p.d != 32 && p.d != 64 && p.d != 128 && p.d != 256)
         cli_die(ph, "head dimension d=%d is not supported (use 16, 32, 64, 128 or 256)", p.d);

@@ -57,6 +57,10 @@ typedef struct {
     /* The phase writes no tensor dump: --dump is refused (one line, exit 2). Phase 2.
      * (Named this way round so that a spec that says nothing keeps accepting --dump.) */
     bool no_dump;
+    /* The options --sweep honours besides --sweep, --csv, --cpu, --quiet and --help: their
+     * names, space-separated ("kernel iters seed"). With --sweep any other option given is
+     * refused (one line, exit 2), never silently ignored. NULL: the phase has no --sweep. */
+    const char *sweep_takes;
 } cli_spec_t;
 
 /* Parse argv into o; on any error prints one line and exits 2. --help prints usage

@@ -14,6 +14,7 @@ t_exit2 "phase0 rejects N=0"                  "$P0" --N 0
 t_exit2 "phase0 rejects d=48"                 "$P0" --d 48
 t_exit2 "phase0 rejects H % Hkv != 0"         "$P0" --H 6 --Hkv 4
 t_exit2 "phase0 rejects an unknown kernel"    "$P0" --kernel flash
+t_exit2_says "phase0 refuses --sweep (it has no sweep)" "no sweep" "$P0" --sweep
 t_exit2 "phase0 rejects a problem beyond host memory" "$P0" --B 100000 --H 64 --N 1000000 --d 256
 t_exit2 "phase0 rejects a --dump too big for the CPU oracle" "$P0" --dump "$T0/big" --B 8 --H 16 --N 4096
 

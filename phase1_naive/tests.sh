@@ -10,6 +10,9 @@ t_exit2 "phase1 rejects d=48"               "$P1" --d 48
 t_exit2 "phase1 rejects H % Hkv != 0"        "$P1" --H 6 --Hkv 4
 t_exit2 "phase1 rejects N=0"                 "$P1" --N 0
 t_exit2 "phase1 rejects an unknown flag"     "$P1" --frobnicate
+# --sweep runs its own problems: an option it would ignore is refused, not ignored
+t_exit2_says "phase1 --sweep refuses --N (its problems are its own)" "sweep.*ignores --N" "$P1" --sweep --N 64
+t_bounded "phase1 --cpu --sweep ends within 10 s and 2 GB" 10 2048 "$P1" --cpu --sweep --quiet --csv "$T1/bound.csv"
 
 # The CPU path of a CUDA build under valgrind: the CUDA runtime and cuBLAS load (dlopen) at
 # start, where the system loader over-reads; tools/valgrind.supp suppresses exactly that.

@@ -287,6 +287,7 @@ int main(int argc, char **argv)
         .kernels = KERNELS,
         .defaults = attn_problem(1, 2, 2, 256, 256, 64, false),
         .no_dump = true,   /* phase 2 writes no tensors */
+        .sweep_takes = "B H Hkv N Nkv d causal seed kernel iters",   /* the run, then the sweep */
     };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);

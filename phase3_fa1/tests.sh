@@ -13,6 +13,9 @@ t_exit2 "phase3 rejects H % Hkv != 0"        "$P3" --H 6 --Hkv 4
 t_exit2 "phase3 rejects N=0"                 "$P3" --N 0
 t_exit2 "phase3 rejects --sram too small for d" "$P3" --sram 1024 --d 128
 t_exit2 "phase3 rejects --kernel mma with d=256" "$P3" --kernel mma --d 256
+t_exit2_says "phase3 --sweep refuses --sram (it sweeps M itself)" "sweep.*ignores --sram" "$P3" --sweep --sram 65536
+t_exit2_says "phase3 --sweep refuses --d" "sweep.*ignores --d" "$P3" --sweep --d 128
+t_bounded "phase3 --cpu --sweep --causal ends within 10 s and 2 GB" 10 2048 "$P3" --cpu --sweep --causal --quiet --csv "$T3/bound.csv"
 t_exit2 "phase3 rejects an unknown flag"     "$P3" --frobnicate
 
 # GPU: phase 1's shape list, both kernels (and cuBLAS as the previous phase), skipped

@@ -14,6 +14,11 @@ t_exit2 "phase4 rejects an unknown kernel"   "$P4" --kernel flash
 t_exit2 "phase4 rejects d=48"                "$P4" --d 48
 t_exit2 "phase4 rejects H % Hkv != 0"        "$P4" --H 6 --Hkv 4
 t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
+for opt in N Nkv H dump; do   # what the sweep would ignore: refused with one line
+    t_exit2_says "phase4 --sweep refuses --$opt" "sweep.*ignores --$opt" "$P4" --sweep --$opt 64
+done
+t_bounded "phase4 --cpu --sweep (kernel, iters, seed given) ends within 10 s and 2 GB" 10 2048 \
+    "$P4" --cpu --sweep --quiet --kernel mma --iters 3 --seed 7 --csv "$T4/bound.csv"
 t_exit2 "phase4 rejects --kernel mma with d=16 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 16
 t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
 t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate

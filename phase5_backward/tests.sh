@@ -16,6 +16,9 @@ t_run   "phase5 CPU rows pass (MQA H=4 Hkv=1, d=128, causal)" "$P5" --cpu --quie
 t_run   "phase5 CSV: every model row's counted bytes == its formula" bash -c "
     awk -F, '!/^#/ && \$1 != \"kernel\" && \$15 != \"\" { n++; if (\$15 != \$16) bad++ } END { exit !(n >= 3 && !bad) }' \"$T5/cpu5.csv\""
 t_run   "phase5 model sweep bytes == formulas, memory wall printed" bash -c "\"$P5\" --sweep --cpu --quiet --csv \"$T5/sweep.csv\" >\"$T5/sweep.log\" && grep -q 'sweep PASS' \"$T5/sweep.log\" && grep -q 'memory wall .*past 80 GB from N = ' \"$T5/sweep.log\""
+t_exit2_says "phase5 --sweep refuses --d (its problems are its own)" "sweep.*ignores --d" "$P5" --sweep --d 128
+t_exit2_says "phase5 --sweep refuses --Nkv" "sweep.*ignores --Nkv" "$P5" --sweep --causal --Nkv 100
+t_bounded "phase5 --cpu --sweep --causal ends within 10 s and 2 GB" 10 2048 "$P5" --cpu --sweep --causal --quiet --csv "$T5/bound.csv"
 t_run   "phase5 default run prints the worked example" bash -c "
     \"$P5\" --cpu --csv \"$T5/d.csv\" >\"$T5/d.log\" && grep -q '58 checks, 0 failed' \"$T5/d.log\""
 

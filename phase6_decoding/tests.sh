@@ -27,6 +27,13 @@ t_exit2 "phase6 rejects Nkv=0"               "$P6" --Nkv 0
 t_exit2 "phase6 rejects --sram"              "$P6" --sram 4096
 t_exit2 "phase6 rejects an unknown flag"     "$P6" --splits 4
 t_exit2 "phase6 rejects an unknown kernel"   "$P6" --kernel mma
+t_exit2_says "phase6 --sweep refuses --kernel (it times its own kernels)" "sweep.*ignores --kernel" "$P6" --sweep --kernel split
+t_exit2_says "phase6 --sweep refuses --Nkv (it sweeps L)" "sweep.*ignores --Nkv" "$P6" --sweep --Nkv 100
+# the CPU sweep runs the problem of the options, bounded: one line says which problem ran
+t_bounded "phase6 --cpu --sweep --B 12 --H 64: within 10 s and 2 GB, says the problem it ran" 10 2048 bash -c "
+    \"$P6\" --cpu --sweep --B 12 --H 64 --csv \"$T6/b1.csv\" | grep -q 'CPU sweep: the CPU runs B=1 H=2 Hkv=2 .* for B=12 H=64'"
+t_bounded "phase6 --cpu --sweep --B 2000000 --N 1 --d 16: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --B 2000000 --N 1 --d 16 --csv "$T6/b2.csv"
+t_bounded "phase6 --cpu --sweep --N 100000 --d 256 --causal: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --N 100000 --d 256 --causal --csv "$T6/b3.csv"
 t_exit2_says "phase6 rejects FA_SPLITS=0 (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=0 "$P6" --cpu
 t_exit2_says "phase6 rejects FA_SPLITS=abc (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=abc "$P6" --cpu
 t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"

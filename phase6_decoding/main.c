@@ -315,8 +315,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t 
     *S_pack = dec_ok ? pick_splits(p, true, false) : 1;
     const int S_paged = *S_paged_out = dec_ok ? pick_splits(p, true, true) : 1;
     const char *EX_SPLIT = "dec.split_range_gpu, dec.combine_gpu";
-    if (cli_kernel_selected(o, "split"))
-    {
+    if (cli_kernel_selected(o, "split")) {
         rows[n++] = run_dec("split", in, &b, NULL, a0, false, false, *S_split, &prev, nprev, attn_check_fp16, o->iters, NULL, NULL, EX_SPLIT);
         if (drv_passed(&rows[n - 1])) dec_check_combine_gpu(&rows[n - 1]);   /* partials whose L_s are far apart */
     }

@@ -234,8 +234,10 @@ void bwd_blame_row(drv_row_t *r, const attn_inputs_t *in, attn_blocks_t bl, cons
                    double *const ref[3], const tol_t *tol);
 /* A causal problem (B = 1, H = 2, H_kv = 1, N_q = N_kv = N, head dimension d) whose
  * scores all lie near 128, past exp's fp32 range (88.7), while S - L stays small: every
- * row of Q and K is c + its random values less their mean (c^2 sqrt(d) = 128). */
-void bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed);
+ * row of Q and K is c + its random values less their mean (c^2 sqrt(d) = 128). Returns
+ * the smallest score a row sees (fp64), which the checks require past BWD_EXP_MAX. */
+#define BWD_EXP_MAX 88.73   /* log(FLT_MAX): expf overflows to inf past it */
+double bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed);
 /* The FA2 model (bwd_fa2) on a problem of head dimension d whose scores all exceed 88
  * (exp overflows fp32 past 88.7) while S - L stays small, causal, a few blocks of bl:
  * dQ, dK, dV against the fp64 oracle under the 2x rule against the reference model's own

@@ -192,7 +192,7 @@ void bwd_blame_row(drv_row_t *r, const attn_inputs_t *in, attn_blocks_t bl, cons
     if (drv_failed(r) && !r->exercises) r->exercises = bwd_blame(in, bl, O, L, ref, tol);
 }
 
-void bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed)
+double bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed)
 {
     attn_problem_t p = attn_problem(1, 2, 1, N, N, d, true);
     if (attn_inputs_make(in, &p, seed, true) != 0) { fprintf(stderr, "phase5: out of host memory\n"); exit(1); }
@@ -211,13 +211,24 @@ void bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed)
         }
         f32_to_f16_array(xh, x, rows * d);
     }
+    double smin = INFINITY;   /* the premise, measured: the smallest score a row sees */
+    for (int h = 0; h < p.H; h++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < attn_visible_count(&p, i); j++) {
+                const float *q = in->q + attn_q_offset(&p, 0, h) + (size_t)i * d, *k = in->k + attn_kv_offset(&p, 0, h) + (size_t)j * d;
+                double x = 0;
+                for (int e = 0; e < d; e++) x += (double)q[e] * k[e];
+                smin = fmin(smin, x * p.scale);
+            }
+    return smin;
 }
 
 void bwd_check_hot(drv_row_t *r, int d, attn_blocks_t bl, uint64_t seed)
 {
     attn_inputs_t in;
-    bwd_hot_inputs(&in, d, 2 * bl.Bc + 7, seed);   /* three K/V blocks (a tail), several Q blocks */
+    const double smin = bwd_hot_inputs(&in, d, 2 * bl.Bc + 7, seed);   /* three K/V blocks (a tail), several Q blocks */
     const attn_problem_t p = in.p;
+    if (!(smin > BWD_EXP_MAX)) drv_fail(r, "the check's own problem: a score of %.1f, not past exp's fp32 range", smin);
     const size_t nq = attn_q_elems(&p), nk = attn_kv_elems(&p), n[3] = { nq, nk, nk };
     float *O = xmalloc(nq * sizeof(float), "phase5"), *L = xmalloc(attn_l_elems(&p) * sizeof(float), "phase5");
     REF(fa2_cpu)(&in, (attn_blocks_t){ 64, 64 }, O, L, NULL, NULL);

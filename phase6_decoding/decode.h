@@ -50,6 +50,7 @@
 #include "driver.h"
 #include "gpu.h"
 #include "problem.h"
+#include "ref.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +76,7 @@ int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b);
 /* Split s of S over a cache of n keys in blocks of Bc: keys [*k0, *k1), whole blocks
  * (k0 a multiple of Bc), the splits in order, together covering [0, n) exactly once;
  * ceil(Tc / S) blocks each, so the last splits may be empty (k0 == k1). */
-void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1);
+REF_PROTO(void, dec_split_range, (int n, int Bc, int S, int s, int *k0, int *k1));
 
 /* Element offset of key j's row (K or V: same offset) for KV head g of sequence b: in
  * the pool when paged, else in attn_inputs_t's k_h / v_h. */
@@ -116,6 +117,10 @@ void dec_table_shuffle(int *table, int np, uint64_t seed);
  * [B][H][N_q][d], Lref [B][H][N_q]. Returns 0, or -1 out of memory (decode_check.c). */
 int dec_oracle_ragged(const attn_inputs_t *in, const int *seqlens, double *Oref, double *Lref);
 
+/* dec_split_range against the reference's (REF) for S splits of n keys in blocks of Bc,
+ * and of 1 .. 2 S + 1 blocks (every remainder, a tail; more splits than blocks); FAILs r
+ * naming dec.split_range (decode_check.c). */
+void dec_check_split_range(drv_row_t *r, int n, int Bc, int S);
 /* dec_combine_row on partials whose L_s are far apart (decode_check.c): {100, 99, -inf}
  * (e^100 overflows fp32: a combine that does not subtract the max gives inf or NaN),
  * {-100, -101, -inf} (e^-100 is a denormal of a few bits) and every split empty (O = 0,

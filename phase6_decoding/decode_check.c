@@ -99,6 +99,26 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
     r->max_abs = max_abs; r->rel_l2 = rel; r->pipe = pipe; r->L_abs = Labs; r->rows_checked = rows;
 }
 
+void dec_check_split_range(drv_row_t *r, int n, int Bc, int S)
+{
+    /* n itself, then Tc = 1 .. 2 S + 1 blocks (every remainder of Tc / S), the last one
+     * half full: one key, and a tail */
+    for (int Tc = 0; Tc <= 2 * S + 1; Tc++) {
+        const int keys = Tc == 0 ? n : Tc == 1 ? 1 : Tc * Bc - Bc / 2;
+        for (int s = 0; s < S; s++) {
+            int k0, k1, r0, r1;
+            dec_split_range(keys, Bc, S, s, &k0, &k1);
+            REF(dec_split_range)(keys, Bc, S, s, &r0, &r1);
+            if (k0 != r0 || k1 != r1) {
+                drv_fail(r, "split %d of %d over %d keys (blocks of %d): keys [%d, %d), the reference's [%d, %d)", s, S,
+                         keys, Bc, k0, k1, r0, r1);
+                drv_blame(r, "dec.split_range");
+                return;
+            }
+        }
+    }
+}
+
 /* ---- the combine on partials whose L_s are far apart ----------------------------------
  * Three rows of S = 3 partials, d = 64: L_s = {100, 99, -inf}, {-inf, -101, -100} and all
  * -inf; an empty split's O_s is 0 (as the splits write it). */

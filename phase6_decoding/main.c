@@ -102,6 +102,7 @@ static drv_row_t run_split(const attn_inputs_t *in, const dec_cache_t *c, int S,
     if (peak != dec_sram_bytes(p->d, r.blocks, S))
         drv_fail(&r, "SRAM peak %zu, dec_sram_bytes says %zu", peak, dec_sram_bytes(p->d, r.blocks, S));
     drv_blame(&r, "dec.split_range");
+    dec_check_split_range(&r, p->N_kv, r.blocks.Bc, S);
     return r;
 }
 
@@ -149,6 +150,7 @@ static int run_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t
         if (dec_paged_make(&pg, &in, PAGES[k], NULL, o->seed + 1) != 0) { fprintf(stderr, "%s: out of host memory\n", PHASE); exit(1); }
         out_t out = out_alloc(pc);
         drv_row_t r = run_split(&in, &pg.c, PAGED_S, row_name("paged-p%d-S%d", PAGES[k], PAGED_S), "-", &out);
+        dec_check_combine(&r);   /* as the contiguous S = 4's (same partials) */
         if (pg.faults) drv_fail(&r, "%ld key rows looked up outside the page pool", pg.faults);
         if (memcmp(out.O, o4s.O, nq * sizeof(float)) != 0 || memcmp(out.L, o4s.L, attn_l_elems(pc) * sizeof(float)) != 0)
             drv_fail(&r, "O or L differs from split-S%d on the contiguous cache (same keys, same order)", PAGED_S);
@@ -178,6 +180,7 @@ static int run_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t
         out_t out = out_alloc(&pr);
         drv_row_t r = run_split(&in, paged ? &pg.c : &c, PAGED_S,
                                 paged ? row_name("ragged-p16-S%d", PAGED_S, 0) : row_name("ragged-S%d", PAGED_S, 0), "-", &out);
+        dec_check_combine(&r);   /* partials whose L_s are far apart (and rows with no key) */
         if (paged && pg.faults) drv_fail(&r, "%ld key rows looked up outside the page pool", pg.faults);
         if (paged && drv_passed(&rows[n - 1]) && memcmp(out.O, Oc, rq * sizeof(float)) != 0)
             drv_fail(&r, "O differs from ragged-S%d on the contiguous cache (same keys, same order)", PAGED_S);

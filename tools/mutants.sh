@@ -105,6 +105,8 @@ mutant "bwd.causal_range off by one block" phase5 $F5 bwd.causal_range 4 's|row 
 F6=phase6_decoding/decode_cpu.c
 mutant "dec.combine weighting by exp(L_s), no max subtracted" phase6 $F6 dec.combine 6 's|expf(Ls\[s\] - m)|expf(Ls[s])|' 7 's|m + logf(l)|logf(l)|'
 mutant "dec.page_lookup with / and % swapped" phase6 $F6 dec.page_lookup 1 's|j / c->page|j % c->page|' 2 's|(j % c->page)|(j / c->page)|'
+mutant "dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's|\*L = INFINITY|*L = -INFINITY|'
+mutant "dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc / S > 0 ? Tc / S : 1)|'
 FCU6=phase6_decoding/decode.cu
 mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 $FCU6 dec.combine_gpu \
     9 's|expf(Lpart\[(size_t)s \* nrows + row\] - lmax)|expf(Lpart[(size_t)s * nrows + row])|' 12 's|lmax + logf(sum)|logf(sum)|'

@@ -117,14 +117,18 @@ void dec_table_shuffle(int *table, int np, uint64_t seed);
  * [B][H][N_q][d], Lref [B][H][N_q]. Returns 0, or -1 out of memory (decode_check.c). */
 int dec_oracle_ragged(const attn_inputs_t *in, const int *seqlens, double *Oref, double *Lref);
 
+/* A failed row r names the exercise ex beside those it names already (a check that fails
+ * on a row another check failed adds its own: an untouched handout names them all, a
+ * one-line mistake, whose other checks pass, names one). */
+void dec_blame_also(drv_row_t *r, const char *ex);
 /* dec_split_range against the reference's (REF) for S splits of n keys in blocks of Bc,
  * and of 1 .. 2 S + 1 blocks (every remainder, a tail; more splits than blocks); FAILs r
- * naming dec.split_range (decode_check.c). */
+ * naming dec.split_range, beside any exercise r names already (decode_check.c). */
 void dec_check_split_range(drv_row_t *r, int n, int Bc, int S);
 /* dec_combine_row on partials whose L_s are far apart (decode_check.c): {100, 99, -inf}
  * (e^100 overflows fp32: a combine that does not subtract the max gives inf or NaN),
  * {-100, -101, -inf} (e^-100 is a denormal of a few bits) and every split empty (O = 0,
- * L = +inf), against fp64. FAILs r naming dec.combine. */
+ * L = +inf), against fp64. FAILs r naming dec.combine (beside any exercise r names). */
 void dec_check_combine(drv_row_t *r);
 /* The same partials through the GPU combine kernel (dec_combine_kernel, d = 64); FAILs r
  * naming dec.combine_gpu. */

@@ -18,18 +18,20 @@
 
 # Write DIR/ex/FILE: FILE with each "K EDIT" applied to the K-th reference line of EX.
 mutant_write() {   # FILE EX DIR K EDIT [K EDIT ...]
-    local file=$1 ex=$2 dir=$3 k line n script=""; shift 3
+    local file=$1 ex=$2 dir=$3 k line n script="" lines=(); shift 3
     while [ $# -ge 2 ]; do
         k=$1
         line=$("$BUILD/mkexercise" --only "$ex" --solutions "$file" | sed -n "${k}p")
         n=$(awk -v ex="/* EXERCISE $ex:" -v l="$line" 'index($0, ex) { on = 1 } on && $0 == l { print NR; exit }' "$file")
         [ -n "$line" ] && [ -n "$n" ] || { echo "no reference line $k of $ex in $file"; return 3; }
-        script+="${n}${2}"$'\n'
+        script+="${n}${2}"$'\n'; lines+=("$n")
         shift 2
     done
     mkdir -p "$dir/ex/$(dirname "$file")"
     sed "$script" "$file" >"$dir/ex/$file"
-    ! cmp -s "$file" "$dir/ex/$file" || { echo "the edits changed nothing"; return 3; }
+    for n in "${lines[@]}"; do   # every edit must change its line
+        [ "$(sed -n "${n}p" "$file")" != "$(sed -n "${n}p" "$dir/ex/$file")" ] || { echo "an edit changed nothing (line $n of $file)"; return 3; }
+    done
 }
 
 # The run's "exercises behind" lines name EX alone (and at least one does).

@@ -234,6 +234,7 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
     const int Tr = (p->N_q + Br - 1) / Br;
     const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
     const uint16_t *Kh = paged ? c->k_pool : in->k_h, *Vh = paged ? c->v_pool : in->v_h;
+    const size_t pool = paged ? (size_t)c->n_pages * p->H_kv * c->page * d : 0;   /* pool elements */
     hbm_meter_t scratch;
     if (!meter) meter = &scratch;
     /* the partials in "HBM": O_s [S][B][H][N_q][d], L_s [S][B][H][N_q] (fp32) */
@@ -273,6 +274,13 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
                             const int j = j0 + cc;
                             if (paged && (cc == 0 || j % c->page == 0)) hbm_read(meter, sizeof(int));  /* table entry */
                             const size_t row = dec_kv_row(p, c, b, g, j);
+                            if (paged && row + d > pool) {   /* a wrong lookup: zeros, counted */
+                                if (c->faults) ++*c->faults;
+                                memset(Kj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+                                memset(Vj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+                                hbm_read(meter, 2 * 2 * (uint64_t)d);   /* the bytes it would have read */
+                                continue;
+                            }
                             hbm_load_f16(meter, Kj + (size_t)cc * d, Kh + row, (size_t)d);
                             hbm_load_f16(meter, Vj + (size_t)cc * d, Vh + row, (size_t)d);
                         }
@@ -386,6 +394,7 @@ int dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int
     pg->c.k_pool = pg->k;
     pg->c.v_pool = pg->v;
     pg->c.n_pages = np;
+    pg->c.faults = &pg->faults;
     return 0;
 }
 

@@ -54,6 +54,7 @@ drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, co
     if (peak != dec_sram_bytes(p->d, r.blocks, S))
         drv_fail(&r, "SRAM peak %zu, dec_sram_bytes says %zu", peak, dec_sram_bytes(p->d, r.blocks, S));
     drv_blame(&r, "dec.split_range");
+    dec_check_split_range(&r, p->N_kv, r.blocks.Bc, S);
     return r;
 }
 
@@ -86,6 +87,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         const int S = SPLITS[k];
         dec_out_t out = S == PAGED_S ? o4s : dec_out_alloc(pc);
         drv_row_t r = dec_run_split(&in, NULL, S, dec_row_name("split-S%d", S, 0), "-", &out);
+        if (S > 1) dec_check_combine(&r);   /* partials whose L_s are far apart */
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range, dec.combine", "dec.split_range, dec.combine");
         drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, TOL_CPU_REL_L2);
         drv_blame(&r, "dec.split_range, dec.combine");
@@ -99,9 +101,11 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         if (dec_paged_make(&pg, &in, PAGES[k], NULL, o->seed + 1) != 0) { fprintf(stderr, "%s: out of host memory\n", PHASE); exit(1); }
         dec_out_t out = dec_out_alloc(pc);
         drv_row_t r = dec_run_split(&in, &pg.c, PAGED_S, dec_row_name("paged-p%d-S%d", PAGES[k], PAGED_S), "-", &out);
-        if (memcmp(out.O, o4s.O, nq * sizeof(float)) != 0 || memcmp(out.L, o4s.L, attn_l_elems(pc) * sizeof(float)) != 0)
-            drv_fail(&r, "O or L differs from split-S%d on the contiguous cache (same keys, same order)", PAGED_S);
-        drv_blame(&r, "dec.page_lookup");
+        dec_check_combine(&r);   /* as the contiguous S = 4's (same partials) */
+        if (pg.faults) drv_fail(&r, "%ld key rows looked up outside the page pool", pg.faults);
+        const bool differs = memcmp(out.O, o4s.O, nq * sizeof(float)) != 0 || memcmp(out.L, o4s.L, attn_l_elems(pc) * sizeof(float)) != 0;
+        if (differs) drv_fail(&r, "O or L differs from split-S%d on the contiguous cache (same keys, same order)", PAGED_S);
+        if (pg.faults || differs) dec_blame_also(&r, "dec.page_lookup");
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.page_lookup, dec.combine", "dec.page_lookup, dec.combine");
         drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, TOL_CPU_REL_L2);
         dec_out_free(&out);
@@ -119,6 +123,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
     const size_t rq = attn_q_elems(&pr), rl = attn_l_elems(&pr);
     double *Oref = xmalloc(rq * sizeof(double), PHASE), *Lref = xmalloc(rl * sizeof(double), PHASE);
     if (dec_oracle_ragged(&in, lens, Oref, Lref) != 0) { fprintf(stderr, "%s: out of host memory\n", PHASE); exit(1); }
+    float *Oc = NULL;   /* the contiguous row's O: the paged one must equal it bit for bit */
     for (int paged = 0; paged <= 1; paged++) {
         dec_paged_t pg;
         dec_cache_t c = { .seqlens_k = lens };
@@ -126,15 +131,23 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         dec_out_t out = dec_out_alloc(&pr);
         drv_row_t r = dec_run_split(&in, paged ? &pg.c : &c, PAGED_S,
                                 paged ? dec_row_name("ragged-p16-S%d", PAGED_S, 0) : dec_row_name("ragged-S%d", PAGED_S, 0), "-", &out);
-        const char *ex = paged ? "dec.split_range, dec.page_lookup, dec.combine" : "dec.split_range, dec.combine";
+        dec_check_combine(&r);   /* partials whose L_s are far apart (and rows with no key) */
+        if (paged && pg.faults) drv_fail(&r, "%ld key rows looked up outside the page pool", pg.faults);
+        const bool differs = paged && memcmp(out.O, Oc, rq * sizeof(float)) != 0;   /* same keys, same order */
+        if (differs) drv_fail(&r, "O differs from ragged-S%d on the contiguous cache (same keys, same order)", PAGED_S);
+        if (paged && (pg.faults || differs)) dec_blame_also(&r, "dec.page_lookup");
+        /* the contiguous row passed on the same keys: only the page lookup differs */
+        const char *ex = !paged ? "dec.split_range, dec.combine"
+                       : drv_passed(&rows[n - 1]) ? "dec.page_lookup" : "dec.split_range, dec.page_lookup, dec.combine";
         drv_compare(&r, "vs oracle (per sequence)", "O", out.O, Oref, rq, pr.d, tol_cpu(), true, ex);
         drv_compare(&r, "vs oracle (per sequence)", "L", out.L, Lref, rl, pr.N_q, tol_cpu(), false, ex);
         drv_blame(&r, ex);
-        dec_out_free(&out);
+        if (paged) dec_out_free(&out);
+        else { Oc = out.O; free(out.L); }
         if (paged) dec_paged_free(&pg);
         rows[n++] = r;
     }
-    free(Oref); free(Lref);
+    free(Oc); free(Oref); free(Lref);
     attn_inputs_free(&in);
     return n;
 }
@@ -210,6 +223,13 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     return r;
 }
 
+/* A paged run whose page lookups left the pool (counted in an exercise build) FAILs. */
+static void gpu_faults(drv_row_t *r)
+{
+    const int f = dec_gpu_page_faults();
+    if (f) drv_fail(r, "%d pool pages looked up out of range (read as page 0)", f);
+}
+
 /* Bitwise equality of two runs that read the same keys in the same order. */
 static void same_bits(drv_row_t *r, const float *O, const float *O0, const float *L, const float *L0, size_t nq,
                       size_t nl, const char *what)
@@ -247,8 +267,10 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
     *S_pack = dec_ok ? dec_pick_splits(p, true, false) : 1;
     const int S_paged = *S_paged_out = dec_ok ? dec_pick_splits(p, true, true) : 1;
     const char *EX_SPLIT = "dec.split_range_gpu, dec.combine_gpu";
-    if (cli_kernel_selected(o, "split"))
+    if (cli_kernel_selected(o, "split")) {
         rows[n++] = run_dec("split", in, &b, NULL, a0, false, false, *S_split, &prev, nprev, attn_check_fp16, o->iters, NULL, NULL, EX_SPLIT);
+        if (drv_passed(&rows[n - 1])) dec_check_combine_gpu(&rows[n - 1]);   /* partials whose L_s are far apart */
+    }
     /* split-pack: its O and L, at the paged kernel's S, are what the paged rows must equal
      * bit for bit (a second, unshown run when the paged kernel's S differs) */
     float *Op = NULL, *Lp = NULL;
@@ -271,9 +293,11 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
         a.k = kp; a.v = vp; a.table = tb; a.page = PAGES[k]; a.pages_per_seq = pg.c.pages_per_seq;
         float *O = NULL, *L = NULL;
         drv_row_t r = run_dec(dec_row_name("paged-p%d", PAGES[k], 0), in, &b, &pg.c, a, false, true, S_paged, &prev, nprev,
-                              attn_check_fp16, o->iters, &O, &L, "dec.page_lookup_gpu, dec.split_range_gpu, dec.combine_gpu");
+                              attn_check_fp16, o->iters, &O, &L, NULL);
+        gpu_faults(&r);
         same_bits(&r, O, Op, L, Lp, nq, nl, "split-pack on the contiguous cache");
-        drv_blame(&r, "dec.page_lookup_gpu");
+        /* split-pack passed on the same keys (Lp kept): only the page lookup differs */
+        drv_blame(&r, Lp ? "dec.page_lookup_gpu" : "dec.page_lookup_gpu, dec.split_range_gpu, dec.combine_gpu");
         rows[n++] = r;
         free(O); free(L);
         gpu_free(kp); gpu_free(vp); gpu_free(tb);
@@ -315,9 +339,10 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
         a.k = kp; a.v = vp; a.table = tb; a.page = 16; a.pages_per_seq = pg.c.pages_per_seq;
         float *Opg = NULL, *Lpg = NULL;
         drv_row_t rp = run_dec("ragged-p16", &inr, &br, &pg.c, a, false, true, S, NULL, 0, check_ragged, o->iters, &Opg, &Lpg,
-                               "dec.page_lookup_gpu, dec.split_range_gpu, dec.combine_gpu");
+                               NULL);
+        gpu_faults(&rp);
         same_bits(&rp, Opg, Oc, Lpg, Lc, rq, rl, "ragged on the contiguous cache");
-        drv_blame(&rp, "dec.page_lookup_gpu");
+        drv_blame(&rp, drv_passed(&r) ? "dec.page_lookup_gpu" : "dec.page_lookup_gpu, dec.split_range_gpu, dec.combine_gpu");
         rows[n++] = rp;
         free(Of); free(Lf); free(Oc); free(Lc); free(Opg); free(Lpg);
         gpu_free(kp); gpu_free(vp); gpu_free(tb); gpu_free(lens_d);

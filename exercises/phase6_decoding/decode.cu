@@ -95,6 +95,10 @@ __device__ __forceinline__ float dex2(float x)
  * k < KV_ROWS, each of a row of its own (row (t + k THREADS) / (D / 8)). */
 template <int D> struct KvRows { static constexpr int N = BK * (D / 8) / DTHREADS; };
 
+#ifdef EX_BUILD
+__device__ int dec_page_faults_d;   /* pool pages out of range looked up (an exercise build) */
+#endif
+
 /* The pool pages of this thread's rows of the tile at jt (paged cache), fetched one tile
  * ahead of their use so that the table's latency hides behind a tile's compute. */
 template <int D>
@@ -109,6 +113,9 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
          * HINT: entry of key j's page (j / a.page, written j >> page_shift(a)) is the pool page.
          * HINT: A key at or past kend is never read (set 0: its table entry may not exist). */
         pid[k] = b * a.pps + (j >> page_shift(a)); (void)kend;
+#ifdef EX_BUILD   /* a wrong lookup reads page 0 instead of faulting, and is counted (dec_gpu_page_faults) */
+        if (j < kend && (unsigned)pid[k] >= (unsigned)(a.p.B * a.pps)) { atomicAdd(&dec_page_faults_d, 1); pid[k] = 0; }
+#endif
     }
 }
 
@@ -468,6 +475,25 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
         else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
         CUDA_CHECK_LAUNCH();
     }
+}
+
+extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
+{
+    const int blocks = (nrows + DWARPS - 1) / DWARPS;
+    if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int dec_gpu_page_faults(void)
+{
+    int n = 0;
+#ifdef EX_BUILD
+    const int zero = 0;
+    CUDA_CHECK(cudaMemcpyFromSymbol(&n, dec_page_faults_d, sizeof n));
+    CUDA_CHECK(cudaMemcpyToSymbol(dec_page_faults_d, &zero, sizeof zero));
+#endif
+    return n;
 }
 
 /* A cache of random fp16 values made on the device (the sweep's inputs at sizes the host

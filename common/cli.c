@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "cli.h"
+#include "dump.h"
 #include "path.h"
 #include <errno.h>
 #include <math.h>
@@ -112,8 +113,20 @@ static const char *shown(const char *path, char *buf, size_t len)
     return buf;
 }
 
+/* Why the CSV and the dump folder cannot both be written, or NULL. They may share a folder
+ * (--dump D --csv D/run.csv), but the CSV may not be the dump folder, a folder above it,
+ * or one of the files the dump writes (D/Q.npy): the dump would fail or overwrite it. */
+static const char *outputs_collide(const char *csv, const char *dump)
+{
+    char file[OUT_PATH_MAX];
+    if (path_within(dump, csv)) return "is the dump folder %s or a folder above it";
+    for (const char *const *f = ATTN_DUMP_FILES; *f; f++)
+        if (path_join(file, dump, *f) == 0 && path_within(csv, file)) return "is a file the dump writes into %s";
+    return NULL;
+}
+
 /* The CSV (o->csv_path, resolved) and the dump folder: room for every file they will
- * write, neither inside the other, then each probed. Nothing is created or left behind. */
+ * write, neither in the other's way, then each probed. Nothing is created or left behind. */
 static void check_outputs(const char *ph, const cli_opts_t *o, bool csv_default)
 {
     char why[OUT_PATH_MAX + 128], a[128], b[128];
@@ -125,9 +138,12 @@ static void check_outputs(const char *ph, const cli_opts_t *o, bool csv_default)
         cli_die(ph, "cannot write the CSV %s%s: %s", shown(csv, a, sizeof a), hint, why);
     if (dump && path_check_folder(dump, why, sizeof why) != 0)
         cli_die(ph, "cannot write the dump into %s: %s", shown(dump, a, sizeof a), why);
-    if (dump && path_within(csv, dump))
-        cli_die(ph, "the CSV %s%s is the dump folder %s or inside it: the dump would overwrite it "
-                "or fail; write the CSV elsewhere", shown(csv, a, sizeof a), hint, shown(dump, b, sizeof b));
+    const char *clash = dump ? outputs_collide(csv, dump) : NULL;
+    if (clash) {
+        char what[160];
+        snprintf(what, sizeof what, clash, shown(dump, b, sizeof b));
+        cli_die(ph, "the CSV %s%s %s: write the CSV elsewhere", shown(csv, a, sizeof a), hint, what);
+    }
     if (probe_file(csv, why, sizeof why) != 0)
         cli_die(ph, "cannot write the CSV %s%s: %s", csv, hint, why);
     if (dump && probe_dir(dump, why, sizeof why) != 0)

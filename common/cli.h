@@ -20,8 +20,9 @@
  *  - length: each path, with the longest file the run will write there (the CSV's
  *    temporary, a file beside the CSV, a file of the dump), fits in OUT_PATH_MAX
  *    (common/path.h), the size of every buffer that holds an output path;
- *  - overlap: the CSV may not be the dump folder or lie inside it (paths compared
- *    absolute, links resolved, "." and ".." removed);
+ *  - overlap: the CSV may share the dump's folder, but may not be the dump folder, a
+ *    folder above it, or a file the dump writes (D/Q.npy) (paths compared absolute,
+ *    links resolved, "." and ".." removed);
  *  - writable: the CSV path (--csv, or the phase's default) is probed by creating its
  *    missing parent folders as the CSV writer would (mkdir -p), then its temporary in its
  *    folder, and opening an existing file for append (untouched), then removing what the

@@ -113,18 +113,22 @@ t_exit2_says "paths: a probe that made 400 folders removes all of them" "cannot 
 t_run "paths: a CSV 400 folders deep is written" bash -c "
     cd '$PC' && '$P1' $Q --csv '$DEEP' && [ -s '$DEEP' ] && rm -rf '$PC/a'"
 
-# --- the CSV inside (or equal to) the dump folder: refused, paths compared normalised ------
+# --- the CSV in the dump's way: refused, paths compared normalised --------------------------
 mkdir -p "$PC/D" "$PC/E"; ln -s E "$PC/L"
 t_exit2_says "paths: --csv X --dump X is refused" "dump folder" in_dir_unchanged "$PC" "$P1" $Q --csv X --dump X
-t_exit2_says "paths: --csv N/Q.npy --dump N is refused" "dump folder" in_dir_unchanged "$PC" "$P1" $Q --csv N/Q.npy --dump N
-t_exit2_says "paths: --csv ./D/../D/Q.npy --dump D/ is refused" "dump folder" \
+t_exit2_says "paths: --csv N/Q.npy --dump N is refused" "dump writes" in_dir_unchanged "$PC" "$P1" $Q --csv N/Q.npy --dump N
+t_exit2_says "paths: --csv ./D/../D/Q.npy --dump D/ is refused" "dump writes" \
     in_dir_unchanged "$PC" "$P1" $Q --csv ./D/../D/Q.npy --dump D/
-t_exit2_says "paths: --csv L/x.csv --dump E (L links to E) is refused" "dump folder" \
-    in_dir_unchanged "$PC" "$P1" $Q --csv L/x.csv --dump "$PC/E"
-t_exit2_says "paths: --csv D/sub/x.csv --dump D is refused" "dump folder" \
-    in_dir_unchanged "$PC" "$P1" $Q --csv D/sub/x.csv --dump D
+t_exit2_says "paths: --csv L/Q.npy --dump E (L links to E) is refused" "dump writes" \
+    in_dir_unchanged "$PC" "$P1" $Q --csv L/Q.npy --dump "$PC/E"
+t_exit2_says "paths: --csv D/params.txt --dump D is refused" "file the dump writes" \
+    in_dir_unchanged "$PC" "$P1" $Q --csv D/params.txt --dump D
+t_exit2_says "paths: --csv X --dump X/sub is refused" "folder above it" \
+    in_dir_unchanged "$PC" "$P1" $Q --csv X --dump X/sub
 t_run "paths: --csv D2/x.csv --dump D (side by side) works" bash -c "
     cd '$PC' && '$P1' $Q --csv D2/x.csv --dump D && [ -s D2/x.csv ] && [ -s D/params.txt ]"
+t_run "paths: --csv E/run.csv --dump E (beside the dump's files) works" bash -c "
+    cd '$PC' && '$P1' $Q --csv E/run.csv --dump E && [ -s E/run.csv ] && [ -s E/Q.npy ]"
 
 # --- the CSV is written to a temporary and renamed at the end --------------------------------
 # An interrupted run (SIGTERM from timeout, SIGKILL) leaves the previous CSV byte for byte.

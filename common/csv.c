@@ -68,7 +68,7 @@ static void discard(int slot)
 
 static void remove_temporaries(void)
 {
-    for (int i = 0; i < CSV_OPEN_MAX; i++)
+    for (int i = CSV_OPEN_MAX - 1; i >= 0; i--)   /* later first: their files may be in a folder an earlier one made */
         if (pending[i].live) discard(i);
 }
 

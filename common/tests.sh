@@ -130,6 +130,17 @@ t_run "paths: --csv D2/x.csv --dump D (side by side) works" bash -c "
 t_run "paths: --csv E/run.csv --dump E (beside the dump's files) works" bash -c "
     cd '$PC' && '$P1' $Q --csv E/run.csv --dump E && [ -s E/run.csv ] && [ -s E/Q.npy ]"
 
+# A dump that fails at the end (here a folder stands where Q.npy goes) fails the run: never
+# exit 0 and PASS after "could not write the dump".
+mkdir -p "$PC/DQ/Q.npy"
+t_run "paths: a dump that cannot be written fails the run (exit 1, FAIL)" bash -c "
+    out=\$('$P1' $Q --dump '$PC/DQ' --csv /dev/null 2>&1); rc=\$?; echo \"\$out\"
+    [ \$rc -eq 1 ] && grep -q 'could not write the dump' <<<\"\$out\" && grep -q '^phase1: FAIL' <<<\"\$out\""
+
+t_run "paths: a CSV that cannot be written completely fails the run (/dev/full: exit 1)" bash -c "
+    rc=0; '$P1' $Q --csv /dev/full >/dev/null 2>'$PC/full.err' || rc=\$?; cat '$PC/full.err'
+    [ \$rc -eq 1 ] && grep -q 'could not write /dev/full' '$PC/full.err'"
+
 # --- the CSV is written to a temporary and renamed at the end --------------------------------
 # An interrupted run (SIGTERM from timeout, SIGKILL) leaves the previous CSV byte for byte.
 printf '# the previous run\nkernel,verdict\nx,PASS\n' >"$PC/keep.csv"; cp "$PC/keep.csv" "$PC/keep.ref"

@@ -163,9 +163,11 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet)
         if (EX_BUILD_ON && drv_failed(&rows[i]))
             printf("     exercises behind it: %s\n", rows[i].exercises ? rows[i].exercises : "(none named: see the chapter)");
     }
-    printf("%s: %s (%d rows, %d failed)\n", D->phase, fails ? "FAIL" : "PASS", n, fails);
+    bool bad_dump = attn_dump_failures() > 0;   /* said on stderr where it failed */
+    printf("%s: %s (%d rows, %d failed%s)\n", D->phase, fails || bad_dump ? "FAIL" : "PASS", n, fails,
+           bad_dump ? "; the dump could not be written" : "");
     int bad_csv = drv_csv_close(D, quiet) != 0;
-    return fails || bad_csv ? 1 : 0;
+    return fails || bad_dump || bad_csv ? 1 : 0;
 }
 
 void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...)
@@ -182,8 +184,10 @@ void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...)
 
 int drv_sweep_end(drv_t *D, int fails)
 {
-    printf("%s: sweep %s (%d failed points)\n", D->phase, fails ? "FAIL" : "PASS", fails);
-    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+    bool bad_dump = attn_dump_failures() > 0;
+    printf("%s: sweep %s (%d failed points%s)\n", D->phase, fails || bad_dump ? "FAIL" : "PASS", fails,
+           bad_dump ? "; the dump could not be written" : "");
+    return drv_csv_close(D, true) != 0 || fails || bad_dump ? 1 : 0;
 }
 
 int drv_csv_close(drv_t *D, bool quiet)

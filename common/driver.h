@@ -95,7 +95,8 @@ typedef struct {
 void drv_start(drv_t *D, const char *phase, const cli_opts_t *o);
 /* Open o->csv_path (cli_parse has resolved and probed it) with the metadata header and the
  * named columns (NULL-terminated, every name one of drv_csv_row's). Exits 2 with one line
- * if it cannot be written after all. */
+ * if it cannot be written after all. The rows go to a temporary that drv_csv_close renames
+ * over the path (csv_open): a run that does not get there leaves a previous CSV intact. */
 void drv_csv_open(drv_t *D, const cli_opts_t *o, int argc, char **argv, const char *const *columns);
 /* One CSV row of r under the columns given to drv_csv_open. */
 void drv_csv_row(const drv_t *D, const drv_row_t *r);
@@ -110,7 +111,7 @@ int drv_csv_close(drv_t *D, bool quiet);
 /* The closing lines: one per FAIL (in an exercise build with the exercises behind it) and
  * one per row not run (with its reason), then
  * "<phase>: PASS|FAIL (n rows, k failed)"; closes the CSV ("csv: PATH" unless quiet).
- * Returns the exit code: 1 on any FAIL or a CSV that could not be written, else 0. */
+ * Returns the exit code: 1 on any FAIL, a dump or a CSV that could not be written, else 0. */
 int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet);
 
 /* ---- the table ------------------------------------------------------------------------
@@ -133,7 +134,7 @@ attn_problem_t drv_tokens16k(int N, int d, bool causal);
 void drv_sweep_line(const drv_row_t *rows, int n);
 
 /* --dump DIR: the inputs and O, L as .npy for tools/check_numpy.py (a failure is said on
- * stderr and does not fail the run). Nothing when o->dump_dir is NULL. */
+ * stderr, and drv_finish then FAILs the run). Nothing when o->dump_dir is NULL. */
 void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase);
 
 /* A sweep's row beyond what the CPU runs: the closed forms alone (NaN: not given). */

@@ -366,17 +366,18 @@ bool drv_check_visits(drv_row_t *r, const drv_visits_t *v)
     if (!v || v->ntiles <= 0 || !gpu_visits_on()) return true;
     unsigned long long *got = xmalloc((size_t)v->ntiles * sizeof *got, "drv_check_visits");
     gpu_visits_read(got, (size_t)v->ntiles);
-    bool pass = true;
-    for (int k = 0; k < v->ntiles && pass; k++) {
-        if (got[k] == v->want[k]) continue;
-        const int part = k >= v->split, tile = part ? k - v->split : k;
-        drv_fail(r, "visited %llu %s of %s %d (over batch and heads), %s allows %llu", got[k],
-                 v->part[part].unit, v->part[part].tile, tile, v->range, v->want[k]);
+    int first = -1, differ = 0;
+    for (int k = 0; k < v->ntiles; k++)
+        if (got[k] != v->want[k] && differ++ == 0) first = k;
+    if (differ) {
+        const int part = first >= v->split, tile = part ? first - v->split : first;
+        drv_fail(r, "visited %llu %s of %s %d (over batch and heads), %s allows %llu; %d tile%s differ%s", got[first],
+                 v->part[part].unit, v->part[part].tile, tile, v->range, v->want[first], differ,
+                 differ == 1 ? "" : "s", differ == 1 ? "s" : "");
         if (v->part[part].exercise) drv_blame(r, v->part[part].exercise);
-        pass = false;
     }
     free(got);
-    return pass;
+    return differ == 0;
 }
 
 void drv_gpu_run(drv_row_t *r, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const drv_gpu_run_t *how)

@@ -144,7 +144,7 @@ drv_row_t drv_formula_row(const char *kernel, const char *sweep, const attn_prob
 /* Host inputs of p from the seed, or exit 1 ("<phase>: out of host memory"). */
 void drv_inputs(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad, const char *phase);
 
-/* ---- visit counters: what a kernel's must read (common/gpu.h, gpu_visits) ------------
+/* ---- visit counters: what a kernel's counters must read (common/gpu.h, gpu_visits) ----
  * want[k]: the blocks tile k may visit, summed over batch and heads, from the reference
  * model (REF(...) in an exercise build, common/ref.h, so a mismatch blames the kernel's
  * exercise alone) or a closed form. The phase's library fills it (fa2_visits_want(), ...).
@@ -165,9 +165,10 @@ void drv_visits_init(drv_visits_t *v, int ntiles, const char *tile, const char *
                      const char *exercise);
 void drv_visits_free(drv_visits_t *v);
 /* After a run that started from zeroed counters (gpu_visits_zero): the device's counts
- * against v. The first tile that differs FAILs r ("visited 64 K/V blocks of Q block 3
- * (over batch and heads), the causal range allows 32") and blames its part's exercise. Nothing when v is
- * NULL or empty, or the kernels do not count (gpu_visits_on). Returns whether it passed. */
+ * against v. The first tile that differs FAILs r ("visited 64 K/V blocks of Q block 3 (over
+ * batch and heads), the causal range allows 32; 5 tiles differ") and blames its part's
+ * exercise. Nothing when v is NULL or empty, or when the kernels do not count
+ * (gpu_visits_on). Returns whether it passed. */
 bool drv_check_visits(drv_row_t *r, const drv_visits_t *v);
 
 /* ---- GPU: the buffers of one problem and one checked-then-timed run ----------------- */

@@ -51,7 +51,11 @@ out, stem, shape, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4
 def times(tag):
     t = {}
     for r in range(1, rounds + 1):
-        with open(f"{out}/{stem}-{tag}-r{r}.csv") as f:
+        try:
+            f = open(f"{out}/{stem}-{tag}-r{r}.csv")
+        except OSError:
+            continue   # said above: that run failed
+        with f:
             for row in csv.DictReader(l for l in f if not l.startswith('#')):
                 if row.get('device') == 'gpu' and row.get('time_ms'):
                     t.setdefault(row['kernel'], []).append(float(row['time_ms']))

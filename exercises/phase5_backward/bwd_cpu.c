@@ -41,7 +41,7 @@ void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_
     const unsigned long long heads = (unsigned long long)p->B * p->H;
     drv_visits_init(v, Tc + Tq, "K/V block", "Q blocks", "the causal range", "bwd.causal_range_gpu");
     v->split = Tc;   /* then the dQ kernel's tiles: Q blocks that visit K/V blocks */
-    v->part[1].tile = "Q block (dQ kernel)";
+    v->part[1].tile = "the dQ kernel's Q block";
     v->part[1].unit = "K/V blocks";
     v->part[1].exercise = NULL;   /* its range is no exercise */
     /* the reference's ranges, never the student's (common/ref.h) */

@@ -113,15 +113,13 @@ static const char *shown(const char *path, char *buf, size_t len)
     return buf;
 }
 
-/* Why the CSV and the dump folder cannot both be written, or NULL. They may share a folder
- * (--dump D --csv D/run.csv), but the CSV may not be the dump folder, a folder above it,
- * or one of the files the dump writes (D/Q.npy): the dump would fail or overwrite it. */
+/* Why the CSV and the dump folder cannot both be written, or NULL. The dump owns its
+ * folder (Q.npy, K.npy, ... and tools/check_numpy.py reads the folder whole), so the CSV
+ * may be neither that folder, nor a folder above it, nor anything inside it. */
 static const char *outputs_collide(const char *csv, const char *dump)
 {
-    char file[OUT_PATH_MAX];
     if (path_within(dump, csv)) return "is the dump folder %s or a folder above it";
-    for (const char *const *f = ATTN_DUMP_FILES; *f; f++)
-        if (path_join(file, dump, *f) == 0 && path_within(csv, file)) return "is a file the dump writes into %s";
+    if (path_within(csv, dump)) return "is inside the dump folder %s (put the CSV beside it)";
     return NULL;
 }
 

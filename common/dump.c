@@ -5,9 +5,6 @@
 
 static int failures;   /* dumps of this run that could not be written */
 
-const char *const ATTN_DUMP_FILES[] = {"Q.npy", "K.npy", "V.npy", "dO.npy", "O.npy", "L.npy",
-                                       "dQ.npy", "dK.npy", "dV.npy", "params.txt", NULL};
-
 int attn_dump_failures(void) { return failures; }
 
 static int dump_one(const char *dir, const char *name, const float *x, size_t b, size_t h,

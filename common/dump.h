@@ -5,8 +5,6 @@
 #ifndef COMMON_DUMP_H
 #define COMMON_DUMP_H
 #include "problem.h"
-/* The files a dump may write into its folder, NULL-terminated: a CSV may not be one. */
-extern const char *const ATTN_DUMP_FILES[];
 /* 0, or -1 when any file could not be written (the caller says so on stderr). */
 int attn_dump(const char *dir, const attn_inputs_t *in,
               const float *O, const float *L,

@@ -116,19 +116,19 @@ t_run "paths: a CSV 400 folders deep is written" bash -c "
 # --- the CSV in the dump's way: refused, paths compared normalised --------------------------
 mkdir -p "$PC/D" "$PC/E"; ln -s E "$PC/L"
 t_exit2_says "paths: --csv X --dump X is refused" "dump folder" in_dir_unchanged "$PC" "$P1" $Q --csv X --dump X
-t_exit2_says "paths: --csv N/Q.npy --dump N is refused" "dump writes" in_dir_unchanged "$PC" "$P1" $Q --csv N/Q.npy --dump N
-t_exit2_says "paths: --csv ./D/../D/Q.npy --dump D/ is refused" "dump writes" \
+t_exit2_says "paths: --csv N/Q.npy --dump N is refused" "inside the dump folder" in_dir_unchanged "$PC" "$P1" $Q --csv N/Q.npy --dump N
+t_exit2_says "paths: --csv ./D/../D/Q.npy --dump D/ is refused" "inside the dump folder" \
     in_dir_unchanged "$PC" "$P1" $Q --csv ./D/../D/Q.npy --dump D/
-t_exit2_says "paths: --csv L/Q.npy --dump E (L links to E) is refused" "dump writes" \
+t_exit2_says "paths: --csv L/Q.npy --dump E (L links to E) is refused" "inside the dump folder" \
     in_dir_unchanged "$PC" "$P1" $Q --csv L/Q.npy --dump "$PC/E"
-t_exit2_says "paths: --csv D/params.txt --dump D is refused" "file the dump writes" \
+t_exit2_says "paths: --csv D/params.txt --dump D is refused" "inside the dump folder" \
     in_dir_unchanged "$PC" "$P1" $Q --csv D/params.txt --dump D
 t_exit2_says "paths: --csv X --dump X/sub is refused" "folder above it" \
     in_dir_unchanged "$PC" "$P1" $Q --csv X --dump X/sub
 t_run "paths: --csv D2/x.csv --dump D (side by side) works" bash -c "
     cd '$PC' && '$P1' $Q --csv D2/x.csv --dump D && [ -s D2/x.csv ] && [ -s D/params.txt ]"
-t_run "paths: --csv E/run.csv --dump E (beside the dump's files) works" bash -c "
-    cd '$PC' && '$P1' $Q --csv E/run.csv --dump E && [ -s E/run.csv ] && [ -s E/Q.npy ]"
+t_exit2_says "paths: --csv E/run.csv --dump E (a CSV inside the dump folder) is refused" "inside the dump folder" \
+    in_dir_unchanged "$PC" "$P1" $Q --csv E/run.csv --dump E
 
 # A dump that fails at the end (here a folder stands where Q.npy goes) fails the run: never
 # exit 0 and PASS after "could not write the dump".

@@ -38,7 +38,7 @@ if command -v valgrind >/dev/null 2>&1; then
     # tools/valgrind.supp: the system loader's own over-read while the CUDA runtime loads
     t_run "phase0 under valgrind (self-checks + --dump)" valgrind -q --error-exitcode=1 --leak-check=full \
           --suppressions=tools/valgrind.supp \
-          "$P0" --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T0/vg" --csv "$T0/vg/phase0.csv"
+          "$P0" --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T0/vg" --csv "$T0/vg.csv"
 else
     t_skip "phase0 under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
 fi

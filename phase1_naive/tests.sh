@@ -19,7 +19,7 @@ t_bounded "phase1 --cpu --sweep ends within 10 s and 2 GB" 10 2048 "$P1" --cpu -
 if command -v valgrind >/dev/null 2>&1; then
     t_run "phase1 --cpu under valgrind (no invalid access, no leak; loader suppressed)" \
           valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tools/valgrind.supp \
-          "$P1" --cpu --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T1/vg" --csv "$T1/vg/phase1.csv"
+          "$P1" --cpu --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T1/vg" --csv "$T1/vg.csv"
 else
     t_skip "phase1 --cpu under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
 fi

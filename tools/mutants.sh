@@ -61,6 +61,11 @@ mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
     names_only "$ex" "$dir/run.log"
 }
 
+# One build folder per edited file: make rebuilds an object when its source is newer, and a
+# mutant's copy always is, but a file the NEXT mutant leaves as the reference is older than
+# the mutated object already there (a shared folder ran one mutant's kernel under the next).
+mutant_build() { echo "$T_ROOT/mutants-$1-$(basename "$2" | tr . _)"; }   # cpu|gpu FILE
+
 have_reference() { [ -n "$("$BUILD/mkexercise" --only "$2" --solutions "$1" 2>/dev/null)" ]; }   # FILE EX
 
 # mutant NAME PHASE FILE EX K EDIT [K EDIT ...]: a CPU mutant (one build folder a phase).
@@ -68,7 +73,7 @@ mutant() {
     local name=$1 phase=$2 file=$3 ex=$4; shift 4
     grep -qE -- "${MUTANT_FILTER:-.}" <<<"$phase $name" || return 0
     if have_reference "$file" "$ex"; then
-        t_run "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$T_ROOT/mutants-$phase" NO_CUDA=1 "$@"
+        t_run "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$(mutant_build cpu "$file")" NO_CUDA=1 "$@"
     else t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; fi
 }
 
@@ -80,7 +85,7 @@ mutant_gpu() {
     if ! have_reference "$file" "$ex"; then t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; return; fi
     if ! command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then t_skip "mutant: $name" "nvcc not found"; return; fi
     t_run "mutant: $name compiles (sm_90)" mutant_compiles "$file" "$ex" "$@"
-    t_gpu "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$T_ROOT/mutants-gpu-$phase" \
+    t_gpu "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$(mutant_build gpu "$file")" \
         "CUDA_ARCH=${EX_CUDA_ARCH:-sm_90}" "$@"
 }
 mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]

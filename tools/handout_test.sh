@@ -19,7 +19,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
-T=$(mktemp -d "${TMPDIR:-/tmp}/handout-test.XXXXXX"); trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d "${TMPDIR:-/tmp}/handout-test.XXXXXX"); trap 'rm -rf "$T"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
 BUILD="$T/build" bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }
 tarball="$T/build/handout.tar.gz"
 tar -xzf "$tarball" -C "$T" && tree="$T/flash-attention-from-scratch"
@@ -32,6 +32,7 @@ bad=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; bad=1; }
 # the first FAIL line of a log and the exercises named after it, on one line
+summary() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }   # run_tests.sh's last line
 why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'exercises behind[^:]*: .*' "$1" | cut -c1-100; }
 
 # make in the tree as a student types it (EX=1 spelled out, as README_STUDENT.md does),
@@ -45,7 +46,7 @@ files_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $2 }' <<<"
 names_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $1 }' <<<"$list" | paste -sd'|' | sed 's/\./\\./g'; }
 fill() { local f; for f in "$@"; do cp "$root/$f" "$tree/$f"; done; }
 # cut again from the tarball; -m: the time of the extraction, newer than every object
-cut() { local f; for f in "$@"; do tar -xzmf "$tarball" -C "$T" "flash-attention-from-scratch/$f"; done; }
+recut() { local f; for f in "$@"; do tar -xzmf "$tarball" -C "$T" "flash-attention-from-scratch/$f"; done; }
 
 # --- README_STUDENT.md: every GPU exercise named, no pointer to what the tree lacks ---
 readme="$tree/README_STUDENT.md"
@@ -72,8 +73,8 @@ done
 if [ -z "$only" ]; then
     log="$T/test.untouched.log"
     if mk "$log" test; then fail "untouched, make test passes"
-    elif grep -qE 'exercises behind' "$log" && tail -n 1 "$log" | grep -qE '^[0-9]+ passed, [1-9][0-9]* failed'; then
-        pass "untouched, make test FAILS naming exercises: $(tail -n 1 "$log")"
+    elif grep -qE 'exercises behind' "$log" && summary "$log" | grep -qE ', [1-9][0-9]* failed'; then
+        pass "untouched, make test FAILS naming exercises: $(summary "$log")"
     else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
 fi
 
@@ -84,11 +85,11 @@ for p in "${phases[@]}"; do
     for action in run test; do
         log="$T/$p.$action.filled.log"
         if mk "$log" "$p" "$action" EX=1; then
-            pass "with only $p's regions filled, make $p $action EX=1 passes$([ "$action" = test ] && echo ": $(tail -n 1 "$log")")"
-        else fail "with only $p's regions filled, make $p $action EX=1 fails: $(why "$log" | paste -sd' ') (last line: $(tail -n 1 "$log"))"
+            pass "with only $p's regions filled, make $p $action EX=1 passes$([ "$action" = test ] && echo ": $(summary "$log")")"
+        else fail "with only $p's regions filled, make $p $action EX=1 fails: $(why "$log" | paste -sd' ') $(summary "$log")"
              [ "$action" = test ] && grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
     done
-    cut $files
+    recut $files
     for f in $files; do cmp -s "$tree/$f" <(tar -xzOf "$tarball" "flash-attention-from-scratch/$f") ||
         fail "$f was not cut again"; done
 done
@@ -97,8 +98,8 @@ done
 if [ -z "$only" ]; then
     fill $(awk '{ print $2 }' <<<"$list" | sort -u)
     log="$T/test.filled.log"
-    if mk "$log" test && tail -n 1 "$log" | grep -qE '^[0-9]+ passed, 0 failed'; then
-        pass "every region filled, make test: $(tail -n 1 "$log")"
-    else fail "every region filled, make test fails: $(tail -n 1 "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+    if mk "$log" test && summary "$log" | grep -qE ', 0 failed'; then
+        pass "every region filled, make test: $(summary "$log")"
+    else fail "every region filled, make test fails: $(summary "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
 fi
 exit $bad

@@ -31,8 +31,8 @@ only=1; phases=("$@"); [ ${#phases[@]} -eq 0 ] && { only=; phases=($all_phases);
 bad=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; bad=1; }
-# the first FAIL line of a log and the exercises named after it, on one line
 summary() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }   # run_tests.sh's last line
+# the first FAIL line of a log and the exercises named after it
 why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'exercises behind[^:]*: .*' "$1" | cut -c1-100; }
 
 # make in the tree as a student types it (EX=1 spelled out, as README_STUDENT.md does),

@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 MK="$BUILD/mkexercise"
-[ -x "$MK" ] || make --no-print-directory "$MK" >/dev/null
+[ -x "$MK" ] || make --no-print-directory BUILD="$BUILD" "$MK" >/dev/null   # BUILD named: a make above may pass its own down
 
 # Every source file with an EXERCISE marker (the generator itself and exercises/ aside).
 marked_files() {

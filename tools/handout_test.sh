@@ -24,7 +24,7 @@ BUILD="$T/build" bash tools/exercises.sh handout >/dev/null || { echo "FAIL make
 tarball="$T/build/handout.tar.gz"
 tar -xzf "$tarball" -C "$T" && tree="$T/flash-attention-from-scratch"
 [ -f "$tree/ref/libfa_ref.a" ] || { echo "FAIL the handout has no ref/libfa_ref.a"; exit 1; }
-list=$(bash tools/exercises.sh list)                       # "NAME FILE" per exercise
+list=$(BUILD="$T/build" bash tools/exercises.sh list)                     # "NAME FILE" per exercise
 phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }          # phase5_backward/x.c -> phase5
 all_phases=$(for f in $(awk '{ print $2 }' <<<"$list"); do phase_of "$f"; done | sort -u -r)
 only=1; phases=("$@"); [ ${#phases[@]} -eq 0 ] && { only=; phases=($all_phases); }

@@ -267,7 +267,8 @@ endef
 $(foreach p,$(WRITTEN),$(eval $(call phase_actions,$(p))))
 
 # <phase>-spills: ptxas's register report for sm_90, with the build's own flags; fails if
-# any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it).
+# any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it);
+# the kernels compile as in a CUDA build (HAVE_CUDA=1) even when NO_CUDA=1 builds the rest.
 define phase_spills
 $(1)-spills: $(BLOCKS_H)
 	@command -v $(NVCC) >/dev/null || { echo "$(1) spills skipped: nvcc not found"; exit 0; }; \
@@ -275,7 +276,7 @@ $(1)-spills: $(BLOCKS_H)
 	for f in $($(1)_CU); do \
 	    log=$(BUILD)/spills/$$$$(basename $$$$f).log; \
 	    arch=-arch=sm_90; case $$$$f in *wgmma*) arch="-gencode arch=compute_90a,code=sm_90a";; esac; \
-	    $(NVCC) $(CPPFLAGS) -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) $$$$arch -Xptxas -v \
+	    $(NVCC) $(filter-out -DHAVE_CUDA=%,$(CPPFLAGS)) -DHAVE_CUDA=1 -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) $$$$arch -Xptxas -v \
 	        -c $$$$f -o $(BUILD)/spills/$$$$(basename $$$$f).o 2>$$$$log || { cat $$$$log; exit 1; }; \
 	    grep -E 'Used [0-9]+ registers' $$$$log | sed "s|^ptxas info *: |  $$$$(basename $$$$f): |"; \
 	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $$$$log; then fail=1; fi; \

@@ -29,8 +29,9 @@ phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }          # phase5_backward/x.c
 all_phases=$(for f in $(awk '{ print $2 }' <<<"$list"); do phase_of "$f"; done | sort -u -r)
 only=1; phases=("$@"); [ ${#phases[@]} -eq 0 ] && { only=; phases=($all_phases); }
 bad=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; bad=1; }
+took=0   # seconds of the last mk, shown on each line (the test runs in CI: keep it cheap)
+pass() { echo "PASS [${took}s] $*"; }
+fail() { echo "FAIL [${took}s] $*"; bad=1; }
 summary() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }   # run_tests.sh's last line
 # the first FAIL line of a log and the exercises named after it
 why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'exercises behind[^:]*: .*' "$1" | cut -c1-100; }
@@ -38,9 +39,11 @@ why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'ex
 # make in the tree as a student types it (EX=1 spelled out, as README_STUDENT.md does),
 # one build folder, no dependency installs, host code only
 mk() {   # LOG MAKE-ARGS...
-    local log=$1; shift
+    local log=$1 t0=$SECONDS rc=0; shift
     (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" \
-        NO_DEPS=1 NO_CUDA=1 BUILD="$T/b" "$@" >"$log" 2>&1)
+        NO_DEPS=1 NO_CUDA=1 BUILD="$T/b" "$@" >"$log" 2>&1) || rc=$?
+    took=$((SECONDS - t0))
+    return $rc
 }
 files_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $2 }' <<<"$list" | sort -u; }
 names_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $1 }' <<<"$list" | paste -sd'|' | sed 's/\./\\./g'; }

@@ -42,6 +42,14 @@ SELECTED   := $(filter $(PHASES),$(MAKECMDGOALS))
 ACTION     := $(filter $(ACTIONS),$(MAKECMDGOALS))
 TARGET_PHASES := $(or $(SELECTED),$(WRITTEN))
 
+# ---- a handout (make handout): the student tree, where the solutions come only as object
+# code (ref/libfa_ref.a). Every build there is an exercise build: its sources are the
+# student's, and without EX=1 a check's REF(f) would be the student's own f.
+HANDOUT := $(if $(wildcard ref/libfa_ref.a),1)
+ifneq ($(HANDOUT),)
+EX ?= 1
+endif
+
 # ---- exercises: EX=1 builds the fill-in copies from exercises/ instead -----------------
 # `make phase2 run EX=1` cuts only phase 2's exercises: the earlier phases it links (and
 # the oracle it is checked against) stay the reference, so a FAIL points at phase 2.
@@ -238,7 +246,9 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # edge case shows (tails, N_q != N_kv causal, fully masked rows, GQA). Every set runs;
 # the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
 # the phases' tests only (the project-wide tools/tests.sh need the reference sources).
-TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1)
+# EX_BUILD=1 tells the tests that the code under test is the student's (a test of the
+# shared code that runs a phase's driver must not need that phase solved).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1)
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)
@@ -299,7 +309,8 @@ $(foreach p,$(WRITTEN),$(if $($(p)_PROFILE),$(eval $(call phase_profile,$(p)))))
 $(foreach p,$(WRITTEN),$(if $($(p)_SAN_RUNS),$(eval $(call phase_sanitize,$(p)))))
 
 # <phase>-spills: ptxas's register report for sm_90, with the build's own flags; fails if
-# any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it).
+# any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it);
+# the kernels compile as in a CUDA build (HAVE_CUDA=1) even when NO_CUDA=1 builds the rest.
 define phase_spills
 $(1)-spills: $(BLOCKS_H)
 	@command -v $(NVCC) >/dev/null || { echo "$(1) spills skipped: nvcc not found"; exit 0; }; \
@@ -307,7 +318,7 @@ $(1)-spills: $(BLOCKS_H)
 	for f in $($(1)_CU); do \
 	    log=$(BUILD)/spills/$$$$(basename $$$$f).log; \
 	    arch=-arch=sm_90; case $$$$f in *wgmma*) arch="-gencode arch=compute_90a,code=sm_90a";; esac; \
-	    $(NVCC) $(CPPFLAGS) -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) $$$$arch -Xptxas -v \
+	    $(NVCC) $(filter-out -DHAVE_CUDA=%,$(CPPFLAGS)) -DHAVE_CUDA=1 -I$(call dir_of,$(1)) -std=c++17 $(NVCCFLAGS) $$$$arch -Xptxas -v \
 	        -c $$$$f -o $(BUILD)/spills/$$$$(basename $$$$f).o 2>$$$$log || { cat $$$$log; exit 1; }; \
 	    grep -E 'Used [0-9]+ registers' $$$$log | sed "s|^ptxas info *: |  $$$$(basename $$$$f): |"; \
 	    if grep -E '[1-9][0-9]* bytes spill (stores|loads)' $$$$log; then fail=1; fi; \
@@ -329,11 +340,17 @@ $(foreach p,$(filter-out $(WRITTEN),$(PHASES)),$(eval $(call phase_missing,$(p))
 deps:
 	@bash tools/deps.sh "$(PYTHON)" "$(GNUPLOT)"
 
+ifeq ($(HANDOUT),)
 exercises: $(BUILD)/mkexercise
 	@bash tools/exercises.sh generate
 
 handout: $(BUILD)/mkexercise
 	@bash tools/exercises.sh handout
+else
+# the student tree has no solutions to cut: its sources are already the exercises
+exercises handout:
+	@echo "make $@: not in the student tree (your sources are the exercises; README_STUDENT.md)"; exit 2
+endif
 
 clean:
 	rm -rf build results
@@ -350,13 +367,13 @@ help:
 	@echo "  make phaseN sweep     the phase's standard sweep, then its plots (GPU phases: the FA2 paper's setting)"
 	@echo "  make phaseN-spills    ptxas -v for sm_90: fails if a kernel spills registers (no GPU needed)"
 	@echo "  make phaseN           build phase N only"
-	@echo "  make phaseN run EX=1  the same with the exercise (fill-in) sources"
+	@echo "  make phaseN run EX=1  the same with the exercise (fill-in) sources$(if $(HANDOUT), (implied in this tree))"
 	@echo "  make                  build everything (CPU parts only when nvcc is missing)"
 	@echo "  make run              run every written phase"
 	@echo "  make test             build everything and run every test (last line: N passed, M failed)"
 	@echo "  make deps             install gnuplot and NumPy if missing (also run by run/test)"
-	@echo "  make exercises        regenerate exercises/ from the EXERCISE markers"
-	@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out"
+	$(if $(HANDOUT),,@echo "  make exercises        regenerate exercises/ from the EXERCISE markers")
+	$(if $(HANDOUT),,@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out")
 	@echo "  make clean            remove build/ and results/"
 	@echo ""
 	@echo "  variables: CUDA_ARCH=\"sm_90\" (fast one-GPU build), EX=1, NO_DEPS=1, PYTHON=python3,"

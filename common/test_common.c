@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include "fp16.h"
 #include "hbm.h"
@@ -247,8 +248,14 @@ static void test_npy(void)
 {
     float x[6] = {1, 2, 3, 4, 5, 6};
     size_t shape[2] = {2, 3};
-    const char *path = "build/test_common.npy";
-    int rc = npy_write_f32(path, x, shape, 2);
+    /* a fresh file in the temporary folder (tools/testlib.sh exports TMPDIR): never a
+     * path under build/, which need not exist (make test BUILD=elsewhere, a handout) */
+    const char *tmp = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_common.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    int rc = fd >= 0 ? npy_write_f32(path, x, shape, 2) : -1;
     FILE *f = fopen(path, "rb");
     unsigned char head[10];
     char dict[256] = "";

@@ -29,7 +29,13 @@ for n in 1 2 3 4; do
             "$P" --cpu --quiet --dump /etc/passwd/x --csv "$TC/p.csv"
         t_exit2_says "phase$n rejects --dump '' (empty)" "empty" "$P" --cpu --quiet --dump "" --csv "$TC/p.csv"
     fi
-    # the CSV's probe passes (making and removing left$n/a/b), then the dump's fails
+    # the CSV's probe passes (making and removing left$n/a/b), then the dump's fails. It
+    # ends with a run that must PASS: in an exercise build (the student's code) only when
+    # phase n itself is under test, so that no phase's tests need another phase solved
+    if [ -n "${EX_BUILD:-}" ] && [[ " ${TEST_PHASES:-} " != *" phase$n "* ]]; then
+        t_skip "phase$n output probe leaves nothing behind" "an exercise build: it runs phase $n's code, tested with make phase$n test"
+        continue
+    fi
     t_run "phase$n output probe leaves nothing behind" bash -c "
         '$P' --cpu --quiet --csv '$TC/left$n/a/b/x.csv' --dump /proc/x 2>/dev/null; [ \$? -eq 2 ] || exit 1
         [ ! -e '$TC/left$n' ] || { echo 'the probe left $TC/left$n'; exit 1; }

@@ -60,7 +60,7 @@ REF_PROTO(void, online_state_init, (online_state_t *s, int d));
 /* Fold in one key: its score x and its value row v[0..d). */
 REF_PROTO(void, online_state_push, (online_state_t *s, float x, const float *v, int d));
 /* a <- a (+) b: the state of the union of the two key sets. */
-void online_state_merge(online_state_t *a, const online_state_t *b, int d);
+REF_PROTO(void, online_state_merge, (online_state_t *a, const online_state_t *b, int d));
 /* O = o / l and L = m + ln l; a state that saw no key gives O = 0, L = +inf. */
 REF_PROTO(void, online_state_finish, (const online_state_t *s, int d, float *o, float *L));
 

@@ -69,7 +69,7 @@ static bool row_vs_oracle(sm_fn fn, const float *x, int n, char *why, size_t len
     float *y = malloc((size_t)n * 4);
     double *xd = malloc((size_t)n * 8), *w = malloc((size_t)n * 8);
     for (int j = 0; j < n; j++) xd[j] = x[j];
-    oracle_softmax_row(xd, n, w);
+    REF(oracle_softmax_row)(xd, n, w);
     poison_f32(y, (size_t)n);
     hbm_meter_t m; hbm_reset(&m);
     fn(x, y, n, &m);
@@ -202,7 +202,7 @@ static void test_merge(void)
 
     double xd[N], w[N], Oref[D];
     for (int j = 0; j < N; j++) xd[j] = x[j];
-    double Lref = oracle_softmax_row(xd, N, w);
+    double Lref = REF(oracle_softmax_row)(xd, N, w);
     for (int c = 0; c < D; c++) { Oref[c] = 0; for (int j = 0; j < N; j++) Oref[c] += w[j] * V[j][c]; }
     err_stats_t e0 = err_compare(Oseq, Oref, D, tol_cpu());
     report(err_pass(&e0, tol_cpu()) && fabs(Lseq - Lref) < 1e-5 * fabs(Lref),
@@ -269,7 +269,7 @@ static void test_attention(void)
         size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
         float *O = malloc(nq * 4), *L = malloc(nl * 4);
         double *Oref = malloc(nq * 8), *Lref = malloc(nl * 8);
-        oracle_fwd(&p, in.q, in.k, in.v, Oref, Lref);
+        REF(oracle_fwd)(&p, in.q, in.k, in.v, Oref, Lref);
         char desc[128], name[256];
         attn_problem_str(&p, desc, sizeof desc);
         for (int v = 0; v < 2; v++) {
@@ -331,7 +331,7 @@ static void test_gpu(void)
             for (int r = 0; r < rows && ok; r++) {    /* row by row: each row is its own softmax */
                 size_t o = (size_t)r * n;
                 for (int j = 0; j < n; j++) xd[j] = x[o + j];
-                oracle_softmax_row(xd, n, w);
+                REF(oracle_softmax_row)(xd, n, w);
                 err_stats_t e = err_compare(yg + o, ref + o, (size_t)n, tol_cpu());
                 err_stats_t eo = err_compare(yg + o, w, (size_t)n, tol_cpu());
                 ok = err_pass(&e, tol_cpu()) && err_pass(&eo, tol_cpu());

@@ -71,7 +71,7 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     hbm_reset(&meter);
     size_t peak = fa1_cpu(&in, b, M, O, l, m, &meter);
     fa1_lse(l, m, L, nl);
-    oracle_fwd(&p, in.q, in.k, in.v, Or, Lr);
+    REF(oracle_fwd)(&p, in.q, in.k, in.v, Or, Lr);
     err_stats_t eO = err_compare(O, Or, nq, tol_cpu()), eL = err_compare(L, Lr, nl, tol_cpu());
     snprintf(name, sizeof name, "fa1 model vs oracle B%d H%d/%d %dx%d d%d%s M=%zu (%dx%d)", B, H, Hkv,
              Nq, Nkv, d, causal ? " causal" : "", M, b.Br, b.Bc);

@@ -101,7 +101,7 @@ size_t fa2_sram_bytes(int d, attn_blocks_t b);
 /* The closed form above (bytes, all B x H heads), split by tensor. */
 typedef struct { double read_q, read_kv, write_o, write_l, total; } fa2_traffic_t;
 fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b);
-double fa2_hbm_bytes(const attn_problem_t *p, attn_blocks_t b);
+REF_PROTO(double, fa2_hbm_bytes, (const attn_problem_t *p, attn_blocks_t b));
 
 /* Non-matmul floating-point operations (adds, multiplies, max, exp, divide, log; an exp
  * counts one) outside the two matmuls, counted line by line (docs/04_fa2.md):

@@ -88,7 +88,7 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     hbm_meter_t meter;
     hbm_reset(&meter);
     size_t peak = fa2_cpu(&in, b, O, L, &meter, &nm);
-    oracle_fwd(&p, in.q, in.k, in.v, Or, Lr);
+    REF(oracle_fwd)(&p, in.q, in.k, in.v, Or, Lr);
     err_stats_t eO = err_compare(O, Or, nq, tol_cpu()), eL = err_compare(L, Lr, nl, tol_cpu());
     snprintf(name, sizeof name, "fa2 model vs oracle B%d H%d/%d %dx%d d%d%s (%dx%d)", B, H, Hkv, Nq, Nkv, d,
              causal ? " causal" : "", b.Br, b.Bc);
@@ -107,8 +107,8 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     report(nm == fa2_nonmatmul_flops(&p, b) && nm > 0, name, why);
 
     attn_blocks_t b1;
-    fa1_block_sizes(32 * 1024, d, &b1);
-    fa1_cpu(&in, b1, 32 * 1024, O1, l1, m1, NULL);
+    REF(fa1_block_sizes)(32 * 1024, d, &b1);
+    REF(fa1_cpu)(&in, b1, 32 * 1024, O1, l1, m1, NULL);
     double num = 0, den = 0;
     for (size_t e = 0; e < nq; e++) { num += (O[e] - O1[e]) * (double)(O[e] - O1[e]); den += (double)O1[e] * O1[e]; }
     double rel = den > 0 ? sqrt(num / den) : sqrt(num);
@@ -127,7 +127,7 @@ static void test_claims(void)
     pc.causal = true;
     attn_blocks_t b = fa2_mma_blocks(64);
     attn_blocks_t b1;
-    fa1_block_sizes(128 * 1024, 64, &b1);
+    REF(fa1_block_sizes)(128 * 1024, 64, &b1);
     /* non-causal: FA2 reads K, V Tr times but never moves O, l, m: fewer bytes than FA1 */
     double f2 = fa2_hbm_bytes(&p, b), f1 = fa1_hbm_bytes(&p, b1.Bc);
     snprintf(why, sizeof why, "fa1 %.0f, fa2 %.0f bytes", f1, f2);

@@ -96,8 +96,8 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
         poison_f32(g[t], n); poison_f32(s[t], n);
     }
     attn_blocks_t b4 = { 32, 32 };
-    fa2_cpu(&in, b4, O, L, NULL, NULL);
-    oracle_bwd(&p, in.q, in.k, in.v, in.dO, r[0], r[1], r[2]);
+    REF(fa2_cpu)(&in, b4, O, L, NULL, NULL);
+    REF(oracle_bwd)(&p, in.q, in.k, in.v, in.dO, r[0], r[1], r[2]);
     hbm_meter_t m;
     hbm_reset(&m);
     size_t peak = bwd_fa2(&in, bl, O, L, g[0], g[1], g[2], &m);
@@ -159,7 +159,7 @@ static void test_pieces(void)
     size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
     float *O = malloc(nq * 4), *L = malloc(nl * 4), *D = malloc(nl * 4), *dQ = malloc(nq * 4);
     attn_blocks_t b4 = { 16, 16 };
-    fa2_cpu(&in, b4, O, L, NULL, NULL);
+    REF(fa2_cpu)(&in, b4, O, L, NULL, NULL);
     poison_f32(dQ, nq); poison_f32(D, nl);
     hbm_meter_t m;
     hbm_reset(&m);
@@ -170,7 +170,7 @@ static void test_pieces(void)
         for (int i = 0; i < p.N_q; i++) {
             /* rowsum(P * dP) in fp64 from the oracle's row */
             double o[32], Lr, want = 0;
-            oracle_fwd_row(&p, in.q, in.k, in.v, 0, h, i, o, &Lr);
+            REF(oracle_fwd_row)(&p, in.q, in.k, in.v, 0, h, i, o, &Lr);
             for (int j = 0; j < p.N_kv; j++) {
                 if (!attn_visible(&p, i, j)) continue;
                 double s = 0, dp = 0;

@@ -39,21 +39,21 @@ static void test_combine(void)
         const int S = 1 + trial % 9;
         float Ls[9], Os[9 * D], o[D], L, o1[D], L1, om[D], Lm;
         online_state_t all, merged, part;
-        online_state_init(&all, D);
-        online_state_init(&merged, D);
+        REF(online_state_init)(&all, D);
+        REF(online_state_init)(&merged, D);
         for (int s = 0; s < S; s++) {
-            online_state_init(&part, D);
+            REF(online_state_init)(&part, D);
             for (int j = 0; j < NK; j++)                 /* key j goes to split j * S / NK */
-                if (j * S / NK == s && !(trial % 5 == 0 && s == 1)) online_state_push(&part, x[j], v[j], D);
-            online_state_finish(&part, D, Os + s * D, &Ls[s]);
+                if (j * S / NK == s && !(trial % 5 == 0 && s == 1)) REF(online_state_push)(&part, x[j], v[j], D);
+            REF(online_state_finish)(&part, D, Os + s * D, &Ls[s]);
             if (Ls[s] == INFINITY) Ls[s] = -INFINITY;   /* an empty split's partial */
-            online_state_merge(&merged, &part, D);
+            REF(online_state_merge)(&merged, &part, D);
         }
         for (int j = 0; j < NK; j++)
-            if (!(trial % 5 == 0 && S > 1 && j * S / NK == 1)) online_state_push(&all, x[j], v[j], D);
+            if (!(trial % 5 == 0 && S > 1 && j * S / NK == 1)) REF(online_state_push)(&all, x[j], v[j], D);
         dec_combine_row(S, D, Ls, Os, o, &L);
-        online_state_finish(&all, D, o1, &L1);
-        online_state_finish(&merged, D, om, &Lm);
+        REF(online_state_finish)(&all, D, o1, &L1);
+        REF(online_state_finish)(&merged, D, om, &Lm);
         double e = fmax(fabs(L - L1), fabs(L - Lm));
         for (int k = 0; k < D; k++) e = fmax(e, fmax(fabs(o[k] - o1[k]), fabs(o[k] - om[k])));
         if (!(e < 1e-5)) { ok = 0; snprintf(why, sizeof why, "trial %d S=%d: error %.3g (L %g, one pass %g)", trial, S, e, L, L1); }
@@ -181,13 +181,13 @@ static void test_claims(void)
     char why[240];
     attn_problem_t p = attn_problem(1, 32, 8, 1, 4096, 128, false);
     attn_blocks_t bl = fa2_mma_blocks(128);
-    double f4 = fa2_hbm_bytes(&p, bl), s1 = decode_hbm_bytes(&p, NULL, bl, 1);
+    double f4 = REF(fa2_hbm_bytes)(&p, bl), s1 = decode_hbm_bytes(&p, NULL, bl, 1);
     snprintf(why, sizeof why, "fa2 %.0f, S=1 %.0f", f4, s1);
     report(f4 == s1, "S = 1 moves exactly phase 4's bytes (N_q=1 L=4096 H=32 d=128)", why);
     attn_problem_t pc = attn_problem(2, 4, 2, 16, 1000, 64, true);
     attn_blocks_t b64 = fa2_mma_blocks(64);
-    snprintf(why, sizeof why, "fa2 %.0f, S=1 %.0f", fa2_hbm_bytes(&pc, b64), decode_hbm_bytes(&pc, NULL, b64, 1));
-    report(fa2_hbm_bytes(&pc, b64) == decode_hbm_bytes(&pc, NULL, b64, 1), "S = 1 moves phase 4's bytes (causal, N_q=16)", why);
+    snprintf(why, sizeof why, "fa2 %.0f, S=1 %.0f", REF(fa2_hbm_bytes)(&pc, b64), decode_hbm_bytes(&pc, NULL, b64, 1));
+    report(REF(fa2_hbm_bytes)(&pc, b64) == decode_hbm_bytes(&pc, NULL, b64, 1), "S = 1 moves phase 4's bytes (causal, N_q=16)", why);
     double s8 = decode_hbm_bytes(&p, NULL, bl, 8), want = s1 + 32.0 * (7 * 2 * 128 + 8 * 8 * (128 + 1));
     snprintf(why, sizeof why, "S=8 %.0f, S=1 + H (7 x 2d + 8 x 8 (d + 1)) = %.0f", s8, want);
     report(s8 == want, "S = 8 adds 7 reads of Q and 8 partials written and read back, per head", why);

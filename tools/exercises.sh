@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 MK="$BUILD/mkexercise"
-[ -x "$MK" ] || make --no-print-directory "$MK" >/dev/null
+[ -x "$MK" ] || make --no-print-directory BUILD="$BUILD" "$MK" >/dev/null   # BUILD named: a make above may pass its own down
 
 # Every source file with an EXERCISE marker (the generator itself and exercises/ aside).
 marked_files() {
@@ -91,9 +91,18 @@ handout)
         mkdir -p "$tree/$(dirname "$f")"; cp "$f" "$tree/$f"
     done
     for f in $(marked_files); do "$MK" "$f" >"$tree/$f"; done
-    # the student's README at the top: tools/handout_README.md, then the exercise index
+    # the student's README at the top: tools/handout_README.md with its GPU exercises
+    # listed from the markers (one line a file), then the exercise index
     generate_into "$tmp/index"
-    { cat tools/handout_README.md; echo; sed -n '/^| exercise |/,$p' "$tmp/index/README.md"; } >"$tree/README_STUDENT.md"
+    for f in $(marked_files); do
+        case "$f" in *.cu|*.cuh)
+            d=${f%%/*}
+            echo "* phase ${d:5:1}, \`$f\`: $("$MK" --list "$f" | sed 's/.*/`&`/' | paste -sd' ' | sed 's/ /, /g')" ;;
+        esac
+    done >"$tmp/gpu.md"
+    [ -s "$tmp/gpu.md" ] || echo "* none" >"$tmp/gpu.md"
+    { sed -e "/^@GPU_EXERCISES@\$/{r $tmp/gpu.md" -e 'd}' tools/handout_README.md; echo
+      sed -n '/^| exercise |/,$p' "$tmp/index/README.md"; } >"$tree/README_STUDENT.md"
     # the checks' reference (common/ref.h): the solutions as object code only, so a
     # student's phase is checked against them whatever state the other phases are in
     make --no-print-directory BUILD="$BUILD" "$BUILD/ref/libfa_ref.a" >/dev/null

@@ -1,32 +1,108 @@
 #!/usr/bin/env bash
-# tools/handout_test.sh - the grader, tried as a student would: make the handout, untar
-# it, and for every phase with exercises check that `make phaseN run EX=1` FAILS on the
-# untouched tree and PASSES once that phase's regions alone are filled (its marked files
-# copied back from the solutions), whatever state the other phases are in. CPU checks
-# only (NO_CUDA=1): the GPU fill-ins are tried on a GPU by tools/tests.sh.
-#   tools/handout_test.sh [PHASE...]      prints one PASS/FAIL line per check; exit 1 on any FAIL
+# tools/handout_test.sh - the grader, tried as a student meets it: make the handout, untar
+# it, and check in the untarred tree that
+#   - README_STUDENT.md names every GPU exercise and points to nothing the tree lacks;
+#   - untouched, `make phaseN run EX=1` and `make phaseN test EX=1` both FAIL, naming one
+#     of phase N's exercises, for every phase;
+#   - with only phase N's regions filled (its marked files copied back from the
+#     solutions), both PASS, whatever state the other phases are in: phases in reverse
+#     order, 6 first, each cut again (and rebuilt) before the next;
+#   - `make test` FAILS untouched, naming exercises, and ends "N passed, 0 failed" with
+#     every region filled.
+# CPU checks only (NO_CUDA=1): the GPU fill-ins are tried on a GPU by tools/tests.sh. One
+# build folder serves every step: in a handout every selection compiles the same files
+# (there is no exercises/ copy), and a fill or a cut gives the files a new time, so make
+# rebuilds exactly what changed.
+#   tools/handout_test.sh [PHASE...]   those phases only (default: every phase with
+#                                      exercises, 6 first), and no `make test` steps
+# Prints one PASS/FAIL line per check; exit 1 on any FAIL.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
-T=$(mktemp -d "${TMPDIR:-/tmp}/handout-test.XXXXXX"); trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d "${TMPDIR:-/tmp}/handout-test.XXXXXX"); trap 'rm -rf "$T"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
 BUILD="$T/build" bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }
-tar -xzf "$T/build/handout.tar.gz" -C "$T" && tree="$T/flash-attention-from-scratch"
+tarball="$T/build/handout.tar.gz"
+tar -xzf "$tarball" -C "$T" && tree="$T/flash-attention-from-scratch"
 [ -f "$tree/ref/libfa_ref.a" ] || { echo "FAIL the handout has no ref/libfa_ref.a"; exit 1; }
-phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=($(bash tools/exercises.sh list | awk '{ split($2, p, "_"); print p[1] }' | sort -u))
+list=$(BUILD="$T/build" bash tools/exercises.sh list)                     # "NAME FILE" per exercise
+phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }          # phase5_backward/x.c -> phase5
+all_phases=$(for f in $(awk '{ print $2 }' <<<"$list"); do phase_of "$f"; done | sort -u -r)
+only=1; phases=("$@"); [ ${#phases[@]} -eq 0 ] && { only=; phases=($all_phases); }
 bad=0
-run() {   # phase -> exit status of `make phase run EX=1` in the handout tree (one build folder)
-    (cd "$tree" && make --no-print-directory NO_DEPS=1 NO_CUDA=1 BUILD="$T/b" "$1" run EX=1 >"$T/$1.$2.log" 2>&1)
+took=0   # seconds of the last mk, shown on each line (the test runs in CI: keep it cheap)
+pass() { echo "PASS [${took}s] $*"; }
+fail() { echo "FAIL [${took}s] $*"; bad=1; }
+summary() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }   # run_tests.sh's last line
+# the first FAIL line of a log and the exercises named after it
+why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'exercises behind[^:]*: .*' "$1" | cut -c1-100; }
+
+# make in the tree as a student types it (EX=1 spelled out, as README_STUDENT.md does),
+# one build folder, no dependency installs, host code only
+mk() {   # LOG MAKE-ARGS...
+    local log=$1 t0=$SECONDS rc=0; shift
+    (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" \
+        NO_DEPS=1 NO_CUDA=1 BUILD="$T/b" "$@" >"$log" 2>&1) || rc=$?
+    took=$((SECONDS - t0))
+    return $rc
 }
+files_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $2 }' <<<"$list" | sort -u; }
+names_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $1 }' <<<"$list" | paste -sd'|' | sed 's/\./\\./g'; }
+fill() { local f; for f in "$@"; do cp "$root/$f" "$tree/$f"; done; }
+# cut again from the tarball; -m: the time of the extraction, newer than every object
+recut() { local f; for f in "$@"; do tar -xzmf "$tarball" -C "$T" "flash-attention-from-scratch/$f"; done; }
+
+# --- README_STUDENT.md: every GPU exercise named, no pointer to what the tree lacks ---
+readme="$tree/README_STUDENT.md"
+missing=$(awk '$2 ~ /\.cuh?$/ { print $1 }' <<<"$list" | while read -r n; do
+              grep -qF "\`$n\`" "$readme" || echo "$n"; done)
+[ -z "$missing" ] && pass "README_STUDENT.md names every GPU exercise" ||
+    fail "README_STUDENT.md does not name the GPU exercises $(echo $missing)"
+if grep -nE 'exercises/|make exercises' "$readme" >"$T/readme.hits"; then
+    fail "README_STUDENT.md points to exercises/ or make exercises, which the handout lacks: $(head -1 "$T/readme.hits")"
+else pass "README_STUDENT.md points to no exercises/ and no make exercises"; fi
+
+# --- untouched: every phase's run and test FAIL, naming that phase's exercises ---------
+mk "$T/build.log" EX=1 all || { fail "the untouched handout does not build: $(tail -3 "$T/build.log")"; exit 1; }
 for p in "${phases[@]}"; do
-    files=$(bash tools/exercises.sh list | awk -v p="$p" '{ split($2, q, "_"); if (q[1] == p) print $2 }' | sort -u)
-    if run "$p" untouched; then echo "FAIL $p: make $p run EX=1 passes with its exercises empty"; bad=1
-    elif grep -qE '(^| )FAIL' "$T/$p.untouched.log"; then
-        echo "PASS $p: untouched, make $p run EX=1 fails: $(grep -m1 -E '(^| )FAIL' "$T/$p.untouched.log" | cut -c1-110)"
-    else echo "FAIL $p: untouched, make $p run EX=1 stops without a FAIL verdict (a build error?)"; bad=1; fi
-    for f in $files; do cp "$root/$f" "$tree/$f"; done            # fill in this phase only
-    if run "$p" filled; then echo "PASS $p: with only its regions filled, make $p run EX=1 passes"
-    else echo "FAIL $p: filled, make $p run EX=1 fails (log: $(grep -m1 -E 'FAIL' "$T/$p.filled.log"))"; bad=1; fi
-    for f in $files; do tar -xzf "$T/build/handout.tar.gz" -C "$T" "flash-attention-from-scratch/$f"; done   # cut again
+    names=$(names_of "$p")
+    for action in run test; do
+        log="$T/$p.$action.untouched.log"
+        if mk "$log" "$p" "$action" EX=1; then fail "untouched, make $p $action EX=1 passes with its exercises empty"
+        elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
+            pass "untouched, make $p $action EX=1 FAILS naming its exercises: $(why "$log" | paste -sd' ')"
+        else fail "untouched, make $p $action EX=1 fails without naming one of its exercises ($names): $(tail -3 "$log" | paste -sd' ')"; fi
+    done
 done
+if [ -z "$only" ]; then
+    log="$T/test.untouched.log"
+    if mk "$log" test; then fail "untouched, make test passes"
+    elif grep -qE 'exercises behind' "$log" && summary "$log" | grep -qE ', [1-9][0-9]* failed'; then
+        pass "untouched, make test FAILS naming exercises: $(summary "$log")"
+    else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
+fi
+
+# --- only phase N filled: run and test PASS (6 first; each cut again after) ------------
+for p in "${phases[@]}"; do
+    files=$(files_of "$p")
+    fill $files
+    for action in run test; do
+        log="$T/$p.$action.filled.log"
+        if mk "$log" "$p" "$action" EX=1; then
+            pass "with only $p's regions filled, make $p $action EX=1 passes$([ "$action" = test ] && echo ": $(summary "$log")")"
+        else fail "with only $p's regions filled, make $p $action EX=1 fails: $(why "$log" | paste -sd' ') $(summary "$log")"
+             [ "$action" = test ] && grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+    done
+    recut $files
+    for f in $files; do cmp -s "$tree/$f" <(tar -xzOf "$tarball" "flash-attention-from-scratch/$f") ||
+        fail "$f was not cut again"; done
+done
+
+# --- every region filled: make test ends "N passed, 0 failed" --------------------------
+if [ -z "$only" ]; then
+    fill $(awk '{ print $2 }' <<<"$list" | sort -u)
+    log="$T/test.filled.log"
+    if mk "$log" test && summary "$log" | grep -qE ', 0 failed'; then
+        pass "every region filled, make test: $(summary "$log")"
+    else fail "every region filled, make test fails: $(summary "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+fi
 exit $bad

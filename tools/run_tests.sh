@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.." || exit 1
 source tools/testlib.sh
 
 section() { printf '\n== %s\n' "$1"; }
+export TEST_PHASES="$*"   # the phases under test (common/tests.sh asks, in an exercise build)
 # EXERCISES_ONLY=1: the exercise tests of tools/tests.sh alone (EXERCISE_FILTER narrows them)
 [ -z "${EXERCISES_ONLY:-}" ] && { section common; source common/tests.sh; }
 [ -n "${EXERCISES_ONLY:-}" ] && set --

@@ -76,7 +76,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         REF(fa2_cpu)(&in, r.blocks, o4.O, o4.L, &meter, NULL);
         r.time_ms = (now_seconds() - t0) * 1e3;
         r.hbm_model = (double)hbm_total(&meter);
-        r.hbm_formula = fa2_hbm_bytes(pc, r.blocks);
+        r.hbm_formula = REF(fa2_hbm_bytes)(pc, r.blocks);   /* phase 4 may be a student's: common/ref.h */
         if (r.hbm_model != r.hbm_formula) drv_fail(&r, "counted %.0f HBM bytes, fa2_hbm_bytes says %.0f", r.hbm_model, r.hbm_formula);
         oracle_check_cpu_row(&r, &in, o4.O, o4.L, NULL, NULL);
         rows[n++] = r;
@@ -198,7 +198,7 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     if (rc == 0 && fa2 && EX_BUILD_ON) { snprintf(why, sizeof why, "an earlier phase's kernel is not run in an exercise build"); rc = -1; }
     if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
     r.blocks = cfg.blocks;
-    r.hbm_model = r.hbm_formula = fa2 ? fa2_hbm_bytes(p, cfg.blocks) : dec_hbm_traffic_gpu(p, hc, cfg.blocks, S, pack).total;
+    r.hbm_model = r.hbm_formula = fa2 ? REF(fa2_hbm_bytes)(p, cfg.blocks) : dec_hbm_traffic_gpu(p, hc, cfg.blocks, S, pack).total;
     a.q = b->Q; a.o = b->O; a.L = b->L;
     if (!hc || hc->page == 0) { a.k = b->K; a.v = b->V; }
     const size_t ws_bytes = dec_gpu_workspace_bytes(p, S);

@@ -64,7 +64,7 @@ static int vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
 static void vsL_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows, int n)
 {
     (void)s; (void)pt;
-    const double f4 = fa2_hbm_bytes(&rows[0].p, rows[0].blocks);   /* FA2 on the problem the rows ran */
+    const double f4 = REF(fa2_hbm_bytes)(&rows[0].p, rows[0].blocks);   /* FA2 on the problem the rows ran */
     printf("  sweep vsL L=%6d  fa2 %.0f", rows[0].p.N_kv, f4);
     for (int k = 0; k < n; k++)
         printf("  S=%d %.0f (%s, +%.2f%%)", VSL_S[k], rows[k].hbm_formula, isnan(rows[k].hbm_model) ? "formula" : rows[k].verdict,
@@ -134,7 +134,7 @@ static drv_row_t sweep_time(const cli_opts_t *o, const attn_problem_t *p, const 
 {
     drv_row_t r = drv_row(kernel, "gpu", sweep, p);
     r.blocks = fa2_mma_blocks(p->d);
-    r.hbm_model = r.hbm_formula = fa2 ? fa2_hbm_bytes(p, r.blocks) : dec_hbm_traffic_gpu(p, NULL, r.blocks, S, pack).total;
+    r.hbm_model = r.hbm_formula = fa2 ? REF(fa2_hbm_bytes)(p, r.blocks) : dec_hbm_traffic_gpu(p, NULL, r.blocks, S, pack).total;
     dec_gpu_args_t a = ca ? *ca : (dec_gpu_args_t){ 0 };
     a.q = sb.Q; a.o = sb.O; a.L = sb.L; a.ws = sb.ws;
     if (!ca) { a.k = sb.K; a.v = sb.V; }

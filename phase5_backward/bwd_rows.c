@@ -81,7 +81,7 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
     for (int t = 0; t < 3; t++) {
         /* std is the yardstick: held to the fp16 pipeline's rel L2 (its max abs is what the
          * others are measured by); the flash kernels to the 2x rule */
-        tol_t tol = { TOL_FP16_REL_L2, 0.05 };
+        tol_t tol = { TOL_FP16_REL_L2, 0.05, false };
         if (kind != K_STD) {   /* the yardstick is always there: std's, or its emulation (below) */
             tol.rel_l2 = BWD_REL_L2;
             tol.max_abs = 2.0 * c->yard[t] + TOL_ABS_SLACK;

@@ -47,11 +47,10 @@ void err_accumulate(err_stats_t *e, const float *out, const double *ref, size_t 
 void err_finish(err_stats_t *e)
 {
     double num = e->sum_diff2, den = e->sum_ref2;
-    /* an exactly zero reference: no relative error exists; the RMS error is reported and
-     * max abs (with its absolute floor) is the verdict */
+    /* an exactly zero reference: no relative error exists (NaN, "-" in a table); max abs,
+     * with its absolute floor, is the verdict */
     e->ref_zero = e->n > e->nan_count + e->inf_mismatch && den == 0;
-    size_t finite = e->n - e->nan_count - e->inf_mismatch;
-    e->rel_l2 = den > 0 ? sqrt(num / den) : finite ? sqrt(num / (double)finite) : 0.0;
+    e->rel_l2 = den > 0 ? sqrt(num / den) : e->ref_zero ? NAN : 0.0;
     if (e->nan_count) e->rel_l2 = NAN;
     if (e->first_bad == (size_t)-1) e->first_bad = e->n;
 }

@@ -44,8 +44,8 @@ typedef struct {
     double max_abs;      /* max |out - ref|; INFINITY with a NaN or an inf mismatch  */
     double rel_l2;       /* ||out - ref||_2 / ||ref||_2 over the finite-finite pairs;
                             NaN when nan_count > 0. Where that reference is exactly
-                            zero (ref_zero) a relative error means nothing: rel_l2 is
-                            then the RMS of the error, and only max abs judges it     */
+                            zero (ref_zero) a relative error does not exist: NaN too
+                            (a table prints "-"), and max abs alone judges it         */
     bool ref_zero;       /* every finite reference value compared is 0 (e.g. dQ with
                             one key: P = 1, dS = P (dP - D) = 0)                      */
     double max_scaled;   /* max |out - ref| / (the scale of tol_t.rel_scale; 1 when not

@@ -109,13 +109,14 @@ void attn_inputs_free(attn_inputs_t *in);
  * phase 6 (12 CPU rows, each with its own outputs and an fp64 oracle; the ragged rows on 4
  * copies of the batch): about 150 bytes per element of Q and 40 us per query row, 31
  * bytes per element of K and V, most of its time drawing the inputs (Box-Muller). At
- * these caps that is at most 2^13 x 40 us = 0.3 s and 0.3 GB for the rows, and for a cache
- * at the element cap (phase 6's default problem: K = V = 8 x 4096 x 128 = 2^22 elements)
- * 0.27 GB and 5 s idle (9 s with the machine loaded by two parallel builds): inside the
- * bound of 10 s and 2 GB that every accepted problem's CPU rows keep (docs/design.md),
- * with the default problem of every phase within the caps. Per phase, the FLOPs bound is
+ * these caps a cache at the element cap costs ~4 s and 0.27 GB (phase 6's default problem:
+ * K = V = 8 x 4096 x 128 = 2^22 elements; 9 s with the machine loaded by two parallel
+ * builds), 2^12 heads of 4 keys at d = 256 (both caps) ~4 s and 0.5 GB (2^13 rows: 5.7 s
+ * and 0.75 GB, hence 2^12): inside the bound of 10 s and 2 GB that every accepted
+ * problem's CPU rows keep (docs/design.md), with the default problem of every phase
+ * within the caps (phases 3-5: B = 2, H = 4, N_q = 512 is 2^12 rows). Per phase, the FLOPs bound is
  * each driver's CPU_MAX_FLOPS (its CPU rows' cost per FLOP differs 20x between phases). */
-#define ATTN_CPU_MAX_ROWS  (1L << 13)
+#define ATTN_CPU_MAX_ROWS  (1L << 12)
 #define ATTN_CPU_MAX_ELEMS (1L << 22)
 
 /* Is p within the CPU bound: forward FLOPs <= max_flops, and the rows and elements above? */

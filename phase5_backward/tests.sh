@@ -90,6 +90,6 @@ t_run "phase5 CPU rows bounded and PASS: H = Hkv = 10^6 heads (host check: the C
 t_run "phase5 CPU rows bounded and PASS: N_kv = 1 (dQ = 0 exactly: max abs judges it)" "${BOUNDED[@]}" "$P5" --cpu --quiet --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 CPU rows bounded and PASS: N_q = 2, N_kv = 1 (dQ = 0)" "${BOUNDED[@]}" "$P5" --cpu --quiet --N 2 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 CPU rows bounded and PASS: N_q = 10^5 against 1 key" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --N 100000 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
-t_run "phase5 CPU rows bounded and PASS: 8192 rows against 1 key (dV ~ 90: max abs on dV's scale)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 8192 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: 4096 rows (the row cap) against 1 key (dV ~ 64)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 4096 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 CPU rows bounded and PASS: a 2^18-key cache at d = 16 (rel L2 of long sums, check.h)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 1 --Nkv 262144 --d 16 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 --Nkv 1: no FAIL line (dQ = 0: the reason and the verdict agree)" bash -c "! \"$P5\" --cpu --Nkv 1 --csv \"$T_ROOT/bound-l.csv\" | grep -q FAIL"

@@ -57,6 +57,9 @@ in_ex   = $(filter $(EX_DIRS),$(firstword $(subst /, ,$(1))))
 src     = $(if $(EX),$(if $(call in_ex,$(1)),$(or $(wildcard $(EXDIR)/$(1)),$(1)),$(1)),$(1))
 
 CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS)) $(if $(EX),-DEX_BUILD=1)
+# FA_NO_VISITS=1: the kernels without their visit counters (common/gpu.h), only to measure
+# what the counters cost (tools/visits_cost.sh); give it a BUILD folder of its own.
+CPPFLAGS += $(if $(filter 1,$(FA_NO_VISITS)),-DFA_NO_VISITS=1)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))
@@ -255,6 +258,45 @@ $(1)-plot:
 	@bash tools/plot.sh $(call dir_of,$(1))/plot.gp $(RESULTS)/$(1)
 endef
 $(foreach p,$(WRITTEN),$(eval $(call phase_actions,$(p))))
+
+# The GPU phases' sweep, profile and sanitize, from the variables their rules.mk sets:
+#   <phase>_SWEEP_ARGS  make <phase>-sweep: the driver's --sweep with them into
+#                       results/<phase>/<phase>_sweep.csv; then <phase>_PEERS (a tools/ script:
+#                       PyTorch's SDPA on the sweep's own points, <csv>.points, where torch
+#                       imports) into <phase>_peers.csv; then the plots
+#   <phase>_PROFILE     (any value) make <phase>-profile: Nsight Compute's DRAM bytes of one run
+#                       of each kernel of the default problem, into its CSV (run first if missing)
+#   <phase>_SAN_RUNS    make <phase>-sanitize: compute-sanitizer on the driver with
+#                       <phase>_SAN_ARGS, once per TOOL:D:KERNEL:ENV (empty fields: not given,
+#                       e.g. memcheck:128::FA_SPLITS=3); any error fails
+define phase_sweep
+$(1)-sweep: $(1)-build
+	@mkdir -p $(RESULTS)/$(1)
+	$(BUILD)/$(1) --sweep $($(1)_SWEEP_ARGS) --csv $(RESULTS)/$(1)/$(1)_sweep.csv
+	$(if $($(1)_PEERS),@$(PYTHON) $($(1)_PEERS) $(RESULTS)/$(1)/$(1)_peers.csv $(RESULTS)/$(1)/$(1)_sweep.csv.points || true)
+	@$$(MAKE) --no-print-directory $(1)-plot
+endef
+define phase_profile
+$(1)-profile: $(1)-build
+	@mkdir -p $(RESULTS)/$(1)
+	@test -f $(RESULTS)/$(1)/$(1).csv || $(BUILD)/$(1) --quiet --csv $(RESULTS)/$(1)/$(1).csv
+	@bash tools/profile.sh $(BUILD)/$(1) $(RESULTS)/$(1)/$(1).csv
+endef
+define phase_sanitize
+$(1)-sanitize: $(1)-build
+	@command -v compute-sanitizer >/dev/null || { echo "$(1) sanitize skipped: compute-sanitizer not found"; exit 0; }; \
+	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "$(1) sanitize skipped: no usable CUDA device"; exit 0; }; \
+	mkdir -p $(RESULTS)/$(1); \
+	for run in $($(1)_SAN_RUNS); do IFS=: read -r tool d k env <<<"$$$$run"; \
+	    args="$($(1)_SAN_ARGS) --d $$$$d$$$${k:+ --kernel $$$$k}"; \
+	    echo "$$$${env:+$$$$env }compute-sanitizer --tool $$$$tool $(BUILD)/$(1) $$$$args"; \
+	    env $$$$env compute-sanitizer --tool $$$$tool --error-exitcode 99 $(BUILD)/$(1) $$$$args \
+	        --csv $(RESULTS)/$(1)/sanitize.csv || exit 1; \
+	done
+endef
+$(foreach p,$(WRITTEN),$(if $($(p)_SWEEP_ARGS),$(eval $(call phase_sweep,$(p)))))
+$(foreach p,$(WRITTEN),$(if $($(p)_PROFILE),$(eval $(call phase_profile,$(p)))))
+$(foreach p,$(WRITTEN),$(if $($(p)_SAN_RUNS),$(eval $(call phase_sanitize,$(p)))))
 
 # <phase>-spills: ptxas's register report for sm_90, with the build's own flags; fails if
 # any kernel of the phase spills to local memory. Needs nvcc, not a GPU (tests run it).

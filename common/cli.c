@@ -1,9 +1,10 @@
 #define _GNU_SOURCE
 #include "cli.h"
+#include "dump.h"
 #include "gpu.h"
+#include "path.h"
 #include <errno.h>
 #include <math.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,14 +31,17 @@ double host_memory_bytes(void)
     return (pages > 0 && size > 0) ? (double)pages * (double)size : 0.0;
 }
 
+/* A number is plain decimal digits: strtoll alone would also take "+2", " 2" and "-0". */
 static long long parse_int(const char *phase, const char *flag, const char *s,
                            long long lo, long long hi)
 {
-    char *end;
+    bool digits = s[0] != '\0';
+    for (const char *c = s; *c; c++) digits &= *c >= '0' && *c <= '9';
     errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        cli_die(phase, "--%s wants an integer in [%lld, %lld], got '%s'", flag, lo, hi, s);
+    long long v = digits ? strtoll(s, NULL, 10) : 0;
+    if (!digits || errno || v < lo || v > hi)
+        cli_die(phase, "--%s wants a whole number in [%lld, %lld] in plain decimal digits, got '%s'",
+                flag, lo, hi, s);
     return v;
 }
 
@@ -57,107 +61,98 @@ static double host_bytes_needed(const attn_problem_t *p, const cli_spec_t *spec,
 }
 
 /* ---- output probes ---------------------------------------------------------------------
- * What the probe creates it removes again: the folders it had to make (in reverse order) and
- * the file it created. An existing file is opened for append and closed, unchanged. */
-#define PROBE_MAX_DIRS 64
-typedef struct { char made[PROBE_MAX_DIRS][PATH_MAX]; int n; } probe_dirs_t;
+ * What a probe creates it removes again: the folders it had to make (deepest first) and
+ * the file it created. An existing file is opened for append and closed, unchanged. Both
+ * run after path_check_*: every path they build fits in OUT_PATH_MAX. */
 
-static void probe_undo(probe_dirs_t *d)
-{
-    while (d->n > 0) rmdir(d->made[--d->n]);
-}
-
-/* mkdir -p dir, recording what it made; on failure fills why and returns -1. */
-static int probe_mkdirs(const char *dir, probe_dirs_t *d, char *why, size_t len)
-{
-    char buf[PATH_MAX];
-    size_t n = strlen(dir);
-    if (n >= sizeof buf) { snprintf(why, len, "path too long"); return -1; }
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        if (buf[i - 1] == '/') continue;               /* "a//b", or a trailing "/" */
-        char c = buf[i];
-        buf[i] = '\0';
-        struct stat st;
-        if (stat(buf, &st) == 0) {
-            if (!S_ISDIR(st.st_mode)) { snprintf(why, len, "%s is not a folder", buf); return -1; }
-        } else if (errno != ENOENT) {
-            snprintf(why, len, "cannot reach %s: %s", buf, strerror(errno)); return -1;
-        } else if (mkdir(buf, 0755) != 0) {
-            snprintf(why, len, "cannot create folder %s: %s", buf, strerror(errno)); return -1;
-        } else if (d->n < PROBE_MAX_DIRS) {
-            snprintf(d->made[d->n++], PATH_MAX, "%s", buf);
-        }
-        buf[i] = c;
-    }
-    return 0;
-}
-
-/* Could a CSV be written at path? 0, or -1 with why. */
+/* Could a CSV be written at path: its folders made, its temporary created in its folder
+ * (csv.c writes there, then renames), an existing file writable? 0, or -1 with why. */
 static int probe_file(const char *path, char *why, size_t len)
 {
-    probe_dirs_t d = { .n = 0 };
-    char dir[PATH_MAX];
-    if (strlen(path) >= sizeof dir) { snprintf(why, len, "path too long"); return -1; }
+    path_mkdirs_t made = { .n = 0 };
+    char dir[OUT_PATH_MAX], tmp[OUT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash[1] == '\0') { snprintf(why, len, "names a folder, not a file"); return -1; }
-    if (slash && slash != dir) { *slash = '\0'; if (probe_mkdirs(dir, &d, why, len) != 0) { probe_undo(&d); return -1; } }
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (path_mkdirs(&made, dir, why, len) != 0) { path_mkdirs_undo(&made); return -1; }
+    }
     int rc = 0;
     struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) { snprintf(why, len, "it is a folder"); rc = -1; }
-        else {
-            int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK);
-            if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; } else close(fd);
-        }
-    } else if (errno != ENOENT) {
-        snprintf(why, len, "%s", strerror(errno)); rc = -1;
-    } else {
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
-        else { close(fd); unlink(path); }
+    bool exists = stat(path, &st) == 0, regular = !exists || S_ISREG(st.st_mode);
+    if (exists && S_ISDIR(st.st_mode)) { snprintf(why, len, "it is a folder"); rc = -1; }
+    else if (!exists && errno != ENOENT) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
+    else if (exists) {
+        int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK);
+        if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; } else close(fd);
     }
-    probe_undo(&d);
+    if (rc == 0 && regular) {   /* a device (/dev/null) is written directly, no temporary */
+        snprintf(tmp, sizeof tmp, "%s" OUT_TEMP_SUFFIX, path);
+        int fd = mkstemp(tmp);
+        if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
+        else { close(fd); unlink(tmp); }
+    }
+    path_mkdirs_undo(&made);
     return rc;
 }
 
 /* Could files be written into folder dir (made with mkdir -p)? 0, or -1 with why. */
 static int probe_dir(const char *dir, char *why, size_t len)
 {
-    probe_dirs_t d = { .n = 0 };
-    char tmp[PATH_MAX];
+    path_mkdirs_t made = { .n = 0 };
+    char tmp[OUT_PATH_MAX];
     int rc = 0;
-    if (strlen(dir) + 20 >= sizeof tmp) { snprintf(why, len, "path too long"); return -1; }
-    if (probe_mkdirs(dir, &d, why, len) != 0) { probe_undo(&d); return -1; }
-    snprintf(tmp, sizeof tmp, "%s/.cli-probe-XXXXXX", dir);
+    if (path_mkdirs(&made, dir, why, len) != 0) { path_mkdirs_undo(&made); return -1; }
+    snprintf(tmp, sizeof tmp, "%s/.probe" OUT_TEMP_SUFFIX, dir);
     int fd = mkstemp(tmp);
     if (fd < 0) { snprintf(why, len, "cannot write into %s: %s", dir, strerror(errno)); rc = -1; }
     else { close(fd); unlink(tmp); }
-    probe_undo(&d);
+    path_mkdirs_undo(&made);
     return rc;
 }
 
-/* The option argv names (without its dashes or =value), and the options it is a prefix of. */
-static int prefix_matches(const char *arg, const struct option *opts, const cli_spec_t *spec,
-                          char *names, size_t len)
+/* A path as an error line shows it: whole, or its start when it is too long to read. */
+static const char *shown(const char *path, char *buf, size_t len)
 {
-    while (*arg == '-') arg++;
-    size_t n = strcspn(arg, "=");
-    int count = 0;
-    names[0] = '\0';
-    if (n == 0) return 0;
-    for (const struct option *o = opts; o->name; o++) {
-        if (strcmp(o->name, "sram") == 0 && !spec->takes_sram) continue;
-        if (strcmp(o->name, "dump") == 0 && spec->no_dump) continue;
-        if (strncmp(o->name, arg, n) != 0) continue;
-        if (strlen(o->name) == n) return 1;            /* an exact match is never ambiguous */
-        size_t used = strlen(names);
-        snprintf(names + used, len - used, "%s--%s", count ? ", " : "", o->name);
-        count++;
+    if (strlen(path) <= 80) return path;
+    snprintf(buf, len, "%.60s... (%zu characters)", path, strlen(path));
+    return buf;
+}
+
+/* Why the CSV and the dump folder cannot both be written, or NULL. The dump owns its
+ * folder (Q.npy, K.npy, ... and tools/check_numpy.py reads the folder whole), so the CSV
+ * may be neither that folder, nor a folder above it, nor anything inside it. */
+static const char *outputs_collide(const char *csv, const char *dump)
+{
+    if (path_within(dump, csv)) return "is the dump folder %s or a folder above it";
+    if (path_within(csv, dump)) return "is inside the dump folder %s (put the CSV beside it)";
+    return NULL;
+}
+
+/* The CSV (o->csv_path, resolved) and the dump folder: room for every file they will
+ * write, neither in the other's way, then each probed. Nothing is created or left behind. */
+static void check_outputs(const char *ph, const cli_opts_t *o, bool csv_default)
+{
+    char why[OUT_PATH_MAX + 128], a[128], b[128];
+    const char *csv = o->csv_path, *dump = o->dump_dir;
+    const char *hint = csv_default ? " (the default; pass --csv FILE)" : "";
+    if (!csv[0]) cli_die(ph, "--csv wants a file path, not an empty string");
+    if (dump && !dump[0]) cli_die(ph, "--dump wants a folder, not an empty string");
+    if (path_check_file(csv, why, sizeof why) != 0)
+        cli_die(ph, "cannot write the CSV %s%s: %s", shown(csv, a, sizeof a), hint, why);
+    if (dump && path_check_folder(dump, why, sizeof why) != 0)
+        cli_die(ph, "cannot write the dump into %s: %s", shown(dump, a, sizeof a), why);
+    const char *clash = dump ? outputs_collide(csv, dump) : NULL;
+    if (clash) {
+        char what[160];
+        snprintf(what, sizeof what, clash, shown(dump, b, sizeof b));
+        cli_die(ph, "the CSV %s%s %s: write the CSV elsewhere", shown(csv, a, sizeof a), hint, what);
     }
-    return count;
+    if (probe_file(csv, why, sizeof why) != 0)
+        cli_die(ph, "cannot write the CSV %s%s: %s", csv, hint, why);
+    if (dump && probe_dir(dump, why, sizeof why) != 0)
+        cli_die(ph, "cannot write the dump into %s: %s", dump, why);
 }
 
 static void usage(const cli_spec_t *s, FILE *f)
@@ -177,7 +172,7 @@ static void usage(const cli_spec_t *s, FILE *f)
     fprintf(f, "  defaults: --B %d --H %d --N %d --d %d%s --seed 1 --iters 20\n",
             s->defaults.B, s->defaults.H, s->defaults.N_q, s->defaults.d,
             s->defaults.causal ? " --causal" : "");
-    char conv[PATH_MAX];
+    char conv[OUT_PATH_MAX];
     snprintf(conv, sizeof conv, "results/%s/%s.csv", s->phase, s->phase);
     const char *def = s->default_csv ? s->default_csv : conv;
     fprintf(f, "  --csv defaults to %s", def);
@@ -185,79 +180,140 @@ static void usage(const cli_spec_t *s, FILE *f)
     fprintf(f, "; outputs are checked writable before any work.\n");
 }
 
+/* ---- the options ------------------------------------------------------------------------
+ * "--name value", "--name=value", and one dash as well as two (-B 2). A name may be
+ * shortened to any prefix that names one option (--it 5); a flag takes no value or one
+ * of 1, 0, true, false (--causal=0 turns a phase's causal default off). */
+enum { O_B, O_H, O_HKV, O_N, O_NKV, O_D, O_CAUSAL, O_SEED, O_KERNEL, O_ITERS, O_SWEEP,
+       O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_HELP, O_COUNT };
+typedef enum { A_FLAG, A_INT, A_TEXT } arg_kind_t;
+static const struct { const char *name; arg_kind_t kind; long long lo, hi; } OPTS[O_COUNT] = {
+    [O_B] = {"B", A_INT, 1, INT_MAX},           [O_H] = {"H", A_INT, 1, INT_MAX},
+    [O_HKV] = {"Hkv", A_INT, 1, INT_MAX},       [O_N] = {"N", A_INT, 1, INT_MAX},
+    [O_NKV] = {"Nkv", A_INT, 1, INT_MAX},       [O_D] = {"d", A_INT, 1, INT_MAX},
+    [O_CAUSAL] = {"causal", A_FLAG, 0, 0},      [O_SEED] = {"seed", A_INT, 0, LLONG_MAX},
+    [O_KERNEL] = {"kernel", A_TEXT, 0, 0},      [O_ITERS] = {"iters", A_INT, 1, 100000},
+    [O_SWEEP] = {"sweep", A_FLAG, 0, 0},        [O_CSV] = {"csv", A_TEXT, 0, 0},
+    [O_DUMP] = {"dump", A_TEXT, 0, 0},          [O_CPU] = {"cpu", A_FLAG, 0, 0},
+    [O_QUIET] = {"quiet", A_FLAG, 0, 0},        [O_SRAM] = {"sram", A_INT, 1024, 1LL << 30},
+    [O_HELP] = {"help", A_FLAG, 0, 0},
+};
+
+/* Why this phase does not take option id, or NULL when it does. */
+static const char *not_taken(const cli_spec_t *spec, int id)
+{
+    if (id == O_SRAM && !spec->takes_sram) return "it sets the SRAM size of phase 3's tiles";
+    if (id == O_KERNEL && !spec->kernels) return "there are no kernels to pick from";
+    if (id == O_DUMP && spec->no_dump) return "it writes no tensor dump";
+    return NULL;
+}
+
+/* The option that arg ("--nam" of "--nam=x") names: the one so called, else the one it is
+ * a prefix of among those this phase takes. Anything else: one line that quotes arg. */
+static int find_option(const char *ph, const cli_spec_t *spec, const char *arg)
+{
+    const char *name = arg + strspn(arg, "-");
+    int n = (int)strcspn(name, "="), typed = (int)(name - arg) + n, found = -1, count = 0;
+    char names[160] = "";
+    for (int id = 0; id < O_COUNT && n > 0; id++) {
+        if (strncmp(OPTS[id].name, name, (size_t)n) != 0) continue;
+        if (OPTS[id].name[n] == '\0') {                /* exactly its name */
+            if (not_taken(spec, id))
+                cli_die(ph, "--%s is not taken here: %s", OPTS[id].name, not_taken(spec, id));
+            return id;
+        }
+        if (not_taken(spec, id)) continue;
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s--%s", count ? ", " : "", OPTS[id].name);
+        found = id;
+        count++;
+    }
+    if (count > 1) cli_die(ph, "ambiguous option '%.*s': it could be %s (see --help)", typed, arg, names);
+    if (count == 0) cli_die(ph, "unknown option '%.*s' (see --help)", typed, arg);
+    return found;
+}
+
+static bool parse_flag(const char *ph, int id, const char *v)
+{
+    if (!v || strcmp(v, "1") == 0 || strcmp(v, "true") == 0) return true;
+    if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0) return false;
+    cli_die(ph, "--%s is a flag: give it alone, or as --%s=1, =0, =true or =false; got '%s'",
+            OPTS[id].name, OPTS[id].name, v);
+}
+
+/* With --sweep, each option given must be one the sweep honours (spec->sweep_takes, plus
+ * --sweep, --csv, --cpu, --quiet, --help): any other is refused, never silently ignored. */
+static void check_sweep_options(const cli_spec_t *spec, const bool given[O_COUNT])
+{
+    if (!spec->sweep_takes) cli_die(spec->phase, "--sweep is not taken here: %s has no sweep", spec->phase);
+    char takes[256], word[32], list[256] = "", copy[256];
+    snprintf(takes, sizeof takes, " sweep csv cpu quiet help %s ", spec->sweep_takes);
+    snprintf(copy, sizeof copy, "%s", spec->sweep_takes);
+    for (char *t = strtok(copy, " "); t; t = strtok(NULL, " "))
+        snprintf(list + strlen(list), sizeof list - strlen(list), "--%s, ", t);
+    for (int id = 0; id < O_COUNT; id++) {
+        snprintf(word, sizeof word, " %s ", OPTS[id].name);
+        if (given[id] && !strstr(takes, word))
+            cli_die(spec->phase, "--sweep runs its own problems and ignores --%s (it takes %s--csv, --cpu, --quiet)",
+                    OPTS[id].name, list);
+    }
+}
+
 void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
 {
     const char *ph = spec->phase;
-    enum { O_B = 256, O_H, O_HKV, O_N, O_NKV, O_D, O_CAUSAL, O_SEED, O_KERNEL, O_ITERS,
-           O_SWEEP, O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_HELP };
-    static const struct option opts[] = {
-        {"B", required_argument, 0, O_B},          {"H", required_argument, 0, O_H},
-        {"Hkv", required_argument, 0, O_HKV},      {"N", required_argument, 0, O_N},
-        {"Nkv", required_argument, 0, O_NKV},      {"d", required_argument, 0, O_D},
-        {"causal", no_argument, 0, O_CAUSAL},      {"seed", required_argument, 0, O_SEED},
-        {"kernel", required_argument, 0, O_KERNEL}, {"iters", required_argument, 0, O_ITERS},
-        {"sweep", no_argument, 0, O_SWEEP},        {"csv", required_argument, 0, O_CSV},
-        {"dump", required_argument, 0, O_DUMP},    {"cpu", no_argument, 0, O_CPU},
-        {"quiet", no_argument, 0, O_QUIET},        {"sram", required_argument, 0, O_SRAM},
-        {"help", no_argument, 0, O_HELP},          {0, 0, 0, 0}};
-
     memset(o, 0, sizeof *o);
     attn_problem_t p = spec->defaults;
     int H_kv = -1, N_kv = -1;        /* -1: not given */
-    bool H_given = false, N_given = false;
+    bool given[O_COUNT] = { false };
     o->seed = 1;
     o->kernel = "all";
     o->iters = 20;
 
-    opterr = 0;                      /* we print our own one-line errors */
-    optind = 1;
-    int c;
-    while ((c = getopt_long_only(argc, argv, ":", opts, NULL)) != -1) {
-        switch (c) {
-        case O_B:      p.B = (int)parse_int(ph, "B", optarg, 1, INT_MAX); break;
-        case O_H:      p.H = (int)parse_int(ph, "H", optarg, 1, INT_MAX); H_given = true; break;
-        case O_HKV:    H_kv = (int)parse_int(ph, "Hkv", optarg, 1, INT_MAX); break;
-        case O_N:      p.N_q = (int)parse_int(ph, "N", optarg, 1, INT_MAX); N_given = true; break;
-        case O_NKV:    N_kv = (int)parse_int(ph, "Nkv", optarg, 1, INT_MAX); break;
-        case O_D:      p.d = (int)parse_int(ph, "d", optarg, 1, INT_MAX); break;
-        case O_CAUSAL: p.causal = true; break;
-        case O_SEED:   o->seed = (uint64_t)parse_int(ph, "seed", optarg, 0, LLONG_MAX); break;
-        case O_KERNEL:
-            if (!spec->kernels) cli_die(ph, "--kernel is not taken here: %s has no kernels to pick from", ph);
-            o->kernel = optarg;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {                   /* the end of the options */
+            if (i + 1 < argc) cli_die(ph, "unexpected argument '%s' (see --help)", argv[i + 1]);
             break;
-        case O_ITERS:  o->iters = (int)parse_int(ph, "iters", optarg, 1, 100000); break;
-        case O_SWEEP:  o->sweep = true; break;
-        case O_CSV:    o->csv_path = optarg; break;
-        case O_DUMP:
-            if (spec->no_dump) cli_die(ph, "--dump is not taken here: %s writes no tensor dump", ph);
-            o->dump_dir = optarg;
-            break;
-        case O_CPU:    o->cpu_only = true; break;
-        case O_QUIET:  o->quiet = true; break;
-        case O_SRAM:
-            if (!spec->takes_sram) cli_die(ph, "unknown option '--sram' (see --help)");
-            o->sram_bytes = parse_int(ph, "sram", optarg, 1024, 1LL << 30);
-            break;
-        case O_HELP:   usage(spec, stdout); exit(0);
-        case ':':      cli_die(ph, "option '%s' needs a value (see --help)", argv[optind - 1]);
-        default: {
-            char names[256];
-            const char *arg = argv[optind - 1];
-            if (prefix_matches(arg, opts, spec, names, sizeof names) > 1)
-                cli_die(ph, "ambiguous option '%.*s': it could be %s (see --help)",
-                        (int)strcspn(arg, "="), arg, names);
-            cli_die(ph, "unknown option '%s' (see --help)", arg);
         }
+        if (arg[0] != '-' || arg[1] == '\0') cli_die(ph, "unexpected argument '%s' (see --help)", arg);
+        int id = find_option(ph, spec, arg);
+        const char *eq = strchr(arg, '='), *v = eq ? eq + 1 : NULL;
+        if (OPTS[id].kind != A_FLAG && !v) {
+            if (i + 1 >= argc) cli_die(ph, "option '--%s' needs a value (see --help)", OPTS[id].name);
+            v = argv[++i];
+        }
+        given[id] = true;
+        long long x = OPTS[id].kind == A_INT ? parse_int(ph, OPTS[id].name, v, OPTS[id].lo, OPTS[id].hi) : 0;
+        bool on = OPTS[id].kind == A_FLAG && parse_flag(ph, id, v);
+        switch (id) {
+        case O_B:      p.B = (int)x; break;
+        case O_H:      p.H = (int)x; break;
+        case O_HKV:    H_kv = (int)x; break;
+        case O_N:      p.N_q = (int)x; break;
+        case O_NKV:    N_kv = (int)x; break;
+        case O_D:      p.d = (int)x; break;
+        case O_CAUSAL: p.causal = on; break;
+        case O_SEED:   o->seed = (uint64_t)x; break;
+        case O_KERNEL: o->kernel = v; break;
+        case O_ITERS:  o->iters = (int)x; break;
+        case O_SWEEP:  o->sweep = on; break;
+        case O_CSV:    o->csv_path = v; break;
+        case O_DUMP:   o->dump_dir = v; break;
+        case O_CPU:    o->cpu_only = on; break;
+        case O_QUIET:  o->quiet = on; break;
+        case O_SRAM:   o->sram_bytes = x; break;
+        case O_HELP:   if (on) { usage(spec, stdout); exit(0); } break;
         }
     }
-    if (optind < argc) cli_die(ph, "unexpected argument '%s' (see --help)", argv[optind]);
+
+    if (o->sweep) check_sweep_options(spec, given);
 
     if (p.d != 16 && p.d != 32 && p.d != 64 && p.d != 128 && p.d != 256)
         cli_die(ph, "head dimension d=%d is not supported (use 16, 32, 64, 128 or 256)", p.d);
     /* Hkv and Nkv not given: the phase's default problem's, unless H or N was given (then
      * one KV head per head, N_kv = N_q) */
-    bool def_kv_heads = !H_given && spec->defaults.H_kv > 0, def_kv_len = !N_given && spec->defaults.N_kv > 0;
+    bool def_kv_heads = !given[O_H] && spec->defaults.H_kv > 0, def_kv_len = !given[O_N] && spec->defaults.N_kv > 0;
     p.H_kv = H_kv > 0 ? H_kv : def_kv_heads ? spec->defaults.H_kv : p.H;
     if (p.H % p.H_kv != 0)
         cli_die(ph, "H=%d is not a multiple of Hkv=%d (each KV head serves H/Hkv query heads)", p.H, p.H_kv);
@@ -277,24 +333,14 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
                 need / (1u << 30), have / (1u << 30));
 
     /* The outputs, last: every other mistake is reported first, and nothing is left behind. */
-    char why[PATH_MAX + 128];
-    if (o->csv_path) {
-        if (!o->csv_path[0]) cli_die(ph, "--csv wants a file path, not an empty string");
-        if (probe_file(o->csv_path, why, sizeof why) != 0)
-            cli_die(ph, "cannot write the CSV %s: %s", o->csv_path, why);
-    } else {
-        static char conv[PATH_MAX];                    /* results/<phase>/<phase>.csv */
+    bool csv_default = !o->csv_path;
+    if (csv_default) {
+        static char conv[OUT_PATH_MAX];                 /* results/<phase>/<phase>.csv */
         snprintf(conv, sizeof conv, "results/%s/%s.csv", ph, ph);
         const char *def = spec->default_csv ? spec->default_csv : conv;
         o->csv_path = (o->sweep && spec->default_sweep_csv) ? spec->default_sweep_csv : def;
-        if (probe_file(o->csv_path, why, sizeof why) != 0)
-            cli_die(ph, "cannot write the CSV %s (the default; pass --csv FILE): %s", o->csv_path, why);
     }
-    if (o->dump_dir) {
-        if (!o->dump_dir[0]) cli_die(ph, "--dump wants a folder, not an empty string");
-        if (probe_dir(o->dump_dir, why, sizeof why) != 0)
-            cli_die(ph, "cannot write the dump into %s: %s", o->dump_dir, why);
-    }
+    check_outputs(ph, o, csv_default);
     o->p = p;
 }
 

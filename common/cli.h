@@ -4,19 +4,31 @@
  *          [--kernel name|all] [--iters k] [--sweep] [--csv file] [--dump dir]
  *          [--cpu] [--quiet] [--help]   (+ the phase's own extras, e.g. --sram)
  *
- * Parsed with getopt_long_only. Anything wrong (unknown flag, an ambiguous prefix such as
- * --s for --seed/--sweep, missing or non-numeric value, N < 1, d outside
- * {16, 32, 64, 128, 256}, H % Hkv != 0, a kernel name the phase does not have, --dump in a
- * phase that writes none, a problem whose host buffers exceed this machine's memory, an
+ * An option is "--name value" or "--name=value" (one dash works too); a name may be cut to
+ * any prefix that names one option (--it 5). A flag (--causal, --sweep, --cpu, --quiet,
+ * --help) takes no value or one of =1, =0, =true, =false. Numbers are plain decimal
+ * digits ("+2", " 2" and "-0" are refused).
+ *
+ * Anything wrong (an unknown or ambiguous option, quoted as typed: --s could be --seed or
+ * --sweep; a missing or non-numeric value, N < 1, d outside {16, 32, 64, 128, 256},
+ * H % Hkv != 0, a kernel name the phase does not have, an option the phase does not take
+ * such as --dump in phase 2, a problem whose host buffers exceed this machine's memory, an
  * output that cannot be written) prints ONE line on stderr and exits with code 2, before
  * the driver allocates or computes anything.
  *
- * Outputs are probed, never left behind: the CSV path (--csv, or the phase's default) is
- * checked by creating its missing parent folders as the CSV writer would (mkdir -p), then
- * opening the file for append (an existing one: untouched) or creating it (a new one: then
- * removed), then removing the folders the probe made. --dump DIR is probed the same way
- * with a temporary file inside DIR. An empty path, a file used as a folder
- * (/etc/passwd/x.csv), /proc/..., a folder without write permission: one line, exit 2.
+ * Outputs are checked up front and never left behind:
+ *  - length: each path, with the longest file the run will write there (the CSV's
+ *    temporary, a file beside the CSV, a file of the dump), fits in OUT_PATH_MAX
+ *    (common/path.h), the size of every buffer that holds an output path;
+ *  - overlap: the CSV may share the dump's folder, but may not be the dump folder, a
+ *    folder above it, or a file the dump writes (D/Q.npy) (paths compared absolute,
+ *    links resolved, "." and ".." removed);
+ *  - writable: the CSV path (--csv, or the phase's default) is probed by creating its
+ *    missing parent folders as the CSV writer would (mkdir -p), then its temporary in its
+ *    folder, and opening an existing file for append (untouched), then removing what the
+ *    probe made. --dump DIR is probed the same way with a temporary file inside DIR. An
+ *    empty path, a file used as a folder (/etc/passwd/x.csv), /proc/..., a folder
+ *    without write permission: one line, exit 2.
  */
 #ifndef COMMON_CLI_H
 #define COMMON_CLI_H
@@ -57,6 +69,10 @@ typedef struct {
     /* The phase writes no tensor dump: --dump is refused (one line, exit 2). Phase 2.
      * (Named this way round so that a spec that says nothing keeps accepting --dump.) */
     bool no_dump;
+    /* The options --sweep honours besides --sweep, --csv, --cpu, --quiet and --help: their
+     * names, space-separated ("kernel iters seed"). With --sweep any other option given is
+     * refused (one line, exit 2), never silently ignored. NULL: the phase has no --sweep. */
+    const char *sweep_takes;
 } cli_spec_t;
 
 /* Parse argv into o; on any error prints one line and exits 2. --help prints usage

@@ -1,13 +1,15 @@
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "csv.h"
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 void machine_info_cpu(machine_info_t *mi)
 {
@@ -19,19 +21,6 @@ void csv_num(FILE *f, const char *fmt, double x)
 {
     if (!isnan(x)) fprintf(f, fmt, x);
     fputc(',', f);
-}
-
-int mkdir_p(const char *path)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *s = buf + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    return (mkdir(buf, 0755) == 0 || errno == EEXIST) ? 0 : -1;
 }
 
 static void read_command(const char *cmd, char *buf, size_t len)
@@ -57,17 +46,117 @@ void git_commit(char *buf, size_t len)
     if (dirty[0]) strncat(buf, "-dirty", len - strlen(buf) - 1);
 }
 
+/* ---- CSVs being written ------------------------------------------------------------------
+ * Each open CSV's temporary, its final name and the folders made for it. A run that ends
+ * without csv_close removes them: at exit, or on a signal that would end it (the handler
+ * calls only unlink and rmdir, which are async-signal-safe, then dies of the signal as it
+ * would have). */
+#define CSV_OPEN_MAX 8   /* phase 2 has three open at once */
+static struct {
+    FILE *f;
+    char tmp[OUT_PATH_MAX], dst[OUT_PATH_MAX];
+    path_mkdirs_t made;
+    volatile sig_atomic_t live;      /* tmp exists and is not renamed yet */
+} pending[CSV_OPEN_MAX];
+
+static void discard(int slot)
+{
+    unlink(pending[slot].tmp);
+    path_mkdirs_undo(&pending[slot].made);
+    pending[slot].live = 0;
+}
+
+static void remove_temporaries(void)
+{
+    for (int i = CSV_OPEN_MAX - 1; i >= 0; i--)   /* later first: their files may be in a folder an earlier one made */
+        if (pending[i].live) discard(i);
+}
+
+static void on_fatal_signal(int sig)
+{
+    remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void clean_up_at_the_end(void)
+{
+    static int done;
+    if (done) return;
+    done = 1;
+    atexit(remove_temporaries);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        /* a signal the caller ignores (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* Open the temporary for dst (a regular file, or none yet) in dst's folder, registered in
+ * slot. The file gets the mode a plain fopen would give it, not mkstemp's 0600. */
+static FILE *open_temporary(int slot, const char *dst)
+{
+    if (snprintf(pending[slot].tmp, OUT_PATH_MAX, "%s" OUT_TEMP_SUFFIX, dst) >= OUT_PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    snprintf(pending[slot].dst, OUT_PATH_MAX, "%s", dst);
+    clean_up_at_the_end();
+    sigset_t all, old;   /* no signal between creating the file and recording it */
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    int fd = mkstemp(pending[slot].tmp);
+    if (fd >= 0) pending[slot].live = 1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) return NULL;
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "w");
+    if (!f) { int e = errno; close(fd); unlink(pending[slot].tmp); pending[slot].live = 0; errno = e; }
+    return f;
+}
+
 FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns)
 {
-    char dir[1024];
+    int slot = 0;
+    while (slot < CSV_OPEN_MAX && pending[slot].f) slot++;
+    if (slot == CSV_OPEN_MAX) { fprintf(stderr, "%s: cannot write %s: too many CSVs open\n", phase, path); return NULL; }
+
+    path_mkdirs_t *made = &pending[slot].made;
+    char dir[OUT_PATH_MAX], why[OUT_PATH_MAX + 64];
+    made->n = 0;
+    if (strlen(path) >= sizeof dir) { fprintf(stderr, "%s: cannot write %s: %s\n", phase, path, strerror(ENAMETOOLONG)); return NULL; }
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash) { *slash = '\0'; if (dir[0] && mkdir_p(dir) != 0) {
-        fprintf(stderr, "%s: cannot create folder %s: %s\n", phase, dir, strerror(errno));
+    if (slash) { *slash = '\0'; if (dir[0] && path_mkdirs(made, dir, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: %s\n", phase, why);
+        path_mkdirs_undo(made);
         return NULL; } }
-    FILE *f = fopen(path, "w");
-    if (!f) { fprintf(stderr, "%s: cannot write %s: %s\n", phase, path, strerror(errno)); return NULL; }
+
+    /* A device or a FIFO (/dev/null) has nothing to keep and no folder to put a temporary
+     * in: written directly. A link is followed: the file it names is replaced, not it. */
+    struct stat st, lst;
+    char *target = NULL;
+    FILE *f;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) f = fopen(path, "w");
+    else {
+        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) target = realpath(path, NULL);
+        f = open_temporary(slot, target ? target : path);
+    }
+    int saved = errno;
+    free(target);
+    if (!f) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", phase, path, strerror(saved));
+        path_mkdirs_undo(made);
+        return NULL;
+    }
+    pending[slot].f = f;
 
     char commit[64], date[32], cpu[128];
     git_commit(commit, sizeof commit);
@@ -94,9 +183,18 @@ FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
 int csv_close(FILE *f, const char *path, const char *phase)
 {
     if (!f) return 0;
+    int slot = 0;
+    while (slot < CSV_OPEN_MAX && pending[slot].f != f) slot++;
     int bad = ferror(f);
     int saved = errno;
     if (fclose(f) != 0) { bad = 1; saved = errno; }
+    if (slot < CSV_OPEN_MAX) {
+        pending[slot].f = NULL;
+        if (pending[slot].live && !bad && rename(pending[slot].tmp, pending[slot].dst) != 0) { bad = 1; saved = errno; }
+        if (pending[slot].live && bad) discard(slot);   /* a previous file stays as it was */
+        pending[slot].live = 0;
+        pending[slot].made.n = 0;                       /* its folders are kept now */
+    }
     if (!bad) return 0;
     fprintf(stderr, "%s: could not write %s: %s\n", phase, path, saved ? strerror(saved) : "write error");
     return -1;

@@ -9,6 +9,7 @@
 #ifndef COMMON_CSV_H
 #define COMMON_CSV_H
 #include <stdio.h>
+#include "path.h"   /* OUT_PATH_MAX, mkdir_p */
 
 /* What is known about the machine. GPU fields are empty/zero on a CPU-only run; the
  * GPU helpers (common/gpu.h) fill them in when a device is present. */
@@ -23,19 +24,24 @@ typedef struct {
 
 void machine_info_cpu(machine_info_t *mi);  /* a CPU-only machine: gpu "none" */
 
-/* Open path for writing (creating parent folders), write the metadata header and the
+/* Open a CSV for path (creating its parent folders), write the metadata header and the
  * column row. argc/argv are recorded as the command. Returns NULL (and says why on
- * stderr) if the file cannot be written. */
+ * stderr, removing any folder it made) if the file cannot be written.
+ *
+ * The rows go to a temporary beside it, <path>.tmp-XXXXXX, which csv_close renames over
+ * path: until then a previous CSV at path stays as it was, so an interrupted run never
+ * leaves it empty or half written. A run that exits without csv_close (exit(), or
+ * SIGINT, SIGTERM, SIGHUP) removes its temporary; only SIGKILL can leave one behind.
+ * A path that exists and is not a regular file (/dev/null, a FIFO) is written directly. */
 FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns);
-/* Close a CSV opened by csv_open: 0 when every byte reached the file; otherwise one line
- * "<phase>: could not write <path>: <reason>" on stderr and -1 (the run must then exit
- * non-zero and never print "csv: <path>"). NULL f: nothing to close, 0. */
+/* Close a CSV opened by csv_open and put it in place: 0 when every byte reached the file
+ * and it was renamed over path; otherwise one line "<phase>: could not write <path>:
+ * <reason>" on stderr, the temporary removed (a previous file at path kept) and -1 (the
+ * run must then exit non-zero and never print "csv: <path>"). NULL f: nothing to close, 0. */
 int csv_close(FILE *f, const char *path, const char *phase);
 /* One numeric cell and its comma; an empty cell for NaN (a value not measured). */
 void csv_num(FILE *f, const char *fmt, double x);
-/* Create a directory and its parents (like mkdir -p). 0 on success. */
-int mkdir_p(const char *path);
 /* The current git commit (short, "-dirty" when the tree has changes) or "unknown";
  * $FA_GIT_COMMIT, when set, wins (for copies of the tree without .git). */
 void git_commit(char *buf, size_t len);

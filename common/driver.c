@@ -163,9 +163,11 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet)
         if (EX_BUILD_ON && drv_failed(&rows[i]))
             printf("     exercises behind it: %s\n", rows[i].exercises ? rows[i].exercises : "(none named: see the chapter)");
     }
-    printf("%s: %s (%d rows, %d failed)\n", D->phase, fails ? "FAIL" : "PASS", n, fails);
+    bool bad_dump = attn_dump_failures() > 0;   /* said on stderr where it failed */
+    printf("%s: %s (%d rows, %d failed%s)\n", D->phase, fails || bad_dump ? "FAIL" : "PASS", n, fails,
+           bad_dump ? "; the dump could not be written" : "");
     int bad_csv = drv_csv_close(D, quiet) != 0;
-    return fails || bad_csv ? 1 : 0;
+    return fails || bad_dump || bad_csv ? 1 : 0;
 }
 
 void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...)
@@ -182,8 +184,10 @@ void drv_banner(const drv_t *D, const cli_opts_t *o, const char *fmt, ...)
 
 int drv_sweep_end(drv_t *D, int fails)
 {
-    printf("%s: sweep %s (%d failed points)\n", D->phase, fails ? "FAIL" : "PASS", fails);
-    return drv_csv_close(D, true) != 0 || fails ? 1 : 0;
+    bool bad_dump = attn_dump_failures() > 0;
+    printf("%s: sweep %s (%d failed points%s)\n", D->phase, fails || bad_dump ? "FAIL" : "PASS", fails,
+           bad_dump ? "; the dump could not be written" : "");
+    return drv_csv_close(D, true) != 0 || fails || bad_dump ? 1 : 0;
 }
 
 int drv_csv_close(drv_t *D, bool quiet)
@@ -337,6 +341,45 @@ void drv_gpu_free(drv_gpu_bufs_t *b)
     memset(b, 0, sizeof *b);
 }
 
+/* ---- visit counters ------------------------------------------------------------------------ */
+void drv_visits_init(drv_visits_t *v, int ntiles, const char *tile, const char *unit, const char *range,
+                     const char *exercise)
+{
+    memset(v, 0, sizeof *v);
+    v->ntiles = v->split = ntiles;
+    v->want = xmalloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *v->want, "drv_visits_init");
+    for (int k = 0; k < ntiles; k++) v->want[k] = 0;
+    v->part[0].tile = v->part[1].tile = tile;
+    v->part[0].unit = v->part[1].unit = unit;
+    v->part[0].exercise = v->part[1].exercise = exercise;
+    v->range = range;
+}
+
+void drv_visits_free(drv_visits_t *v)
+{
+    free(v->want);
+    memset(v, 0, sizeof *v);
+}
+
+bool drv_check_visits(drv_row_t *r, const drv_visits_t *v)
+{
+    if (!v || v->ntiles <= 0 || !gpu_visits_on()) return true;
+    unsigned long long *got = xmalloc((size_t)v->ntiles * sizeof *got, "drv_check_visits");
+    gpu_visits_read(got, (size_t)v->ntiles);
+    int first = -1, differ = 0;
+    for (int k = 0; k < v->ntiles; k++)
+        if (got[k] != v->want[k] && differ++ == 0) first = k;
+    if (differ) {
+        const int part = first >= v->split, tile = part ? first - v->split : first;
+        drv_fail(r, "visited %llu %s of %s %d (over batch and heads), %s allows %llu; %d tile%s differ%s", got[first],
+                 v->part[part].unit, v->part[part].tile, tile, v->range, v->want[first], differ,
+                 differ == 1 ? "" : "s", differ == 1 ? "s" : "");
+        if (v->part[part].exercise) drv_blame(r, v->part[part].exercise);
+    }
+    free(got);
+    return differ == 0;
+}
+
 void drv_gpu_run(drv_row_t *r, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const drv_gpu_run_t *how)
 {
     const attn_problem_t *p = &in->p;
@@ -344,10 +387,14 @@ void drv_gpu_run(drv_row_t *r, const attn_inputs_t *in, const drv_gpu_bufs_t *b,
     /* poisoned outputs: an element the kernel forgets to write is NaN and fails */
     if (how->out == DRV_OUT_F16_O) gpu_poison_f16(b->Oh, nq);
     else { gpu_poison_f32(b->O, nq); gpu_poison_f32(b->L, nl); gpu_poison_f32(b->l, nl); gpu_poison_f32(b->m, nl); }
+    gpu_visits_zero();   /* the checked run's counts alone (the timed runs add theirs after) */
     if (how->profile) gpu_profile_range(1);   /* the one run tools/profile.sh measures */
     how->launch(how->ctx);
     if (how->profile) gpu_profile_range(0);
     gpu_sync();
+    /* first: a kernel that visits blocks outside its range can still give the right output
+     * (the mask hides them), and a wrong range is the most precise reason there is */
+    drv_check_visits(r, how->visits);
 
     float *O = xmalloc(nq * sizeof(float), "driver"), *L = NULL;
     if (how->out == DRV_OUT_F16_O) {

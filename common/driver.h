@@ -95,7 +95,8 @@ typedef struct {
 void drv_start(drv_t *D, const char *phase, const cli_opts_t *o);
 /* Open o->csv_path (cli_parse has resolved and probed it) with the metadata header and the
  * named columns (NULL-terminated, every name one of drv_csv_row's). Exits 2 with one line
- * if it cannot be written after all. */
+ * if it cannot be written after all. The rows go to a temporary that drv_csv_close renames
+ * over the path (csv_open): a run that does not get there leaves a previous CSV intact. */
 void drv_csv_open(drv_t *D, const cli_opts_t *o, int argc, char **argv, const char *const *columns);
 /* One CSV row of r under the columns given to drv_csv_open. */
 void drv_csv_row(const drv_t *D, const drv_row_t *r);
@@ -110,7 +111,7 @@ int drv_csv_close(drv_t *D, bool quiet);
 /* The closing lines: one per FAIL (in an exercise build with the exercises behind it) and
  * one per row not run (with its reason), then
  * "<phase>: PASS|FAIL (n rows, k failed)"; closes the CSV ("csv: PATH" unless quiet).
- * Returns the exit code: 1 on any FAIL or a CSV that could not be written, else 0. */
+ * Returns the exit code: 1 on any FAIL, a dump or a CSV that could not be written, else 0. */
 int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet);
 
 /* ---- the table ------------------------------------------------------------------------
@@ -133,7 +134,7 @@ attn_problem_t drv_tokens16k(int N, int d, bool causal);
 void drv_sweep_line(const drv_row_t *rows, int n);
 
 /* --dump DIR: the inputs and O, L as .npy for tools/check_numpy.py (a failure is said on
- * stderr and does not fail the run). Nothing when o->dump_dir is NULL. */
+ * stderr, and drv_finish then FAILs the run). Nothing when o->dump_dir is NULL. */
 void drv_dump(const cli_opts_t *o, const attn_inputs_t *in, const float *O, const float *L, const char *phase);
 
 /* A sweep's row beyond what the CPU runs: the closed forms alone (NaN: not given). */
@@ -142,6 +143,33 @@ drv_row_t drv_formula_row(const char *kernel, const char *sweep, const attn_prob
 
 /* Host inputs of p from the seed, or exit 1 ("<phase>: out of host memory"). */
 void drv_inputs(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad, const char *phase);
+
+/* ---- visit counters: what a kernel's counters must read (common/gpu.h, gpu_visits) ----
+ * want[k]: the blocks tile k may visit, summed over batch and heads, from the reference
+ * model (REF(...) in an exercise build, common/ref.h, so a mismatch blames the kernel's
+ * exercise alone) or a closed form. The phase's library fills it (fa2_visits_want(), ...).
+ * One launch of two kernels (phase 5's two-pass) lists the first kernel's tiles, then the
+ * second's: tiles [split, ntiles) are part[1]'s, numbered from 0. */
+typedef struct drv_visits {
+    int ntiles;                     /* 0: nothing to compare                               */
+    unsigned long long *want;       /* [ntiles]                                            */
+    int split;                      /* tiles [0, split) are part[0]'s                      */
+    struct {
+        const char *tile, *unit;    /* e.g. "Q block", "K/V blocks"                        */
+        const char *exercise;       /* the exercise a mismatch blames, or NULL             */
+    } part[2];
+    const char *range;              /* what allows them: "the causal range"                */
+} drv_visits_t;
+/* ntiles zeroed counts of one part (exit 1 out of host memory). */
+void drv_visits_init(drv_visits_t *v, int ntiles, const char *tile, const char *unit, const char *range,
+                     const char *exercise);
+void drv_visits_free(drv_visits_t *v);
+/* After a run that started from zeroed counters (gpu_visits_zero): the device's counts
+ * against v. The first tile that differs FAILs r ("visited 64 K/V blocks of Q block 3 (over
+ * batch and heads), the causal range allows 32; 5 tiles differ") and blames its part's
+ * exercise. Nothing when v is NULL or empty, or when the kernels do not count
+ * (gpu_visits_on). Returns whether it passed. */
+bool drv_check_visits(drv_row_t *r, const drv_visits_t *v);
 
 /* ---- GPU: the buffers of one problem and one checked-then-timed run ----------------- */
 typedef struct {
@@ -183,11 +211,13 @@ typedef struct {
     int warmup, iters;                 /* timing: median of iters after warmup      */
     bool profile;                      /* bracket the checked run for ncu           */
     float **keep;                      /* receives O (host) when it passed, or NULL */
+    const drv_visits_t *visits;        /* the counts the checked run must leave, or NULL */
 } drv_gpu_run_t;
 
-/* Poison every output, run once (bracketed for the profiler when asked), fetch O (and
- * L), check it (the phase's check, then the previous phases), and time it only if it
- * passed. Fills r. */
+/* Poison every output, zero the visit counters, run once (bracketed for the profiler when
+ * asked), compare the counters (how->visits: a kernel that visits blocks outside its range
+ * may still be right, so first), fetch O (and L), check it (the phase's check, then the
+ * previous phases), and time it only if it passed. Fills r. */
 void drv_gpu_run(drv_row_t *r, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const drv_gpu_run_t *how);
 
 #endif

@@ -190,6 +190,49 @@ void gpu_poison_f16(void *p, size_t n)
 /* 0xff bytes make 0xffffffff, a quiet NaN in fp32. */
 void gpu_poison_f32(void *p, size_t n) { CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float))); }
 
+/* ---- the visit counters (gpu.h) ---- */
+#ifndef FA_NO_VISITS
+#define FA_NO_VISITS 0
+#endif
+static unsigned long long *visit_buf = NULL;
+static size_t visit_cap = 0;
+static void visit_buf_free(void) { if (visit_buf) cudaFree(visit_buf); visit_buf = NULL; }
+
+gpu_visits_t gpu_visits(size_t ntiles)
+{
+    static int all = -1;
+    if (all < 0) {
+        const char *e = getenv("FA_TEST_VISIT_ALL");
+        all = e && strcmp(e, "1") == 0;
+    }
+    gpu_visits_t v = { NULL, all };
+    if (FA_NO_VISITS) { v.visit_all = 0; return v; }
+    if (ntiles > visit_cap) {   /* the first launch of a larger problem: never inside a timed loop
+                                   (the checked run of the same problem asked first) */
+        if (!visit_buf) atexit(visit_buf_free);
+        else CUDA_CHECK(cudaFree(visit_buf));   /* waits for the kernels that used it */
+        visit_cap = ntiles > 2 * visit_cap ? ntiles : 2 * visit_cap;
+        CUDA_CHECK(cudaMalloc(&visit_buf, visit_cap * sizeof *visit_buf));
+        CUDA_CHECK(cudaMemset(visit_buf, 0, visit_cap * sizeof *visit_buf));
+    }
+    v.counts = visit_buf;
+    return v;
+}
+
+void gpu_visits_zero(void)
+{
+    if (visit_buf) CUDA_CHECK(cudaMemsetAsync(visit_buf, 0, visit_cap * sizeof *visit_buf));
+}
+
+void gpu_visits_read(unsigned long long *counts, size_t n)
+{
+    const size_t have = n < visit_cap ? n : visit_cap;
+    if (have) CUDA_CHECK(cudaMemcpy(counts, visit_buf, have * sizeof *counts, cudaMemcpyDeviceToHost));
+    for (size_t k = have; k < n; k++) counts[k] = 0;
+}
+
+int gpu_visits_on(void) { return !FA_NO_VISITS && gpu_available(NULL, 0); }
+
 } /* extern "C" */
 
 void gpu_profile_range(int on)

@@ -69,6 +69,34 @@ void  gpu_poison_f16(void *p, size_t n);
 void  gpu_poison_f32(void *p, size_t n);
 void  gpu_sync(void);
 
+/* ---- visit counters: kernels prove which blocks they visit (docs/design.md) ----------
+ * A kernel that skips blocks (a causal range, a split's range) adds, once per thread
+ * block, the number of blocks it visited into counts[tile] of one process-wide device
+ * buffer. A tile is the Q block of a Q-outer kernel, the K/V block of a K/V-outer one, the
+ * split of a decode kernel; every batch and head of a tile adds into the same counter.
+ * Its launcher asks for gpu_visits(number of tiles) at every launch and passes it to the
+ * kernel by value (the device side is common/visits.cuh). Every launch counts, timed ones
+ * too; the driver zeroes the counters before its checked run and compares them after with
+ * the reference model's counts (driver.h: drv_visits_t). The cost is one atomic add per
+ * thread block; a build with FA_NO_VISITS=1 (make FA_NO_VISITS=1) leaves it out, to measure
+ * that cost, and then nothing is compared.
+ * FA_TEST_VISIT_ALL=1 in the environment makes every counting kernel visit every block, as
+ * a deleted range would: the output stays right (the mask hides the extra blocks), only
+ * the counts tell. The tests use it to prove the check has teeth. */
+typedef struct {
+    unsigned long long *counts;   /* device: at least the launch's tiles, or NULL (FA_NO_VISITS) */
+    int visit_all;                /* FA_TEST_VISIT_ALL: ignore the range, visit every block     */
+} gpu_visits_t;
+/* The counters for a launch of ntiles tiles (the buffer grows, zeroed, when it is smaller). */
+gpu_visits_t gpu_visits(size_t ntiles);
+/* Zero every counter (asynchronous, in order with the kernels). */
+void gpu_visits_zero(void);
+/* Copy the first n counters to host (synchronises); counters the buffer does not hold
+ * (no launch asked for them) read 0. */
+void gpu_visits_read(unsigned long long *counts, size_t n);
+/* 1 when the kernels count (a GPU, and a build without FA_NO_VISITS), else 0. */
+int gpu_visits_on(void);
+
 #ifdef __cplusplus
 }
 #endif

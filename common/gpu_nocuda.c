@@ -31,3 +31,7 @@ void gpu_download(void *dst, const void *src, size_t bytes) { (void)dst; (void)s
 void gpu_poison_f16(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f16"); }
 void gpu_poison_f32(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f32"); }
 void gpu_sync(void) {}
+gpu_visits_t gpu_visits(size_t ntiles) { (void)ntiles; gpu_visits_t v = { NULL, 0 }; return v; }
+void gpu_visits_zero(void) {}
+void gpu_visits_read(unsigned long long *counts, size_t n) { for (size_t k = 0; k < n; k++) counts[k] = 0; }
+int gpu_visits_on(void) { return 0; }

@@ -1,5 +1,6 @@
 /* test_common.c - unit tests of common/: fp16 rounding on edge values, the RNG, the
- * error metrics, the causal rule, the row sampler, the HBM meter, .npy files, median.
+ * error metrics, the causal rule, the row sampler, the HBM meter, .npy files, median, the
+ * sweep runner and its bound on CPU work.
  * Prints "PASS name" / "FAIL name: why" per test; exit 1 on any failure. */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "npy.h"
 #include "problem.h"
 #include "rng.h"
+#include "sweep.h"
 #include "table.h"
 #include "timer.h"
 
@@ -338,6 +340,58 @@ static void test_misc(void)
            "table: bytes in binary units", fmt_bytes(2.0 * 1024 * 1024, b));
 }
 
+/* The sweep runner: every point's rows counted, a group stopped, a GPU part skipped
+ * without a GPU; the bound keeps a point's axes (N_kv, d) and is within its limits. */
+static int sweep_calls;
+static int sweep_test_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    sweep_calls++;
+    rows[0] = drv_row("k", "cpu", s->part->name, &pt->p);
+    if (pt->arg == 1) drv_fail(&rows[0], "the point that fails");
+    if (pt->arg == 2) sweep_stop_group(s, pt);
+    return 1;
+}
+static void sweep_quiet_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows, int n)
+{
+    (void)s; (void)pt; (void)rows; (void)n;
+}
+
+static void test_sweep(void)
+{
+    drv_t D;
+    memset(&D, 0, sizeof D);
+    D.phase = "test_common";
+    snprintf(D.why, sizeof D.why, "no GPU in this test");
+    cli_opts_t o;
+    memset(&o, 0, sizeof o);
+    sweep_point_t pts[4];
+    for (int k = 0; k < 4; k++) {
+        pts[k] = sweep_point(attn_problem(1, 1, 1, 16, 16, 16, false));
+        pts[k].arg = k;
+        pts[k].group = k < 3 ? 0 : 1;   /* point 2 stops group 0 (nothing left of it); 3 runs */
+    }
+    const sweep_part_t parts[] = {
+        { .name = "cpu", .where = SWEEP_CPU, .points = pts, .npoints = 4, .run = sweep_test_point, .line = sweep_quiet_line },
+        { .name = "gpu", .where = SWEEP_GPU, .points = pts, .npoints = 4, .run = sweep_test_point, .line = sweep_quiet_line },
+    };
+    int rc = sweep_run_parts(&D, &o, parts, 2);
+    expect(rc == 1 && sweep_calls == 4, "sweep: each CPU point runs, a FAIL row fails the sweep, the GPU part skipped",
+           "wrong exit code or number of points run");
+    sweep_point_t stop[3];
+    for (int k = 0; k < 3; k++) { stop[k] = sweep_point(attn_problem(1, 1, 1, 16, 16, 16, false)); stop[k].arg = 2; }
+    sweep_calls = 0;
+    const sweep_part_t p2 = { .name = "stop", .where = SWEEP_CPU, .points = stop, .npoints = 3, .run = sweep_test_point,
+                              .line = sweep_quiet_line };
+    rc = sweep_run_parts(&D, &o, &p2, 1);
+    expect(rc == 0 && sweep_calls == 1, "sweep: sweep_stop_group skips the rest of a group", "the group ran on");
+    const attn_problem_t big = attn_problem(2000000, 64, 8, 100000, 8192, 128, true);
+    const attn_problem_t q = sweep_bound("test_common", "the bound", &big, SWEEP_CPU_MAX_FLOPS);
+    const double elems = 2.0 * attn_q_elems(&q) + 2.0 * attn_kv_elems(&q) + 4.0 * q.B * q.H * q.N_q * (double)q.N_kv;
+    expect(attn_flops_fwd(&q) <= SWEEP_CPU_MAX_FLOPS && elems <= SWEEP_CPU_MAX_ELEMS && q.N_kv == 8192 && q.d == 128 &&
+           q.causal && q.H % q.H_kv == 0 && q.H / q.H_kv == 2, "sweep: the bound on CPU work keeps N_kv, d, causal, GQA",
+           "out of the bound, or an axis changed");
+}
+
 int main(void)
 {
     test_fp16();
@@ -350,5 +404,6 @@ int main(void)
     test_hbm();
     test_npy();
     test_misc();
+    test_sweep();
     return failures ? 1 : 0;
 }

@@ -34,7 +34,7 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
 {
     const char *h[] = {">N", ">S, 1 head", ">S+P, 1 head", ">S, B=32 H=8", ">S+P, B=32 H=8",
                        ">S+P fp32, B=32 H=8", ">fp16 S+P fits in 80 GB?"};
-    char path[1200], c[6][32];
+    char path[OUT_PATH_MAX], c[6][32];
     table_t t;
     int wall16 = 0, wall32 = 0;   /* the first N whose S + P (B=32 H=8) passes 80 GB */
     table_init(&t, 7, h);
@@ -53,7 +53,7 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
         if (!wall32 && 4 * sb > 80e9) wall32 = N;
         if (f) fprintf(f, "%d,%.0f,%.0f,%.0f,%.0f,%.0f\n", N, s1, 2 * s1, sb, 2 * sb, 4 * sb);
     }
-    if (f) fclose(f);
+    csv_close(f, path, "phase0");
     if (!out) return;
     fprintf(out, "Memory wall: the N x N score matrix S (and P, the same size) that standard\n"
                  "attention writes to HBM, fp16 unless marked; bytes = B * H * N^2 * 2\n");
@@ -89,7 +89,7 @@ static void traffic(FILE *out, const attn_problem_t *p, const char *csv_path,
     if (f) { fprintf(f, "total,standard attention,all,%.0f,%.0f\n", t.total, 2 * t.total);
              fprintf(f, "fused,FlashAttention lower bound,Q K V once + O,%.0f,%.0f\n",
                      fused_attn_min_bytes(p, 2), fused_attn_min_bytes(p, 4));
-             fclose(f); }
+             csv_close(f, csv_path, "phase0"); }
     if (!out) return;
     const roofline_gpu_t *ds;
     roofline_datasheet(&ds);
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     else machine_info_cpu(&mi);
 
     const char *csv_path = o.csv_path ? o.csv_path : "results/phase0/phase0.csv";
-    char dirbuf[1024];
+    char dirbuf[OUT_PATH_MAX];
     snprintf(dirbuf, sizeof dirbuf, "%s", csv_path);
     const char *dir = dirname(dirbuf);
     if (mkdir_p(dir) != 0) { fprintf(stderr, "phase0: cannot create %s\n", dir); return 1; }

@@ -48,7 +48,7 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
 {
     static const int ds[2] = {64, 128};
     static const char *const kernels[2] = {"standard", "flash"};
-    char path[1200], c[12][TABLE_CELL], name[160];
+    char path[OUT_PATH_MAX], c[12][TABLE_CELL], name[160];
     const char *h[] = {"GPU", "source", ">GB/s", ">TFLOP/s", ">ridge", "kernel", ">d",
                        ">FLOP/B", ">attainable", "bound", ">time >="};
     table_t t;
@@ -88,7 +88,7 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
                         g == set->primary, label);
             }
     }
-    fclose(f);
+    if (csv_close(f, path, "phase0") != 0) return -1;
 
     /* Each GPU's roof, min(peak, I x bandwidth), from 1 to 10^4 FLOP/byte. */
     snprintf(path, sizeof path, "%s/roofline_lines.csv", dir);
@@ -106,7 +106,7 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
         for (int g = 0; g < set->n; g++) fprintf(f, ",%.4f", roofline_attainable(&set->gpu[g], I) / 1e12);
         fputc('\n', f);
     }
-    fclose(f);
+    if (csv_close(f, path, "phase0") != 0) return -1;
 
     if (out) {
         fprintf(out, "Roofline: forward attention, N = %d, fp16, B = %d (16k tokens), H = 2048/d;\n"

@@ -14,6 +14,7 @@ t_exit2 "phase0 rejects N=0"                  "$P0" --N 0
 t_exit2 "phase0 rejects d=48"                 "$P0" --d 48
 t_exit2 "phase0 rejects H % Hkv != 0"         "$P0" --H 6 --Hkv 4
 t_exit2 "phase0 rejects an unknown kernel"    "$P0" --kernel flash
+t_exit2_says "phase0 refuses --sweep (it has no sweep)" "no sweep" "$P0" --sweep
 # beyond host memory: phase 0 allocates nothing for it (closed forms) unless --dump (issue 24:
 # the host check counts what is allocated)
 t_run   "phase0 runs a problem beyond host memory on closed forms (nothing allocated)" "$P0" --quiet --B 100000 --H 64 --N 1000000 --d 256 --csv "$T0/huge.csv"
@@ -40,7 +41,7 @@ if command -v valgrind >/dev/null 2>&1; then
     # tools/valgrind.supp: the system loader's own over-read while the CUDA runtime loads
     t_run "phase0 under valgrind (self-checks + --dump)" valgrind -q --error-exitcode=1 --leak-check=full \
           --suppressions=tools/valgrind.supp \
-          "$P0" --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T0/vg" --csv "$T0/vg/phase0.csv"
+          "$P0" --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T0/vg" --csv "$T0/vg.csv"
 else
     t_skip "phase0 under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
 fi

@@ -20,6 +20,7 @@
 #include "cost.h"
 #include "driver.h"
 #include "naive.h"
+#include "sweep.h"
 #include "timer.h"
 
 #define PHASE          "phase1"
@@ -40,6 +41,7 @@ static const cli_spec_t SPEC = {
     .kernels = KERNELS,
     .defaults = { .B = 4, .H = 16, .H_kv = 16, .N_q = 2048, .N_kv = 2048, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
     .default_sweep_csv = "results/phase1/phase1_sweep.csv",
+    .sweep_takes = "kernel iters seed",   /* its problems: the FA2 paper's setting, the memory wall */
 };
 static const double GiB = 1073741824.0;
 
@@ -87,7 +89,7 @@ static drv_row_t run_gpu(const attn_inputs_t *in, const drv_gpu_bufs_t *b, naive
     gpu_poison_f16(b->S, (size_t)in->p.B * in->p.H * in->p.N_q * in->p.N_kv);   /* S and P poisoned too */
     gpu_poison_f16(b->P, (size_t)in->p.B * in->p.H * in->p.N_q * in->p.N_kv);
     drv_gpu_run_t how = { naive_gpu_forward_fn, &g, DRV_OUT_F16_O, NULL, attn_check_fp16, check_rows, NULL, 0,
-                          2, iters, true, NULL };
+                          2, iters, true, NULL, NULL };   /* naive kernels skip no block: no visits */
     drv_gpu_run(&r, in, b, &how);
     drv_blame(&r, k == NAIVE_SIMPLE ? "naive.gemm_tile, naive.block_reduce, naive.softmax_stats"
                                                : "naive.block_reduce, naive.softmax_stats");
@@ -122,68 +124,91 @@ static bool fits(const attn_problem_t *p, const char *what, size_t *free_b)
 }
 #endif
 
-/* ---- --sweep ---------------------------------------------------------------------------- */
+/* ---- --sweep: tables of points run by common/sweep.c ---------------------------------- */
+/* No GPU: the model columns still make the memory plots. */
+static int model_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    rows[0] = row("model", "none", "tokens16k", &pt->p, NAN);
+    drv_not_run(&rows[0], "skipped", s->D->why);
+    return 1;
+}
+
+static void no_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows, int n)
+{
+    (void)s; (void)pt; (void)rows; (void)n;
+}
+
+#if HAVE_CUDA
+/* Part 1: the FlashAttention-2 plots' setting, full and causal on the same inputs; a d
+ * stops at the first N whose S and P do not fit. */
+static int t16k_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    size_t free_b;
+    if (!fits(&pt->p, "sweep tokens16k", &free_b)) { sweep_stop_group(s, pt); return 0; }
+    return run_gpu_rows(&pt->p, s->o, "tokens16k", s->o->iters, SWEEP_ROWS, (double)free_b, rows);
+}
+
+/* Part 2: the memory wall at a fixed batch, B = 4, cublas (else simple), not causal: the
+ * sizes alone below N = 8192 (a point of part 1 there), then N doubling until S and P no
+ * longer fit (that point an OOM row, the last of its d). */
+static int wall_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    const char *wk = cli_kernel_selected(s->o, "cublas") ? "cublas" : "simple";
+    if (pt->p.N_q < 8192) {
+        rows[0] = row("model", "none", "wall_B4", &pt->p, NAN);
+        rows[0].verdict = "model";
+        return 1;
+    }
+    size_t free_b;
+    if (!fits(&pt->p, "memory wall", &free_b)) {
+        rows[0] = row(wk, "gpu", "wall_B4", &pt->p, (double)free_b);
+        drv_not_run(&rows[0], "OOM", "S and P do not fit");
+        sweep_stop_group(s, pt);
+        return 1;
+    }
+    cli_opts_t ow = *s->o;
+    ow.kernel = wk;
+    return run_gpu_rows(&pt->p, &ow, "wall_B4", s->o->iters < 3 ? s->o->iters : 3, SWEEP_ROWS, (double)free_b, rows);
+}
+
+static void wall_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *r, int n)
+{
+    (void)s;
+    if (n == 0 || strcmp(r->device, "gpu") != 0 || strcmp(r->verdict, "OOM") == 0) return;
+    printf("  sweep wall_B4 d=%3d N=%6d B=%d H=%2d  S+P %7.2f GiB of %.2f GiB free:  %s %.3f ms %s\n",
+           pt->p.d, pt->p.N_q, WALL_B, pt->p.H, r->sp_bytes / GiB, r->free_bytes / GiB, r->kernel, r->time_ms, r->verdict);
+}
+#endif
+
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
-    int fails = 0;
-    (void)o;   /* used by the GPU part only */
-    if (!D->gpu) {
-        /* no GPU: the model columns still make the memory plots */
-        printf("%s: GPU rows skipped: %s; writing the model columns only\n", PHASE, D->why);
-        for (int d = 64; d <= 128; d *= 2)
-            for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
-                attn_problem_t p = drv_tokens16k(N, d, false);
-                drv_row_t r = row("model", "none", "tokens16k", &p, NAN);
-                drv_not_run(&r, "skipped", D->why);
-                drv_csv_row(D, &r);
-            }
-        return drv_csv_close(D, true) != 0;
-    }
-#if HAVE_CUDA
-    /* Part 1: the FlashAttention-2 plots' setting, full and causal on the same inputs. */
+    sweep_point_t t16k[2 * 6 * 2], model[2 * 6], wall[2 * 10];
+    int nt = 0, nm = 0, nw = 0;
     for (int d = 64; d <= 128; d *= 2)
-        for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2)
+        for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
+            model[nm++] = sweep_point(drv_tokens16k(N, d, false));
             for (int causal = 0; causal <= 1; causal++) {
-                attn_problem_t p = drv_tokens16k(N, d, causal);
-                size_t free_b;
-                if (!fits(&p, "sweep tokens16k", &free_b)) { N = DRV_T16K_NMAX; break; }
-                drv_row_t rows[2];
-                int n = run_gpu_rows(&p, o, "tokens16k", o->iters, SWEEP_ROWS, (double)free_b, rows);
-                for (int k = 0; k < n; k++) { fails += !drv_passed(&rows[k]); drv_csv_row(D, &rows[k]); }
-                drv_sweep_line(rows, n);
+                t16k[nt] = sweep_point(drv_tokens16k(N, d, causal));
+                t16k[nt++].group = d;
             }
-    /* Part 2: the memory wall at a fixed batch: B = 4, N doubling from 8192 (below that
-     * B = 4 is a point of part 1) until S and P no longer fit (cublas, non-causal). */
-    const char *wk = cli_kernel_selected(o, "cublas") ? "cublas" : "simple";
-    cli_opts_t ow = *o;
-    ow.kernel = wk;
-    for (int d = 64; d <= 128; d *= 2) {
-        for (int N = 1024; N < 8192; N *= 2) {        /* the sizes only, for the plot */
-            attn_problem_t p = attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false);
-            drv_row_t r = row("model", "none", "wall_B4", &p, NAN);
-            r.verdict = "model";
-            drv_csv_row(D, &r);
         }
-        for (int N = 8192; N <= (1 << 20); N *= 2) {
-            attn_problem_t p = attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false);
-            size_t free_b;
-            if (!fits(&p, "memory wall", &free_b)) {
-                drv_row_t r = row(wk, "gpu", "wall_B4", &p, (double)free_b);
-                drv_not_run(&r, "OOM", "S and P do not fit");
-                drv_csv_row(D, &r);
-                break;
-            }
-            drv_row_t r;
-            run_gpu_rows(&p, &ow, "wall_B4", o->iters < 3 ? o->iters : 3, SWEEP_ROWS, (double)free_b, &r);
-            fails += !drv_passed(&r);
-            drv_csv_row(D, &r);
-            printf("  sweep wall_B4 d=%3d N=%6d B=%d H=%2d  S+P %7.2f GiB of %.2f GiB free:  %s %.3f ms %s\n",
-                   d, N, WALL_B, p.H, r.sp_bytes / GiB, free_b / GiB, wk, r.time_ms, r.verdict);
-            fflush(stdout);
+    for (int d = 64; d <= 128; d *= 2)
+        for (int N = 1024; N <= (1 << 20); N *= 2) {
+            wall[nw] = sweep_point(attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false));
+            wall[nw++].group = d;
         }
-    }
+    if (!D->gpu) printf("%s: GPU rows skipped: %s; writing the model columns only\n", PHASE, D->why);
+    const sweep_part_t parts[] = {
+        { .name = "tokens16k", .where = SWEEP_NO_GPU, .points = model, .npoints = nm, .run = model_point, .line = no_line },
+#if HAVE_CUDA
+        { .name = "tokens16k", .where = SWEEP_GPU, .points = t16k, .npoints = nt, .run = t16k_point },
+        { .name = "wall_B4", .where = SWEEP_GPU, .points = wall, .npoints = nw, .run = wall_point, .line = wall_line },
 #endif
-    return drv_sweep_end(D, fails);
+    };
+#if !HAVE_CUDA
+    (void)t16k; (void)wall;   /* the GPU parts' tables */
+#endif
+    return sweep_run_parts(D, o, parts, sizeof parts / sizeof parts[0]);
 }
 
 /* The memory wall, before any allocation: S and P (and Q, K, V, O) must fit in the free

@@ -9,15 +9,11 @@ phase1_CUDA_LDLIBS := -lcublas
 # N_q != N_kv causal and tails, and fully masked rows (N_q > N_kv causal)
 phase1_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal | --B 1 --H 2 --N 80 --Nkv 50 --d 64 --causal
 
-# The sweep (GPU): time, TFLOP/s and bytes vs N, and the memory wall.
-phase1-sweep: phase1-build
-	$(BUILD)/phase1 --sweep --iters 5 --csv $(RESULTS)/phase1/phase1_sweep.csv
-	@$(MAKE) --no-print-directory phase1-plot
-
-# Nsight Compute: DRAM bytes of one run of each kernel, into the CSV's hbm_measured.
-phase1-profile: phase1-build
-	@test -f $(RESULTS)/phase1/phase1.csv || $(BUILD)/phase1 --quiet --csv $(RESULTS)/phase1/phase1.csv
-	@bash tools/profile.sh $(BUILD)/phase1 $(RESULTS)/phase1/phase1.csv
+# The sweep (GPU): time, TFLOP/s and bytes vs N, and the memory wall. Profile: Nsight
+# Compute's DRAM bytes of one run of each kernel, into the CSV's hbm_measured (the
+# Makefile's phase_sweep and phase_profile).
+phase1_SWEEP_ARGS := --iters 5
+phase1_PROFILE    := default problem
 
 # compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv): any error fails.
 PHASE1_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 93 --d 32 --causal --iters 1 --quiet

@@ -10,13 +10,16 @@ t_exit2 "phase1 rejects d=48"               "$P1" --d 48
 t_exit2 "phase1 rejects H % Hkv != 0"        "$P1" --H 6 --Hkv 4
 t_exit2 "phase1 rejects N=0"                 "$P1" --N 0
 t_exit2 "phase1 rejects an unknown flag"     "$P1" --frobnicate
+# --sweep runs its own problems: an option it would ignore is refused, not ignored
+t_exit2_says "phase1 --sweep refuses --N (its problems are its own)" "sweep.*ignores --N" "$P1" --sweep --N 64
+t_bounded "phase1 --cpu --sweep ends within 10 s and 2 GB" 10 2048 "$P1" --cpu --sweep --quiet --csv "$T1/bound.csv"
 
 # The CPU path of a CUDA build under valgrind: the CUDA runtime and cuBLAS load (dlopen) at
 # start, where the system loader over-reads; tools/valgrind.supp suppresses exactly that.
 if command -v valgrind >/dev/null 2>&1; then
     t_run "phase1 --cpu under valgrind (no invalid access, no leak; loader suppressed)" \
           valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tools/valgrind.supp \
-          "$P1" --cpu --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T1/vg" --csv "$T1/vg/phase1.csv"
+          "$P1" --cpu --quiet --B 1 --H 2 --Hkv 1 --N 20 --Nkv 30 --d 16 --causal --dump "$T1/vg" --csv "$T1/vg.csv"
 else
     t_skip "phase1 --cpu under valgrind" "valgrind not found (install: sudo apt-get install valgrind)"
 fi

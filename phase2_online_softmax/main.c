@@ -101,8 +101,8 @@ static void cpu_softmaxes(report_t *r, uint64_t seed)
 static void overflow_rows(report_t *r, uint64_t seed, const char *dir, const machine_info_t *mi,
                           int argc, char **argv)
 {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/phase2_overflow.csv", dir);
+    char path[OUT_PATH_MAX];
+    path_join(path, dir, "phase2_overflow.csv");   /* fits: cli_parse kept room (path.h) */
     FILE *f = csv_open(path, "phase2", mi, argc, argv,
                        "offset,naive_finite_frac,safe_finite_frac,online_finite_frac,naive_rel_l2,safe_rel_l2,online_rel_l2");
     bool ok = softmax_overflow_demo(seed, f);
@@ -235,9 +235,9 @@ static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const ma
     const int lens[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
     int npts = o->sweep ? 8 : 1;
     FILE *f = NULL;
+    char path[OUT_PATH_MAX];
     if (o->sweep) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/phase2_sweep.csv", dir);
+        path_join(path, dir, "phase2_sweep.csv");
         f = csv_open(path, "phase2", mi, argc, argv,
                      "n,rows,safe_ms,online_ms,safe_gbps,online_gbps,safe_eff_gbps,online_eff_gbps,copy_gbps,speedup");
     }
@@ -245,7 +245,7 @@ static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const ma
     if (gpu_mem_info(&fr, &tot) == 0 && 2.2 * GPU_ROWS * maxn * 4 > (double)fr) {
         printf("GPU rows skipped: %.1f GiB of device memory needed, %.1f GiB free\n",
                2.2 * GPU_ROWS * maxn * 4 / (1u << 30), (double)fr / (1u << 30));
-        if (f) fclose(f);
+        csv_close(f, path, "phase2");
         return;
     }
     float *dx = gpu_malloc(GPU_ROWS * maxn * 4), *dy = gpu_malloc(GPU_ROWS * maxn * 4);
@@ -275,7 +275,7 @@ static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const ma
                    "(target >= 70%%: %s)\n", GPU_ROWS, n, sp, sp >= 1.15 ? "met" : "NOT met",
                    on.gbps, 100 * on.gbps / copy, copy, on.gbps >= 0.7 * copy ? "met" : "NOT met");
     }
-    if (f) fclose(f);
+    csv_close(f, path, "phase2");
     gpu_free(dx); gpu_free(dy);
 }
 #endif
@@ -288,6 +288,7 @@ int main(int argc, char **argv)
         .kernels = KERNELS,
         .defaults = attn_problem(1, 2, 2, 256, 256, 64, false),
         .no_dump = true,   /* phase 2 writes no tensors */
+        .sweep_takes = "B H Hkv N Nkv d causal seed kernel iters",   /* the run, then the sweep */
     };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
@@ -300,7 +301,7 @@ int main(int argc, char **argv)
     if (gpu) { gpu_copy_bandwidth_gbps(); gpu_machine_info(&mi); }
 
     const char *csv_path = o.csv_path;
-    char dir[1024];
+    char dir[OUT_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", csv_path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
@@ -331,10 +332,10 @@ int main(int argc, char **argv)
 
     printf("\n");
     table_print(&r.t, stdout);
-    if (r.csv) fclose(r.csv);
+    bool bad_csv = csv_close(r.csv, csv_path, "phase2") != 0;
     if (r.fails)
         printf("phase2: FAIL (%d of %d checks: %s)\n", r.fails, r.checks, r.failed);
     else
         printf("phase2: PASS (%d checks; CSV in %s/)\n", r.checks, dir);
-    return r.fails ? 1 : 0;
+    return r.fails || bad_csv ? 1 : 0;
 }

@@ -153,6 +153,11 @@ void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, co
  *                   Not causal: the same work as FA1_PLAIN.
  * Bytes: fa1_hbm_bytes(p, Bc) and fa1_hbm_bytes_skip(p, blocks). */
 typedef enum { FA1_PLAIN = 0, FA1_BLOCK_SKIP = 1 } fa1_variant_t;
+/* What fa1-mma's visit counters must read (common/driver.h, drv_visits_t): pass j (K/V
+ * block j of Bc keys) visits B H (Tr - fa1_first_q_block(j)) Q blocks of Br rows over all
+ * heads (FA1_PLAIN: B H Tr). Free with drv_visits_free. */
+struct drv_visits;
+void fa1_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, fa1_variant_t variant);
 void fa1_mma_launch(const attn_problem_t *p, fa1_variant_t variant, const void *q, const void *k,
                     const void *v, float *o, float *l, float *m);
 

@@ -7,6 +7,7 @@
  * the same steps with the same HBM round trips.
  */
 #include "fa1.h"
+#include "driver.h"
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -82,6 +83,16 @@ fa1_traffic_t fa1_hbm_traffic_skip(const attn_problem_t *p, attn_blocks_t b)
 }
 
 double fa1_hbm_bytes_skip(const attn_problem_t *p, attn_blocks_t b) { return fa1_hbm_traffic_skip(p, b).total; }
+
+/* fa1_first_q_block() is fa1.h's closed form, not an exercise: no REF needed */
+void fa1_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, fa1_variant_t variant)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    drv_visits_init(v, Tc, "K/V block", "Q blocks", "the causal range", NULL);
+    for (int j = 0; j < Tc; j++)
+        v->want[j] = (unsigned long long)p->B * p->H *
+                     (Tr - (variant == FA1_BLOCK_SKIP ? fa1_first_q_block(p, j, b.Bc, b.Br) : 0));
+}
 
 void fa1_lse(const float *l, const float *m, float *L, size_t n)
 {

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
+#include "visits.cuh"
 #include "fa1.h"
 
 /* FA1_K_IN_REGISTERS, FA1_SKIP_FULL_MASK: two speed-ups that change no result, each a
@@ -84,7 +85,7 @@ __device__ __forceinline__ void load_olm(float *buf, const float *O, const float
 template <int D, int WR, int WC, bool SKIP>
 __global__ void __launch_bounds__(32 * WR * WC, 1)
 fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
-               float *Og, float *lg, float *mg)
+               float *Og, float *lg, float *mg, gpu_visits_t vis)
 {
     using C = Cfg<D, WR, WC>;
     constexpr int Br = C::Br, Bc = C::Bc, LDH = C::LDH, LDO = C::LDO, NT = C::THREADS, OST = C::OST;
@@ -118,7 +119,8 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
          * neither loaded nor stored; rows that never see a key keep l.2's O = 0, l = 0,
          * m = -inf. i_first < Tr always (the last row sees every key), so K_j, V_j are
          * needed by every pass. The buffers still alternate on i % 2. */
-        const int i_first = SKIP ? fa1_first_q_block(&p, j, Bc, Br) : 0;
+        const int i_first = SKIP && !visit_all(vis) ? fa1_first_q_block(&p, j, Bc, Br) : 0;
+        if (tid == 0) visit_count(vis, j, Tr - i_first);   /* the driver holds it to fa1_first_q_block() */
         /* l.6: K_j, V_j (and the first Q block) into shared memory */
         cp_async_tile<D, LDH, NT>(Ks, K + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
         cp_async_tile<D, LDH, NT>(Vs, V + (size_t)j * Bc * D, Bc, p.N_kv - j * Bc);
@@ -343,7 +345,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         attr_set = true;
     }
     fa1_mma_kernel<D, WR, WC, SKIP><<<p->B * p->H, C::THREADS, C::SMEM>>>(
-        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, l, m);
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, l, m, gpu_visits((p->N_kv + C::Bc - 1) / C::Bc));
     CUDA_CHECK_LAUNCH();
 }
 

@@ -25,6 +25,7 @@
 #include "naive.h"
 #include "online_softmax.h"
 #include "oracle.h"
+#include "sweep.h"
 #include "timer.h"
 
 #define PHASE         "phase3"
@@ -49,6 +50,7 @@ static const cli_spec_t SPEC = {
     .takes_sram = true,
     .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
     .default_sweep_csv = "results/phase3/phase3_sweep.csv",
+    .sweep_takes = "causal kernel iters seed",   /* --causal: the GPU part causal */
 };
 
 /* ---- the CPU tile model ------------------------------------------------------------ */
@@ -135,7 +137,7 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
     else if (!b.S) drv_not_run(&rc, "OOM", "S and P do not fit");
     else {
         drv_gpu_run_t how = { launch_cublas, &x, DRV_OUT_F16_O, NULL, attn_check_fp16, check_rows, prev, 1,
-                              2, o->iters, sel_cublas && !o->sweep, &o1 };
+                              2, o->iters, sel_cublas && !o->sweep, &o1, NULL };
         drv_gpu_run(&rc, in, &b, &how);
     }
     if (sel_cublas) rows[n++] = rc;
@@ -155,9 +157,12 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
             int iters = k == 0 && o->sweep && o->iters > 3 ? 3 : o->iters;   /* simple is slow at 16k tokens */
             launch_t xk = x;
             xk.k = k;
+            drv_visits_t vis = { 0 };   /* mma's passes: the Q blocks each must visit (simple skips none) */
+            if (k) fa1_visits_want(&vis, p, cfg.blocks, k == 1 ? FA1_BLOCK_SKIP : FA1_PLAIN);
             drv_gpu_run_t how = { launch_fa1, &xk, DRV_OUT_O_LM, fa1_lse, attn_check_fp16, check_rows, prev, 2,
-                                  1, iters, !o->sweep, NULL };
+                                  1, iters, !o->sweep, NULL, &vis };
             drv_gpu_run(&r, in, &b, &how);
+            drv_visits_free(&vis);
             drv_blame(&r, k == 0 ? "fa1.ml_gpu, fa1.rescale_gpu" : "fa1.rowmax_mma, fa1.ml_mma, fa1.rescale_mma");
         }
         rows[n++] = r;
@@ -168,54 +173,78 @@ static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char
 }
 #endif
 
-/* ---- --sweep ------------------------------------------------------------------------ */
+/* ---- --sweep: tables of points run by common/sweep.c ----------------------------------
+ * IO complexity, counted by the model: bytes vs M (N = 1024) and vs N (M = 128 KiB), d = 64,
+ * one head; the model runs up to N = 2048, the formula alone beyond. Then with a GPU the
+ * FA2 paper's setting (d = 64 and 128, N = 512..16384; not causal, or causal with --causal). */
+static int vsM_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    const attn_problem_t p = sweep_cpu_problem(s, &pt->p);
+    rows[0] = run_cpu(&p, (size_t)pt->arg, s->o, "vsM", false);
+    return 1;
+}
+
+static void vsM_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *r, int n)
+{
+    (void)s; (void)n;
+    printf("  sweep vsM  M=%7zu  Br x Bc = %3d x %3d  HBM %.0f bytes (standard attention %.0f)  %s\n",
+           (size_t)pt->arg, r->blocks.Br, r->blocks.Bc, r->hbm_model, r->hbm_std, r->verdict);
+}
+
+static int vsN_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    const attn_problem_t *p = &pt->p;
+    if (p->N_q <= 2048) {
+        const attn_problem_t pc = sweep_cpu_problem(s, p);
+        rows[0] = run_cpu(&pc, DEFAULT_M, s->o, "vsN", false);
+        return 1;
+    }
+    rows[0] = drv_row("formula", "cpu", "vsN", p);
+    rows[0].sram = DEFAULT_M;
+    rows[0].hbm_std = std_attn_traffic(p, 2).total;
+    fa1_block_sizes(DEFAULT_M, p->d, &rows[0].blocks);
+    rows[0].hbm_formula = fa1_hbm_bytes(p, rows[0].blocks.Bc);
+    return 1;
+}
+
+static void vsN_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *r, int n)
+{
+    (void)s; (void)pt; (void)n;
+    printf("  sweep vsN  N=%6d  HBM model %.0f formula %.0f  standard attention %.0f  %s\n", r->p.N_q,
+           r->hbm_model, r->hbm_formula, r->hbm_std, r->verdict);
+}
+
+#if HAVE_CUDA
+static int t16k_rows(sweep_t *s, const sweep_point_t *pt, const attn_inputs_t *in, drv_row_t *rows)
+{
+    (void)pt;
+    return run_gpu_rows(in, s->o, "tokens16k", SWEEP_ROWS, rows);
+}
+
+static int t16k_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    return sweep_inputs_point(s, pt, false, t16k_rows, NULL, NULL, rows);
+}
+#else
+#define t16k_point NULL   /* no GPU part to run */
+#endif
+
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
-    int fails = 0;
-    /* IO complexity, counted by the model: bytes vs M (N = 1024) and vs N (M = 128 KiB),
-     * d = 64, one head. The model runs up to N = 2048; beyond, the formula alone. */
-    for (size_t M = 16 * 1024; M <= 1024 * 1024; M *= 2) {
-        attn_problem_t p = attn_problem(1, 1, 1, 1024, 1024, 64, false);
-        drv_row_t r = run_cpu(&p, M, o, "vsM", false);
-        fails += !drv_passed(&r);
-        drv_csv_row(D, &r);
-        printf("  sweep vsM  M=%7zu  Br x Bc = %3d x %3d  HBM %.0f bytes (standard attention %.0f)  %s\n",
-               M, r.blocks.Br, r.blocks.Bc, r.hbm_model, r.hbm_std, r.verdict);
+    sweep_point_t m[7], n[7], gpu[2 * 6];
+    int nm = 0, nn = 0;
+    for (int M = 16 * 1024; M <= 1024 * 1024; M *= 2) {
+        m[nm] = sweep_point(attn_problem(1, 1, 1, 1024, 1024, 64, false));
+        m[nm++].arg = M;
     }
-    for (int N = 256; N <= 16384; N *= 2) {
-        attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, false);
-        drv_row_t r;
-        if (N <= 2048) r = run_cpu(&p, DEFAULT_M, o, "vsN", false);
-        else {
-            r = drv_row("formula", "cpu", "vsN", &p);
-            r.sram = DEFAULT_M;
-            r.hbm_std = std_attn_traffic(&p, 2).total;
-            fa1_block_sizes(DEFAULT_M, 64, &r.blocks);
-            r.hbm_formula = fa1_hbm_bytes(&p, r.blocks.Bc);
-        }
-        fails += !drv_passed(&r);
-        drv_csv_row(D, &r);
-        printf("  sweep vsN  N=%6d  HBM model %.0f formula %.0f  standard attention %.0f  %s\n", N,
-               r.hbm_model, r.hbm_formula, r.hbm_std, r.verdict);
-    }
-    if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
-#if HAVE_CUDA
-    else {
-        /* FlashAttention-2's setting; not causal, or causal with --causal */
-        for (int d = 64; d <= 128; d *= 2)
-            for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
-                attn_problem_t p = drv_tokens16k(N, d, o->p.causal);
-                attn_inputs_t in;
-                drv_inputs(&in, &p, o->seed, false, PHASE);
-                drv_row_t rows[4];
-                int n = run_gpu_rows(&in, o, "tokens16k", SWEEP_ROWS, rows);
-                for (int k = 0; k < n; k++) { fails += drv_failed(&rows[k]); drv_csv_row(D, &rows[k]); }
-                drv_sweep_line(rows, n);
-                attn_inputs_free(&in);
-            }
-    }
-#endif
-    return drv_sweep_end(D, fails);
+    for (int N = 256; N <= 16384; N *= 2) n[nn++] = sweep_point(attn_problem(1, 1, 1, N, N, 64, false));
+    const int ng = sweep_tokens16k(gpu, 2 * 6, o->p.causal, o->p.causal, 64, 128);
+    const sweep_part_t parts[] = {
+        { .name = "vsM", .where = SWEEP_CPU, .points = m, .npoints = nm, .run = vsM_point, .line = vsM_line },
+        { .name = "vsN", .where = SWEEP_CPU, .points = n, .npoints = nn, .run = vsN_point, .line = vsN_line },
+        sweep_tokens16k_part(gpu, ng, t16k_point),
+    };
+    return sweep_run_parts(D, o, parts, sizeof parts / sizeof parts[0]);
 }
 
 int main(int argc, char **argv)

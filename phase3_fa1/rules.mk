@@ -14,11 +14,9 @@ phase3_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 50 --Nkv 70 --d 32 --causal --sram 200
                 | --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal \
                 | --B 1 --H 2 --N 64 --d 32 --sram 51456
 
-# The sweep: HBM bytes vs M and N (CPU model), and with a GPU the FA2 paper's setting.
-phase3-sweep: phase3-build
-	@mkdir -p $(RESULTS)/phase3
-	$(BUILD)/phase3 --sweep --iters 5 --csv $(RESULTS)/phase3/phase3_sweep.csv
-	@$(MAKE) --no-print-directory phase3-plot
+# The sweep: HBM bytes vs M and N (CPU model), and with a GPU the FA2 paper's setting
+# (the Makefile's phase_sweep).
+phase3_SWEEP_ARGS := --iters 5
 
 # Nsight Compute: DRAM bytes of one run of each kernel next to the model's count, for the
 # default problem and (when the GPU sweep has run) its d = 64 points at N = 512 and 2048.
@@ -29,13 +27,7 @@ phase3-profile: phase3-build
 	@if grep -q ',tokens16k,' $(RESULTS)/phase3/phase3_sweep.csv 2>/dev/null; then \
 	    bash tools/profile.sh $(BUILD)/phase3 $(RESULTS)/phase3/phase3_sweep.csv 2048 "r['d'] == '64' and r['N_q'] in ('512', '2048')"; fi
 
-# compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv): any error fails.
-PHASE3_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 300 --causal --iters 1 --quiet
-phase3-sanitize: phase3-build
-	@command -v compute-sanitizer >/dev/null || { echo "phase3 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
-	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase3 sanitize skipped: no usable CUDA device"; exit 0; }; \
-	for d in 64 128; do for tool in memcheck racecheck; do \
-	    echo "compute-sanitizer --tool $$tool $(BUILD)/phase3 $(PHASE3_SAN_ARGS) --d $$d"; \
-	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase3 $(PHASE3_SAN_ARGS) --d $$d \
-	        --kernel all --csv $(RESULTS)/phase3/sanitize.csv || exit 1; \
-	done; done
+# compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv), every kernel:
+# memcheck and racecheck at d = 64 and 128; any error fails (the Makefile's phase_sanitize).
+phase3_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 77 --Nkv 300 --causal --iters 1 --quiet
+phase3_SAN_RUNS := $(foreach d,64 128,$(foreach t,memcheck racecheck,$(t):$(d):all:))

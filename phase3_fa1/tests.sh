@@ -13,6 +13,9 @@ t_exit2 "phase3 rejects H % Hkv != 0"        "$P3" --H 6 --Hkv 4
 t_exit2 "phase3 rejects N=0"                 "$P3" --N 0
 t_exit2 "phase3 rejects --sram too small for d" "$P3" --sram 1024 --d 128
 t_exit2 "phase3 rejects --kernel mma with d=256" "$P3" --kernel mma --d 256
+t_exit2_says "phase3 --sweep refuses --sram (it sweeps M itself)" "sweep.*ignores --sram" "$P3" --sweep --sram 65536
+t_exit2_says "phase3 --sweep refuses --d" "sweep.*ignores --d" "$P3" --sweep --d 128
+t_bounded "phase3 --cpu --sweep --causal ends within 10 s and 2 GB" 10 2048 "$P3" --cpu --sweep --causal --quiet --csv "$T3/bound.csv"
 t_exit2 "phase3 rejects an unknown flag"     "$P3" --frobnicate
 
 # GPU: phase 1's shape list, both kernels (and cuBLAS as the previous phase), skipped
@@ -46,6 +49,11 @@ for d in 32 64 128; do
 done
 t_gpu "phase3 gpu mma block skip GQA H=4 Hkv=2 N=777 Nkv=555 d=64 causal" \
     "$P3" --quiet --iters 2 --B 2 --H 4 --Hkv 2 --N 777 --Nkv 555 --d 64 --causal --kernel mma --csv "$T3/g.csv"
+
+# The visit counters (common/gpu.h): with the causal range deleted (FA_TEST_VISIT_ALL=1)
+# fa1-mma's output stays right, and only its counters FAIL it, naming the pass and its count.
+t_gpu "phase3 gpu mma: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "mma" \
+    "$P3" --quiet --iters 1 --B 2 --H 2 --N 300 --Nkv 200 --d 64 --causal --kernel mma --csv "$T3/va.csv"
 
 # The grader catches these fa1.blocks mistakes: `make phase3 run EX=1` built from the
 # reference with ONE mistake in the exercise must FAIL and name fa1.blocks (the CPU row

@@ -79,7 +79,14 @@ static inline bool fa2_mma_supports(int d)
 /* The K/V blocks [0, n) Q block i (rows i Br .. min(N_q, (i+1) Br) - 1) must visit:
  * all Tc without a mask; with the causal mask only up to the block holding the last
  * key its last row sees (0 when every row of the block is fully masked). */
-int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc);
+REF_PROTO(int, fa2_kv_blocks, (const attn_problem_t *p, int i, int Br, int Bc));
+/* What a forward kernel's visit counters must read (common/driver.h, drv_visits_t): Q block
+ * i of Br rows visits B H REF(fa2_kv_blocks)(p, i, Br, Bc) K/V blocks of Bc keys over all
+ * heads (skip false: all Tc, a kernel without the causal skip). exercise: the kernel's
+ * causal range (blamed on a mismatch), or NULL. Free with drv_visits_free. */
+struct drv_visits;
+void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const char *exercise);
 /* Does block (i, j) hold any masked entry (causal diagonal or a key past N_kv)? Only
  * those need the elementwise mask. */
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc);

@@ -10,6 +10,7 @@
  * a causal Q block stops at the last K/V block it can see.
  */
 #include "fa2.h"
+#include "driver.h"
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +37,15 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
     return n < Tc ? (int)n : Tc;
     /* STUB: (void)i; (void)Br; return Tc; */
     /* END EXERCISE */
+}
+
+void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const char *exercise)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    drv_visits_init(v, Tr, "Q block", "K/V blocks", "the causal range", exercise);
+    for (int i = 0; i < Tr; i++)   /* the reference's range: never the student's (common/ref.h) */
+        v->want[i] = (unsigned long long)p->B * p->H * (skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc);
 }
 
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)

@@ -45,6 +45,7 @@
 #include "cuda_check.cuh"
 #include "mma.cuh"
 #include "wgmma.cuh"
+#include "visits.cuh"
 #include "fa2.h"
 
 #define WG_THREADS 128
@@ -76,6 +77,7 @@ struct WgArgs {
     const __half *Q, *K, *V;
     float *O, *L;
     CUtensorMap tq, tk, tv;
+    gpu_visits_t vis;             /* counts[Q block] += the K/V blocks it visited */
 };
 
 #if FA_HAVE_WGMMA
@@ -315,7 +317,8 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
     const int i0 = i * WG_BR;
     const float sl2 = p.scale * 1.4426950408889634f;
 
-    const int n_blocks = visited_blocks<SKIP>(p, i0, WG_BR, WG_BC, Tc);   /* the causal range, as fa2-mma's */
+    const int n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WG_BR, WG_BC, Tc);   /* the causal range, as fa2-mma's */
+    if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);   /* the driver holds it to fa2_kv_blocks() */
     const int row0 = i0 + warp * 16 + g;   /* this thread's rows: row0, row0 + 8 */
     if (n_blocks == 0) {
         write_rows_without_keys<D>(O, L, i0, WG_BR, p.N_q, WG_THREADS);
@@ -439,7 +442,8 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
     const int i0 = i * WS_BR;
 
-    const int n_blocks = visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
+    const int n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
+    if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);   /* the producer's thread: it loads them */
     if (n_blocks == 0) {
         write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
         return;
@@ -605,6 +609,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         have = true;
     }
     const dim3 grid((p->N_q + S::BR - 1) / S::BR, p->B * p->H);
+    a.vis = gpu_visits(grid.x);   /* every launch: the buffer may have grown */
     S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
     CUDA_CHECK_LAUNCH();
 }

@@ -21,21 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cost.h"
-#include "driver.h"
 #include "fa1.h"
-#include "fa2.h"
-#include "naive.h"
-#include "online_softmax.h"
-#include "oracle.h"
-#include "timer.h"
+#include "fa2_rows.h"
 
-#define PHASE         "phase4"
+#define PHASE         FA2_PHASE
 #define CPU_MAX_FLOPS 8e8           /* the CPU rows run a smaller problem like it above (~4 s) */
-#define FA1_M         (128 * 1024)  /* phase 3's default SRAM for its CPU model           */
 #define CHECK_ROWS    512           /* oracle rows checked per GPU run (all when fewer)   */
-#define SWEEP_ROWS    96
-#define SMALL_FLOPS   1.1e9         /* up to here phase 2's 1-pass CPU reference runs      */
-#define SIMPLE_MAX_N  4096          /* the sweep times the simple kernels up to this N     */
 
 static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
                                       "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", NULL};
@@ -49,282 +40,13 @@ static const char *const LADDER_COLS[] = {"step", "what", "time", "tflops", "spe
 static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .summary = "FlashAttention-2 forward: Q blocks outer, K/V inner, O~ unnormalised, L written",
     .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
-    .default_sweep_csv = "results/phase4/phase4_sweep.csv" };
-
-/* ---- the CPU tile model ------------------------------------------------------------ */
-static drv_row_t run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
-{
-    drv_row_t r = drv_row("cpu-model", "cpu", sweep, pc);
-    attn_blocks_t bl = fa2_mma_blocks(pc->d);
-    r.blocks = bl;
-    attn_inputs_t in;
-    drv_inputs(&in, pc, o->seed, false, PHASE);
-    size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);
-    float *O = xmalloc(nq * sizeof(float), PHASE), *L = xmalloc(nl * sizeof(float), PHASE);
-    poison_f32(O, nq); poison_f32(L, nl);
-    hbm_meter_t meter;
-    hbm_reset(&meter);
-    double t0 = now_seconds(), nm = 0;
-    fa2_cpu(&in, bl, O, L, &meter, &nm);
-    r.time_ms = (now_seconds() - t0) * 1e3;
-    r.hbm_model = (double)hbm_total(&meter);
-    r.hbm_formula = fa2_hbm_bytes(pc, bl);
-    r.nonmatmul = nm;
-    if (r.hbm_model != r.hbm_formula)
-        drv_fail(&r, "counted %.0f HBM bytes, the chapter's formula says %.0f", r.hbm_model, r.hbm_formula);
-    if (nm != fa2_nonmatmul_flops(pc, bl))
-        drv_fail(&r, "counted %.0f non-matmul FLOPs, the formula says %.0f", nm, fa2_nonmatmul_flops(pc, bl));
-    /* the causal range of this shape's Q blocks, whatever its mask */
-    char why[160];
-    if (fa2_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
-    drv_blame(&r, "fa2.causal_range");
-    if (full_checks) {
-        oracle_check_cpu_row(&r, &in, O, L, "fa2.rescale, fa2.normalise", "fa2.lse");
-        /* the previous phases: phase 3's FA1 model, phase 2's 1-pass attention (fp32: 1e-5,
-         * more over long caches: tol_cpu_rel_l2, check.h) */
-        float *O3 = xmalloc(nq * sizeof(float), PHASE), *lm3 = xmalloc(2 * nl * sizeof(float), PHASE);
-        attn_blocks_t b1;
-        if (REF(fa1_block_sizes)(FA1_M, pc->d, &b1) == 0) {
-            REF(fa1_cpu)(&in, b1, FA1_M, O3, lm3, lm3 + nl, NULL);   /* O, l, m */
-            drv_compare_prev(&r, "phase 3's FA1 model", O, O3, nq, tol_cpu_rel_l2(pc->N_kv));
-        }
-        float *O2 = online_attn_reference(&in, INFINITY);
-        drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, tol_cpu_rel_l2(pc->N_kv));
-        drv_dump(o, &in, O, L, PHASE);
-        free(O3); free(lm3); free(O2);
-    }
-    free(O); free(L);
-    attn_inputs_free(&in);
-    return r;
-}
-
-#if HAVE_CUDA
-/* ---- the GPU rows --------------------------------------------------------------------- */
-typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN,
-               K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG, K_FA2_WGMMA_OVERLAP } kind_t;   /* the Hopper steps last */
-static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
-                                        "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
-typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
-static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config,
-                                   fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
-                                   fa2_wgmma_overlap_config};
-
-typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
-
-static void launch(void *ctx)
-{
-    const launch_t *x = ctx;
-    const drv_gpu_bufs_t *b = x->b;
-    switch (x->kind) {
-    case K_CUBLAS:     naive_gpu_forward(&x->naive); break;
-    case K_FA1_SIMPLE: fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA1_MMA:    fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
-    case K_FA2_WGMMA_OVERLAP:   /* step 1..5 */
-        fa2_wgmma_launch(&x->p, 1 + (int)(x->kind - K_FA2_WGMMA), b->Q, b->K, b->V, b->O, b->L); break;
-    }
-}
-
-/* One kernel: its blocks and the model's bytes, then the checked-then-timed run. */
-static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, kind_t kind, fa2_variant_t var,
-                            const char *name, const char *sweep, int iters, int check_rows,
-                            const drv_prev_t *prev, int nprev, float **keep, bool profile)
-{
-    const attn_problem_t *p = &in->p;
-    drv_row_t r = drv_row(name, "gpu", sweep, p);
-    launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
-    drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
-                          1, iters, profile, keep };
-    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
-        drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
-        return r;
-    }
-    if (kind == K_CUBLAS) {
-        r.hbm_model = r.hbm_formula = std_attn_traffic(p, 2).total;
-        if (!b->S) { drv_not_run(&r, "OOM", "S and P do not fit"); return r; }
-        how.out = DRV_OUT_F16_O;
-        how.warmup = 2;
-    } else {
-        gpu_kernel_config_t cfg;
-        char why[200];
-        int rc = CONFIG[kind](p->d, &cfg, why, sizeof why);
-        if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
-        r.blocks = kind == K_FA2_MMA ? fa2_mma_variant_blocks(p->d, var) : cfg.blocks;
-        if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA || kind == K_FA1_PLAIN) {
-            how.out = DRV_OUT_O_LM;
-            r.hbm_model = r.hbm_formula = kind == K_FA1_MMA ? fa1_hbm_bytes_skip(p, cfg.blocks) : fa1_hbm_bytes(p, cfg.blocks.Bc);
-            if (kind != K_FA1_MMA) r.nonmatmul = fa1_nonmatmul_flops(p, cfg.blocks.Bc);   /* every block */
-        } else {
-            /* FA2's bytes at the kernel's blocks (wgmma's too: the same loop order); without
-             * the causal skip every K/V block is read: the traffic of a full mask */
-            attn_problem_t pf = *p;
-            if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
-            r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, r.blocks);
-            r.nonmatmul = fa2_nonmatmul_flops(&pf, r.blocks);
-        }
-    }
-    drv_gpu_run(&r, in, b, &how);
-    drv_blame(&r, kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu, fa2.online_gpu, fa2.finish_gpu"
-                : kind == K_FA2_MMA ? "fa2.causal_range_mma, fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" : NULL);
-    return r;
-}
-
-/* A step of the Hopper ladder runs under --kernel wgmma (all five) or its own name. */
-static bool wgmma_step_selected(const cli_opts_t *o, kind_t k)
-{
-    return cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
-}
-
-/* All selected GPU rows of one problem. simple_ok: time the simple kernels too. */
-static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, int check_rows,
-                        bool simple_ok, drv_row_t *rows)
-{
-    const attn_problem_t *p = &in->p;
-    drv_gpu_bufs_t b = drv_gpu_alloc(in, cli_kernel_selected(o, "cublas") ? DRV_SP_IF_ROOM : DRV_SP_NONE);
-    /* the previous phases, nearest first: phase 3's fa1-mma (filled in below), and phase 2's
-     * 1-pass attention on the CPU for small problems */
-    float *o3 = NULL, *o2 = online_attn_reference(in, SMALL_FLOPS);
-    drv_prev_t prev[2] = { { NULL, "phase 3's FA1 kernel" }, { o2, "phase 2's 1-pass attention" } };
-    const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* the simple kernels take seconds at 16k tokens */
-    int n = 0;
-    if (cli_kernel_selected(o, "cublas"))
-        rows[n++] = run_kernel(in, &b, K_CUBLAS, FA2_FULL, "cublas", sweep, o->iters, check_rows, NULL, 0, NULL, true);
-    if (cli_kernel_selected(o, "fa1-simple") && simple_ok)
-        rows[n++] = run_kernel(in, &b, K_FA1_SIMPLE, FA2_FULL, "fa1-simple", sweep, its, check_rows, prev + 1, 1, NULL, true);
-    /* phase 3's fa1-mma is the previous phase: always run, a row when selected */
-    gpu_kernel_config_t c3;
-    char why[200];
-    kind_t k3 = fa1_mma_config(p->d, &c3, why, sizeof why) == 0 ? K_FA1_MMA : K_FA1_SIMPLE;
-    bool listed = k3 == K_FA1_SIMPLE && cli_kernel_selected(o, "fa1-simple") && simple_ok;   /* a row already */
-    bool row3 = cli_kernel_selected(o, KIND_NAME[k3]) && !listed;
-    drv_row_t r3 = run_kernel(in, &b, k3, FA2_FULL, KIND_NAME[k3], sweep, row3 ? o->iters : 1, check_rows,
-                              prev + 1, 1, &o3, row3);
-    if (row3) rows[n++] = r3;
-    else if (k3 != K_FA1_MMA && cli_kernel_selected(o, "fa1-mma"))   /* its row says why it did not run */
-        rows[n++] = run_kernel(in, &b, K_FA1_MMA, FA2_FULL, "fa1-mma", sweep, 1, check_rows, NULL, 0, NULL, false);
-    prev[0].O = o3;
-    if (cli_kernel_selected(o, "simple") && simple_ok)
-        rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);
-    /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first.
-     * --kernel wgmma runs the Hopper ladder's five steps, --kernel wgmma-tma (...) one of them;
-     * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
-     * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
-    bool want_wgmma = false;
-    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++) want_wgmma |= wgmma_step_selected(o, k);
-    float *o4 = NULL;
-    if (cli_kernel_selected(o, "mma") || want_wgmma) {
-        const bool row4 = cli_kernel_selected(o, "mma");
-        drv_row_t r4 = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, row4 ? o->iters : 1,
-                                  check_rows, prev, 2, want_wgmma ? &o4 : NULL, row4);
-        if (row4) rows[n++] = r4;
-    }
-    if (want_wgmma) {
-        drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
-        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_OVERLAP; k++)   /* the Hopper ladder's steps */
-            if (wgmma_step_selected(o, k))
-                rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
-                                       o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));
-    }
-    free(o2); free(o3); free(o4);
-    drv_gpu_free(&b);
-    return n;
-}
-
-/* The ablation ladder at the FA2 paper's N = 4096 point (B = 4, H = 2048 / d), causal:
- * fa1-mma, then one change per row. */
-static int run_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
-{
-    attn_problem_t p = attn_problem(4, 2048 / d, 2048 / d, 4096, 4096, d, true);
-    attn_inputs_t in;
-    drv_inputs(&in, &p, o->seed, false, PHASE);
-    drv_gpu_bufs_t b = drv_gpu_alloc(&in, DRV_SP_NONE);
-    static const struct { kind_t k; fa2_variant_t v; const char *name, *what; } STEP[] = {
-        { K_FA1_PLAIN, FA2_FULL,   "fa1-plain",    "phase 3, Alg. 1 as written: K/V outer, O/l/m through HBM, every block" },
-        { K_FA1_MMA, FA2_FULL,     "fa1-mma",      "+ skip fully masked blocks (FA1's block-sparse skip, Sec. 3.3)" },
-        { K_FA2_MMA, FA2_PERSTEP,  "fa2-perstep",  "Q outer, split-Q warps, O in registers; O normalised every step" },
-        { K_FA2_MMA, FA2_DEFERRED, "fa2-deferred", "+ O~ unnormalised, one divide at the end" },
-        { K_FA2_MMA, FA2_GRID_BH,  "fa2-grid-bh",  "grid (B*H, m-blocks) instead of (m-blocks, B*H)" },
-        { K_FA2_MMA, FA2_NOSKIP,   "fa2-noskip",   "fa2-deferred without the skip: every K/V block, masked" },
-        { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "fa2-deferred at larger blocks, one K and one V buffer" },
-    };
-    const int n = sizeof STEP / sizeof STEP[0];
-    for (int k = 0; k < n; k++) {
-        rows[k] = run_kernel(&in, &b, STEP[k].k, STEP[k].v, STEP[k].name, "ladder", o->iters, SWEEP_ROWS,
-                             NULL, 0, NULL, false);
-        rows[k].device = "gpu-ladder";   /* not a --kernel name: tools/profile.sh leaves it */
-        rows[k].what = STEP[k].what;
-        /* the speedup this change alone bought: against the row above (grid-bh, noskip and
-         * mma: against fa2-deferred, the same kernel in the other grid order, without the
-         * skip, at the table's blocks) */
-        if (k > 0) rows[k].speedup = rows[k < 5 ? k - 1 : 3].time_ms / rows[k].time_ms;
-    }
-    drv_gpu_free(&b);
-    attn_inputs_free(&in);
-    return n;
-}
-
-#endif
-
-/* ---- --sweep ------------------------------------------------------------------------ */
-static int run_sweep(drv_t *D, const cli_opts_t *o)
-{
-    int fails = 0;
-    /* the model vs N (d = 64, one head, causal and not): bytes and non-matmul counts of
-     * FA2 (counted up to N = 1024, the formula beyond) beside FA1's formula */
-    for (int c = 0; c <= 1; c++)
-        for (int N = 256; N <= 16384; N *= 2) {
-            attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
-            attn_blocks_t bl = fa2_mma_blocks(64), b1;
-            REF(fa1_block_sizes)(FA1_M, 64, &b1);
-            drv_row_t r = N <= 1024 ? run_cpu(&p, o, "vsN", false)
-                        : drv_formula_row("formula", "vsN", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl), NAN);
-            drv_row_t r1 = drv_formula_row("fa1-formula", "vsN", &p, b1, fa1_hbm_bytes(&p, b1.Bc),
-                                           fa1_nonmatmul_flops(&p, b1.Bc), NAN);
-            fails += !drv_passed(&r);
-            drv_csv_row(D, &r);
-            drv_csv_row(D, &r1);
-            printf("  sweep vsN %-6s N=%6d  HBM fa2 %.0f (fa1 %.0f, %.1fx)  non-matmul fa2 %.3g (fa1 %.3g, %.2fx)  %s\n",
-                   c ? "causal" : "full", N, r.hbm_formula, r1.hbm_formula, r1.hbm_formula / r.hbm_formula,
-                   r.nonmatmul, r1.nonmatmul, r1.nonmatmul / r.nonmatmul, r.verdict);
-        }
-    if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
-#if HAVE_CUDA
-    else {
-        /* d = 256: fa2-mma alone (and phase 3's kernel once, as its check): the other
-         * kernels are not built for it or take minutes there */
-        cli_opts_t only_mma = *o;
-        if (strcmp(o->kernel, "all") == 0) only_mma.kernel = "mma";
-        for (int c = 0; c <= 1; c++)
-            for (int d = 64; d <= 256; d *= 2)
-                for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
-                    attn_problem_t p = drv_tokens16k(N, d, c);
-                    attn_inputs_t in;
-                    drv_inputs(&in, &p, o->seed, false, PHASE);
-                    drv_row_t rows[12];
-                    int n = run_gpu_rows(&in, d == 256 ? &only_mma : o, "tokens16k", SWEEP_ROWS, N <= SIMPLE_MAX_N, rows);
-                    double t1 = NAN;
-                    for (int k = 0; k < n; k++) {
-                        fails += drv_failed(&rows[k]);
-                        if (strcmp(rows[k].kernel, "fa1-mma") == 0) t1 = rows[k].time_ms;
-                        if (strcmp(rows[k].kernel, "mma") == 0) rows[k].speedup = t1 / rows[k].time_ms;
-                        drv_csv_row(D, &rows[k]);
-                    }
-                    drv_sweep_line(rows, n);
-                    attn_inputs_free(&in);
-                }
-    }
-#endif
-    return drv_sweep_end(D, fails);
-}
+    .default_sweep_csv = "results/phase4/phase4_sweep.csv", .sweep_takes = "kernel iters seed" };
 
 /* What the CPU model's numbers mean, beside FA1's (phase 3) on the same problem. */
 static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 {
     attn_blocks_t b1;
-    REF(fa1_block_sizes)(FA1_M, pc->d, &b1);
+    REF(fa1_block_sizes)(FA2_FA1_M, pc->d, &b1);
     double fa1_bytes = fa1_hbm_bytes(pc, b1.Bc), fa1_nm = fa1_nonmatmul_flops(pc, b1.Bc);
     printf("CPU model (Br x Bc = %d x %d): HBM %.0f bytes = the formula of docs/04_fa2.md; FA1 (phase 3, "
            "M = 128 KiB, Bc = %d) would move %.0f (%.1fx)\nnon-matmul FLOPs (exp, max, rescale, divide): "
@@ -351,23 +73,23 @@ int main(int argc, char **argv)
     drv_t D;
     drv_start(&D, PHASE, &o);
     drv_csv_open(&D, &o, argc, argv, CSV_COLS);
-    if (o.sweep) return run_sweep(&D, &o);
+    if (o.sweep) return fa2_sweep(&D, &o);
 
     drv_banner(&D, &o, "FlashAttention-2 forward, Q outer / K-V inner");
     drv_row_t rows[16];
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     if (!o.quiet) attn_small_like_note(PHASE, p, &pc, CPU_MAX_FLOPS);
-    rows[n++] = run_cpu(&pc, &o, "-", true);
+    rows[n++] = fa2_cpu_row(&pc, &o, "-", true);
     drv_row_t ladder[8];
 #if HAVE_CUDA
     if (D.gpu) {
         attn_inputs_t in;
         drv_inputs(&in, p, o.seed, false, PHASE);
-        if (strcmp(o.kernel, "ladder") != 0) n += run_gpu_rows(&in, &o, "-", CHECK_ROWS, true, rows + n);
+        if (strcmp(o.kernel, "ladder") != 0) n += fa2_gpu_rows(&in, &o, "-", CHECK_ROWS, true, rows + n);
         attn_inputs_free(&in);
         bool want = strcmp(o.kernel, "ladder") == 0 || (strcmp(o.kernel, "all") == 0 && !o.quiet);
-        if (want && (p->d == 64 || p->d == 128)) nl = run_ladder(&o, p->d, ladder);
+        if (want && (p->d == 64 || p->d == 128)) nl = fa2_ladder(&o, p->d, ladder);
     }
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);

@@ -1,5 +1,5 @@
 # phase4_fa2 - FlashAttention-2 forward (Q outer, K/V inner). Included by the top Makefile.
-phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c
+phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c phase4_fa2/fa2_rows.c phase4_fa2/fa2_sweep.c
 phase4_MAIN := phase4_fa2/main.c
 phase4_TEST := phase4_fa2/test_phase4.c
 phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgmma.cu
@@ -20,30 +20,14 @@ phase4_EX_RUNS := --B 1 --H 2 --N 133 --d 128 \
 # The sweep: the model's bytes and non-matmul counts vs N, then with a GPU the FA2 paper's
 # setting (fp16, hidden 2048, B x N = 16k tokens, d = 64 and 128, causal and not) for
 # cuBLAS, fa1-simple, fa1-mma, fa2-simple, fa2-mma; PyTorch's SDPA where torch imports.
-phase4-sweep: phase4-build
-	@mkdir -p $(RESULTS)/phase4
-	$(BUILD)/phase4 --sweep --iters 5 --csv $(RESULTS)/phase4/phase4_sweep.csv
-	@$(PYTHON) tools/peers.py $(RESULTS)/phase4/phase4_peers.csv || true
-	@$(MAKE) --no-print-directory phase4-plot
-
-# Nsight Compute: DRAM bytes of one run of each kernel of the default problem.
-phase4-profile: phase4-build
-	@mkdir -p $(RESULTS)/phase4
-	@test -f $(RESULTS)/phase4/phase4.csv || $(BUILD)/phase4 --quiet --csv $(RESULTS)/phase4/phase4.csv
-	@bash tools/profile.sh $(BUILD)/phase4 $(RESULTS)/phase4/phase4.csv
-
-# compute-sanitizer on a small shape (tails, causal, GQA, N_q != N_kv, fully masked
-# rows): memcheck, racecheck and initcheck; any error fails.
-PHASE4_SAN_ARGS := --B 1 --H 4 --Hkv 2 --N 200 --Nkv 77 --causal --iters 1 --quiet
-phase4-sanitize: phase4-build
-	@command -v compute-sanitizer >/dev/null || { echo "phase4 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
-	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase4 sanitize skipped: no usable CUDA device"; exit 0; }; \
-	mkdir -p $(RESULTS)/phase4; \
-	for d in 64 128; do for tool in memcheck racecheck initcheck; do for k in simple mma wgmma; do \
-	    echo "compute-sanitizer --tool $$tool $(BUILD)/phase4 $(PHASE4_SAN_ARGS) --d $$d --kernel $$k"; \
-	    compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase4 $(PHASE4_SAN_ARGS) --d $$d \
-	        --kernel $$k --csv $(RESULTS)/phase4/sanitize.csv || exit 1; \
-	done; done; done
+# Profile: Nsight Compute's DRAM bytes of one run of each kernel of the default problem.
+# Sanitize: a small shape (tails, causal, GQA, N_q != N_kv, fully masked rows), memcheck,
+# racecheck and initcheck. (The targets: the Makefile's phase_sweep, _profile, _sanitize.)
+phase4_SWEEP_ARGS := --iters 5
+phase4_PEERS      := tools/peers.py
+phase4_PROFILE    := default problem
+phase4_SAN_ARGS   := --B 1 --H 4 --Hkv 2 --N 200 --Nkv 77 --causal --iters 1 --quiet
+phase4_SAN_RUNS   := $(foreach d,64 128,$(foreach t,memcheck racecheck initcheck,$(foreach k,simple mma wgmma,$(t):$(d):$(k):)))
 
 # The Hopper building block (common/wgmma.cuh): wgmma needs sm_90a, so this one program is
 # built for that target alone, whatever CUDA_ARCH says; on any other GPU it says skipped.

@@ -14,6 +14,11 @@ t_exit2 "phase4 rejects an unknown kernel"   "$P4" --kernel flash
 t_exit2 "phase4 rejects d=48"                "$P4" --d 48
 t_exit2 "phase4 rejects H % Hkv != 0"        "$P4" --H 6 --Hkv 4
 t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
+for opt in N Nkv H dump; do   # what the sweep would ignore: refused with one line
+    t_exit2_says "phase4 --sweep refuses --$opt" "sweep.*ignores --$opt" "$P4" --sweep --$opt 64
+done
+t_bounded "phase4 --cpu --sweep (kernel, iters, seed given) ends within 10 s and 2 GB" 10 2048 \
+    "$P4" --cpu --sweep --quiet --kernel mma --iters 3 --seed 7 --csv "$T4/bound.csv"
 t_exit2 "phase4 rejects --kernel mma with d=16 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 16
 t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
 t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
@@ -112,6 +117,25 @@ wgmma_case "phase4 gpu wgmma GQA 8:1 N_q < N_kv causal d=64" --B 1 --H 8 --Hkv 1
 wgmma_case "phase4 gpu wgmma N_q > N_kv causal (fully masked rows) d=128" --B 1 --H 2 --N 150 --Nkv 40 --d 128 --causal
 wgmma_case "phase4 gpu wgmma N=1 d=128" --B 2 --H 2 --N 1 --d 128
 wgmma_case "phase4 gpu wgmma B=4 H=16 N=4096 d=128 causal (sampled rows)" --B 4 --H 16 --N 4096 --d 128 --causal
+
+# The visit counters (common/gpu.h): with the causal range deleted (FA_TEST_VISIT_ALL=1)
+# the output stays right, and only the counters FAIL the row, naming the Q block. The
+# Hopper steps say skipped off sm_90, and so does their test.
+t_gpu "phase4 gpu simple: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "simple" \
+    "$P4" --quiet --iters 1 --B 2 --H 2 --N 300 --Nkv 500 --d 64 --causal --kernel simple --csv "$T4/va.csv"
+t_gpu "phase4 gpu mma: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "mma" \
+    "$P4" --quiet --iters 1 --B 2 --H 2 --N 1000 --d 128 --causal --kernel mma --csv "$T4/va.csv"
+t_gpu "phase4 gpu fa1-mma: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "fa1-mma" \
+    "$P4" --quiet --iters 1 --B 2 --H 2 --N 300 --d 64 --causal --kernel fa1-mma --csv "$T4/va.csv"
+why=$(gpu_skip_reason)
+if [ -z "$why" ]; then   # a GPU, but maybe not Hopper: the wgmma row says why it was skipped
+    why=$("$P4" --quiet --iters 1 --B 1 --H 2 --N 64 --d 64 --kernel wgmma --csv "$T4/vw.csv" 2>&1 | grep -o 'skipped wgmma (gpu): .*' | head -n 1)
+    why=${why#skipped wgmma (gpu): }
+fi
+if [ -n "$why" ]; then t_skip "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" "$why"
+else t_run "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
+    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap" \
+    "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma --csv "$T4/va.csv"; fi
 
 # The grader catches these mistakes: `make phase4 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase4_EX_RUNS adds the

@@ -46,6 +46,7 @@
 #include "problem.h"
 #include "ref.h"
 #include "bwd_blocks.h"
+#include "driver.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,7 +111,25 @@ REF_PROTO(int, bwd_std_cpu, (const attn_inputs_t *in, const float *L, int elem_b
 
 /* The preprocess pass of Alg. 2 (l.4): D = rowsum(dO * O) for every row (fp32 [B][H][N_q]),
  * and dQ = 0 (Alg. 2 l.5: dQ is an accumulator in HBM). Through the meter. */
-void bwd_preprocess(const attn_inputs_t *in, const float *O, float *D, float *dQ, hbm_meter_t *meter);
+REF_PROTO(void, bwd_preprocess, (const attn_inputs_t *in, const float *O, float *D, float *dQ, hbm_meter_t *meter));
+
+/* The three exercises of Alg. 2's step, one element each (row r of the tile is the global
+ * row i0 + r, column c the key j0 + c; P, dS rows of the tile, Li, Di the rows' L, D):
+ *   bwd_recompute_P   P[c] = exp(s - Li[r]) where visible, else 0          (l.11)
+ *   bwd_dS            dS[c] = P[c] (dp - Di[r])                             (l.14)
+ *   bwd_dQ            dQi[r d + k] += scale s  (s: row r of dS_ij K_j, column k)  (l.15) */
+REF_PROTO(void, bwd_recompute_P, (const attn_problem_t *p, int i0, int j0, int r, int c, float s,
+                                  const float *Li, float *P));
+REF_PROTO(void, bwd_dS, (int r, int c, const float *P, float dp, const float *Di, float *dS));
+REF_PROTO(void, bwd_dQ, (int r, int k, int d, float scale, float s, float *dQi));
+/* The parts the model's loop calls: its causal range and the three above. bwd_fa2_cpu
+ * runs its own file's; a check may mix a student's with the reference's (bwd_blame). */
+typedef struct {
+    int  (*q_block_first)(const attn_problem_t *p, int j, int Br, int Bc);
+    void (*recompute_P)(const attn_problem_t *p, int i0, int j0, int r, int c, float s, const float *Li, float *P);
+    void (*dS)(int r, int c, const float *P, float dp, const float *Di, float *dS);
+    void (*dQ)(int r, int k, int d, float scale, float s, float *dQi);
+} bwd_parts_t;
 
 /* The CPU tile model of FA2's backward (Alg. 2) with blocks b, after bwd_preprocess()
  * (dQ zeroed, D filled): reads in->q_h, k_h, v_h, do_h (fp16), L, D (fp32); accumulates
@@ -119,11 +138,14 @@ void bwd_preprocess(const attn_inputs_t *in, const float *O, float *D, float *dQ
  * asserted <= BWD_SRAM_MAX). */
 size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, const float *L, const float *D,
                    float *dQ, float *dK, float *dV, hbm_meter_t *meter);
+/* bwd_fa2_cpu with the given parts. */
+REF_PROTO(size_t, bwd_fa2_cpu_parts, (const attn_inputs_t *in, attn_blocks_t b, const float *L, const float *D,
+                                      float *dQ, float *dK, float *dV, hbm_meter_t *meter, const bwd_parts_t *parts));
 
 /* Both FA2 passes on a fresh meter: bwd_preprocess, then bwd_fa2_cpu. D may be NULL (a
  * scratch one is used). Returns the SRAM peak. */
-size_t bwd_fa2(const attn_inputs_t *in, attn_blocks_t b, const float *O, const float *L,
-               float *dQ, float *dK, float *dV, hbm_meter_t *meter);
+REF_PROTO(size_t, bwd_fa2, (const attn_inputs_t *in, attn_blocks_t b, const float *O, const float *L,
+                           float *dQ, float *dK, float *dV, hbm_meter_t *meter));
 
 /* Chapter 0's 4 x 2 worked example, backward (bwd_worked.c): the forward of
  * worked.c's Q, K, V (scale 1), dO below, every intermediate (S, P, O, L, dP, D, dS, dQ,
@@ -142,14 +164,16 @@ typedef struct {
     const float *O, *L;             /* the forward's output and log-sum-exp        */
     float *D;                       /* scratch [B][H][N_q]: rowsum(dO * O)          */
     float *dQ, *dK, *dV;            /* the gradients (dQ is also the accumulator)  */
-    unsigned long long *visits;     /* NULL, or a counter the K/V-outer kernels add
-                                       their (Q block, K/V block) steps to: the driver
-                                       holds it to the causal range (bwd_visits)     */
 } bwd_gpu_args_t;
 
-/* The (Q block, K/V block) steps a K/V-outer kernel with blocks b takes over all heads:
- * G (Tr - first_j) for each KV head and K/V block j (skip: the causal range; else Tr). */
-double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip);
+/* What a backward kernel's visit counters must read (common/driver.h, drv_visits_t): K/V
+ * block j of the K/V-outer kernel (blocks b) visits B H (Tr - REF(bwd_q_block_first)(j))
+ * Q blocks over all query heads (skip false: all Tr). dq: the blocks of two-pass's dQ
+ * kernel, whose Q block i then visits B H REF(fa2_kv_blocks)(i) K/V blocks (tiles after
+ * the main kernel's); NULL for one kernel. Free with drv_visits_free. */
+struct drv_visits;
+void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const attn_blocks_t *dq);
 
 /* The preprocess (Alg. 2 l.4): D = rowsum(dO * O), and dQ = 0 when zero_dq (the
  * accumulator of the atomic kernels). One warp per row. */
@@ -193,6 +217,36 @@ void bwd_oracle_dq_row(const attn_inputs_t *in, int b, int h, int i, double *dq)
 void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq);
 
 double bwd_hbm_bytes_two_pass(const attn_problem_t *p, attn_blocks_t b, attn_blocks_t dq);
+
+/* ---- naming the exercise behind a wrong gradient (bwd_check.c) ------------------------
+ * The exercises of the FA2 model that fail ALONE on in, each checked with every other
+ * part the reference's (common/ref.h), so a one-line mistake names its own exercise:
+ *   bwd.causal_range   against the mask (bwd_check_causal_range);
+ *   bwd.D              the preprocess's D against fp64 rowsum(dO * O);
+ *   bwd.recompute_P, bwd.dS, bwd.dQ   the reference model with that one part the
+ *                      student's (bwd_fa2_cpu_parts), dQ, dK, dV against ref.
+ * O, L: the forward's (the reference's); ref: the fp64 oracle's dQ, dK, dV, held to
+ * tol[3] (NULL: tol_cpu()). Returns a list that lives as long as the run; all five when
+ * none fails alone (an interaction). */
+const char *bwd_blame(const attn_inputs_t *in, attn_blocks_t bl, const float *O, const float *L,
+                      double *const ref[3], const tol_t *tol);
+/* After r's checks of the FA2 model's gradients: when r has FAILed and names no exercise
+ * yet, name the ones bwd_blame finds. */
+void bwd_blame_row(drv_row_t *r, const attn_inputs_t *in, attn_blocks_t bl, const float *O, const float *L,
+                   double *const ref[3], const tol_t *tol);
+/* A causal problem (B = 1, H = 2, H_kv = 1, N_q = N_kv = N, head dimension d) whose
+ * scores all lie near 128, past exp's fp32 range (88.7), while S - L stays small: every
+ * row of Q and K is c + its random values less their mean (c^2 sqrt(d) = 128). Returns
+ * the smallest score a row sees (fp64), which the checks require past BWD_EXP_MAX. */
+#define BWD_EXP_MAX 88.73   /* log(FLT_MAX): expf overflows to inf past it */
+double bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed);
+/* The FA2 model (bwd_fa2) on a problem of head dimension d whose scores all exceed 88
+ * (exp overflows fp32 past 88.7) while S - L stays small, causal, a few blocks of bl:
+ * dQ, dK, dV against the fp64 oracle under the 2x rule against the reference model's own
+ * error there. FAILs r naming the exercise (bwd_blame_row). */
+void bwd_check_hot(drv_row_t *r, int d, attn_blocks_t bl, uint64_t seed);
+/* bwd_blame on chapter 0's worked example (bwd_worked.c), Br = Bc = 2. */
+const char *bwd_worked_blame(void);
 
 
 #ifdef __cplusplus

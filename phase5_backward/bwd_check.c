@@ -1,10 +1,16 @@
-/* bwd_check.c - the causal range of bwd_q_block_first() against a brute-force scan of the
- * mask: whatever a shape's N_q, N_kv and blocks, K/V block j must visit exactly the Q
- * blocks that hold an entry of its columns some row may see, and no more. */
+/* bwd_check.c - the checks of phase 5's models beyond the oracle's comparison:
+ *   - the causal range of bwd_q_block_first() against a brute-force scan of the mask:
+ *     whatever a shape's N_q, N_kv and blocks, K/V block j must visit exactly the Q blocks
+ *     that hold an entry of its columns some row may see, and no more;
+ *   - which exercise a wrong gradient comes from (bwd_blame): each part checked alone,
+ *     every other part the reference's, so that a one-line mistake names one exercise;
+ *   - the FA2 model at scores past exp's fp32 range (bwd_check_hot). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "bwd.h"
+#include "fa2.h"
 #include "fp16.h"
 
 int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len)
@@ -78,14 +84,6 @@ void bwd_oracle_dq_row(const attn_inputs_t *in, int b, int h, int i, double *dq)
     free(s);
 }
 
-double bwd_visits(const attn_problem_t *p, attn_blocks_t b, int skip)
-{
-    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc, G = p->H / p->H_kv;
-    double n = 0;
-    for (int j = 0; j < Tc; j++) n += Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0);
-    return n * G * p->B * p->H_kv;
-}
-
 void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq)
 {
     const attn_problem_t *p = &in->p;
@@ -118,4 +116,135 @@ void bwd_std16_dq_row(const attn_inputs_t *in, int b, int h, int i, float *dq)
         for (int k = 0; k < d; k++) dq[k] += p->scale * ds * K[(size_t)j * d + k];
     }
     free(s);
+}
+
+/* ---- naming the exercise behind a wrong gradient ------------------------------------- */
+enum { EX_CAUSAL, EX_D, EX_P, EX_DS, EX_DQ, EX_N };
+static const char *const EX_NAME[EX_N] = {"bwd.causal_range", "bwd.D", "bwd.recompute_P", "bwd.dS", "bwd.dQ"};
+
+/* The list of the exercises in mask, ", "-separated; one string per mask, kept for the run
+ * (a row holds the pointer). */
+static const char *ex_list(unsigned mask)
+{
+    static char lists[1u << EX_N][96];
+    char *s = lists[mask];
+    if (!s[0])
+        for (int e = 0; e < EX_N; e++)
+            if (mask >> e & 1u) {
+                size_t at = strlen(s);
+                snprintf(s + at, sizeof lists[0] - at, "%s%s", at ? ", " : "", EX_NAME[e]);
+            }
+    return s;
+}
+
+const char *bwd_blame(const attn_inputs_t *in, attn_blocks_t bl, const float *O, const float *L,
+                      double *const ref[3], const tol_t *tol)
+{
+    const tol_t cpu[3] = { tol_cpu(), tol_cpu(), tol_cpu() };
+    if (!tol) tol = cpu;
+    const attn_problem_t *p = &in->p;
+    const size_t nq = attn_q_elems(p), nk = attn_kv_elems(p), nl = attn_l_elems(p), n[3] = { nq, nk, nk };
+    unsigned bad = 0;
+    char why[160];
+    if (bwd_check_causal_range(p, bl, why, sizeof why) != 0) bad |= 1u << EX_CAUSAL;
+    /* D: the student's preprocess against rowsum(dO * O) in fp64 (dO's fp16 values) */
+    float *D = xmalloc(nl * sizeof(float), "bwd_blame"), *g[3];
+    double *Dref = xmalloc(nl * sizeof(double), "bwd_blame");
+    for (int t = 0; t < 3; t++) g[t] = xmalloc(n[t] * sizeof(float), "bwd_blame");
+    bwd_preprocess(in, O, D, g[0], NULL);
+    for (size_t row = 0; row < nl; row++) {
+        double s = 0;
+        for (int c = 0; c < p->d; c++) s += (double)in->dO[row * p->d + c] * O[row * p->d + c];
+        Dref[row] = s;
+    }
+    err_stats_t e = err_compare(D, Dref, nl, tol_cpu());
+    if (!err_pass(&e, tol_cpu())) bad |= 1u << EX_D;
+    /* recompute_P, dS, dQ: the reference model (and its D) with that one part the student's */
+    REF(bwd_preprocess)(in, O, D, g[0], NULL);
+    for (int part = EX_P; part <= EX_DQ; part++) {
+        bwd_parts_t x = { REF(bwd_q_block_first), REF(bwd_recompute_P), REF(bwd_dS), REF(bwd_dQ) };
+        if (part == EX_P) x.recompute_P = bwd_recompute_P;
+        if (part == EX_DS) x.dS = bwd_dS;
+        if (part == EX_DQ) x.dQ = bwd_dQ;
+        memset(g[0], 0, nq * sizeof(float));   /* dQ = 0 (Alg. 2 l.5) */
+        REF(bwd_fa2_cpu_parts)(in, bl, L, D, g[0], g[1], g[2], NULL, &x);
+        for (int t = 0; t < 3; t++) {
+            e = err_compare(g[t], ref[t], n[t], tol[t]);
+            if (!err_pass(&e, tol[t])) bad |= 1u << part;
+        }
+    }
+    for (int t = 0; t < 3; t++) free(g[t]);
+    free(D); free(Dref);
+    return ex_list(bad ? bad : (1u << EX_N) - 1);   /* none alone: all of them */
+}
+
+void bwd_blame_row(drv_row_t *r, const attn_inputs_t *in, attn_blocks_t bl, const float *O, const float *L,
+                   double *const ref[3], const tol_t *tol)
+{
+    if (drv_failed(r) && !r->exercises) r->exercises = bwd_blame(in, bl, O, L, ref, tol);
+}
+
+double bwd_hot_inputs(attn_inputs_t *in, int d, int N, uint64_t seed)
+{
+    attn_problem_t p = attn_problem(1, 2, 1, N, N, d, true);
+    if (attn_inputs_make(in, &p, seed, true) != 0) { fprintf(stderr, "phase5: out of host memory\n"); exit(1); }
+    /* every row of Q and K becomes c + (its values - their mean): S = scale (c^2 d + the
+     * noise's dot product), so every score is near c^2 sqrt(d) = 128 (the mean-free noise
+     * adds nothing through c) and S - L stays of the order of the noise */
+    const float c = f16_round(sqrtf(128.0f / sqrtf((float)d)));
+    for (int t = 0; t < 2; t++) {
+        float *x = t == 0 ? in->q : in->k;
+        uint16_t *xh = t == 0 ? in->q_h : in->k_h;
+        const size_t rows = t == 0 ? attn_l_elems(&p) : (size_t)p.B * p.H_kv * p.N_kv;
+        for (size_t row = 0; row < rows; row++) {
+            float *v = x + row * d, mean = 0;
+            for (int k = 0; k < d; k++) mean += v[k] / d;
+            for (int k = 0; k < d; k++) v[k] = f16_round(c + (v[k] - mean));
+        }
+        f32_to_f16_array(xh, x, rows * d);
+    }
+    double smin = INFINITY;   /* the premise, measured: the smallest score a row sees */
+    for (int h = 0; h < p.H; h++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < attn_visible_count(&p, i); j++) {
+                const float *q = in->q + attn_q_offset(&p, 0, h) + (size_t)i * d, *k = in->k + attn_kv_offset(&p, 0, h) + (size_t)j * d;
+                double x = 0;
+                for (int e = 0; e < d; e++) x += (double)q[e] * k[e];
+                smin = fmin(smin, x * p.scale);
+            }
+    return smin;
+}
+
+void bwd_check_hot(drv_row_t *r, int d, attn_blocks_t bl, uint64_t seed)
+{
+    attn_inputs_t in;
+    const double smin = bwd_hot_inputs(&in, d, 2 * bl.Bc + 7, seed);   /* three K/V blocks (a tail), several Q blocks */
+    const attn_problem_t p = in.p;
+    if (!(smin > BWD_EXP_MAX)) drv_fail(r, "the check's own problem: a score of %.1f, not past exp's fp32 range", smin);
+    const size_t nq = attn_q_elems(&p), nk = attn_kv_elems(&p), n[3] = { nq, nk, nk };
+    float *O = xmalloc(nq * sizeof(float), "phase5"), *L = xmalloc(attn_l_elems(&p) * sizeof(float), "phase5");
+    REF(fa2_cpu)(&in, (attn_blocks_t){ 64, 64 }, O, L, NULL, NULL);
+    double *ref[3];
+    float *g[3], *y[3];
+    for (int t = 0; t < 3; t++) {
+        ref[t] = xmalloc(n[t] * sizeof(double), "phase5");
+        g[t] = xmalloc(n[t] * sizeof(float), "phase5");
+        y[t] = xmalloc(n[t] * sizeof(float), "phase5");
+    }
+    REF(oracle_bwd)(&p, in.q, in.k, in.v, in.dO, ref[0], ref[1], ref[2]);
+    REF(bwd_fa2)(&in, bl, O, L, y[0], y[1], y[2], NULL);   /* the reference model: the yardstick */
+    bwd_fa2(&in, bl, O, L, g[0], g[1], g[2], NULL);
+    static const char *const NAME[3] = {"dQ", "dK", "dV"};
+    tol_t tol[3];
+    for (int t = 0; t < 3; t++) {
+        /* the 2x rule against the reference model's own fp32 error on these scores */
+        const err_stats_t ey = err_compare(y[t], ref[t], n[t], tol_cpu());
+        tol[t] = (tol_t){ fmax(2.0 * ey.rel_l2, TOL_CPU_REL_L2), 2.0 * ey.max_abs + TOL_ABS_SLACK, false };
+        drv_compare(r, "scores near 128 (exp(S) overflows past 88): vs the fp64 oracle_bwd", NAME[t], g[t], ref[t],
+                    n[t], d, tol[t], false, NULL);
+    }
+    bwd_blame_row(r, &in, bl, O, L, ref, tol);
+    for (int t = 0; t < 3; t++) { free(ref[t]); free(g[t]); free(y[t]); }
+    free(O); free(L);
+    attn_inputs_free(&in);
 }

@@ -34,6 +34,7 @@
 #include "mma.cuh"
 #include "bwd.h"
 #include "bwd_gpu.cuh"
+#include "visits.cuh"
 
 /* D: head dimension; BR: query rows a step; BC: keys of the block, 16 a warp. */
 template <int D, int BR, int BC>
@@ -78,7 +79,7 @@ __device__ __forceinline__ void mma_rows_bt(float (&acc)[N / 8][4], const __half
 template <int D, int BR, int BC, bool DQ, bool SKIP>
 __global__ void __launch_bounds__(Cfg<D, BR, BC>::THREADS, 1)
 bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
-               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, unsigned long long *visits)
+               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis)
 {
     using C = Cfg<D, BR, BC>;
     constexpr int LDH = C::LDH, LDS = C::LDS, THREADS = C::THREADS;
@@ -97,9 +98,9 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
     /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
-    const int first = SKIP ? bwd_first_q_block(p, j, BR, BC) : 0;
+    const int first = SKIP && !visit_all(vis) ? bwd_first_q_block(p, j, BR, BC) : 0;
     const int per_head = Tr - first, steps = G * per_head;
-    if (visits && threadIdx.x == 0) atomicAdd(visits, (unsigned long long)steps);   /* the driver's check */
+    if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
 
     /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
     auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
@@ -288,7 +289,7 @@ static_assert(BWD_DQ_BR == 16 * 4, "the dQ kernel: 4 warps of 16 rows");
 template <int D>
 __global__ void __launch_bounds__(128, 2)
 bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
-              const float *Lg, const float *Dg, float *dQg)
+              const float *Lg, const float *Dg, float *dQg, gpu_visits_t vis)
 {
     using C = DqCfg<D>;
     constexpr int LDH = C::LDH, BR = C::BR, BC = C::BC;
@@ -306,7 +307,8 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
     /* the K/V blocks the block's last row sees (all without a mask) */
     const long seen = p.causal ? (long)i0 + BR - 1 + shift + 1 : p.N_kv;
     const long keys = seen < p.N_kv ? seen : p.N_kv;
-    const int n_blocks = keys > 0 ? (int)((keys + BC - 1) / BC) : 0;
+    const int n_blocks = visit_all(vis) ? (p.N_kv + BC - 1) / BC : keys > 0 ? (int)((keys + BC - 1) / BC) : 0;
+    if (threadIdx.x == 0) visit_count(vis, i, n_blocks);   /* the driver holds it to fa2_kv_blocks() */
 
     cp_async_tile<D, LDH, 128>(Qs, Qg + q_off, BR, p.N_q - i0);
     cp_async_tile<D, LDH, 128>(dOs, dOg + q_off, BR, p.N_q - i0);
@@ -421,25 +423,29 @@ static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_
     const __half *Q = (const __half *)a->Q, *K = (const __half *)a->K, *V = (const __half *)a->V,
                  *dO = (const __half *)a->dO;
     const dim3 grid((p->N_kv + BC - 1) / BC, p->B * p->H_kv);
+    const dim3 g2((p->N_q + BWD_DQ_BR - 1) / BWD_DQ_BR, p->B * p->H);   /* two-pass: the dQ kernel */
+    /* counters: the K/V blocks of the main kernel, then (two-pass) the dQ kernel's Q blocks */
+    const gpu_visits_t vis = gpu_visits(grid.x + (v == BWD_TWO_PASS ? g2.x : 0));
     bwd_preprocess_launch(p, a, v != BWD_TWO_PASS);
     if (v == BWD_TWO_PASS) {
         static bool s1 = false, s2 = false;
         set_smem(bwd_mma_kernel<D, BR, BC, false, true>, C::SMEM, s1);
-        bwd_mma_kernel<D, BR, BC, false, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
+        bwd_mma_kernel<D, BR, BC, false, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
         CUDA_CHECK_LAUNCH();
         set_smem(bwd_dq_kernel<D>, DqCfg<D>::SMEM, s2);
-        const dim3 g2((p->N_q + BWD_DQ_BR - 1) / BWD_DQ_BR, p->B * p->H);
-        bwd_dq_kernel<D><<<g2, 128, DqCfg<D>::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ);
+        gpu_visits_t vis_dq = vis;
+        if (vis_dq.counts) vis_dq.counts += grid.x;
+        bwd_dq_kernel<D><<<g2, 128, DqCfg<D>::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, vis_dq);
         CUDA_CHECK_LAUNCH();
     } else if (v == BWD_NOSKIP) {
         static bool s = false;
         set_smem(bwd_mma_kernel<D, BR, BC, true, false>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
+        bwd_mma_kernel<D, BR, BC, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
         CUDA_CHECK_LAUNCH();
     } else {
         static bool s = false;
         set_smem(bwd_mma_kernel<D, BR, BC, true, true>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
+        bwd_mma_kernel<D, BR, BC, true, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
         CUDA_CHECK_LAUNCH();
     }
 }

@@ -9,6 +9,9 @@
  *   - the flash-attention test suite's rule: rel L2 < 1e-2 and max abs <= 2x the
  *     standard fp16 backward's (std, run first, on the same elements) + 1e-4;
  *   - against std's gradients on every element (the previous kernel): rel L2 < 1e-2.
+ *   - once more on a problem whose scores all lie near 128, past exp's fp32 range
+ *     (check_hot): no NaN or infinity, rel L2 < 1e-2.
+ * A FAIL names the exercise behind it: dV, then dK, then dQ (EX_MMA_T).
  * No NaN or inf passes (common/check.c). Outputs are poisoned before every checked run.
  */
 #include <math.h>
@@ -30,6 +33,10 @@ typedef enum { K_STD, K_SIMPLE, K_MMA, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
 static const char *const KIND[] = {"std", "simple", "mma", "two-pass", "noskip", "fwd-bwd"};
 static const char *const EX_SIMPLE = "bwd.causal_range_gpu, bwd.recompute_P_gpu";
 static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
+/* With every element checked, dV, dK, dQ in that order, each naming what the ones before
+ * it have not cleared: dV = P^T dO needs only P (and the range of Q blocks); dK needs dS
+ * too; dQ its own accumulation as well (D comes from the preprocess, no exercise). */
+static const char *const EX_MMA_T[3] = { "bwd.dQ_mma", "bwd.dS_mma", "bwd.causal_range_gpu, bwd.recompute_P_mma" };
 
 typedef struct {
     const attn_inputs_t *in;
@@ -41,7 +48,6 @@ typedef struct {
     double *refq;               /* ... and their oracle dQ                               */
     double yard[3];             /* std's max abs per tensor: the 2x rule's yardstick     */
     float *prev[3];             /* std's gradients (host), or NULL                       */
-    unsigned long long *visits; /* the steps counter of the checked run (bwd.h)          */
 } bctx_t;
 
 typedef struct { attn_problem_t p; kind_t kind; const bctx_t *c; } launch_t;
@@ -78,7 +84,8 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
     const attn_problem_t *p = &c->in->p;
     double ma = 0, rl = 0;
     int compared = 0;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 2; t >= 0; t--) {   /* dV first: see EX_MMA_T */
+        const char *ext = ex == EX_MMA && c->ref[0] ? EX_MMA_T[t] : ex;
         /* std is the yardstick: held to the fp16 pipeline's rel L2 (its max abs is what the
          * others are measured by); the flash kernels to the 2x rule */
         tol_t tol = { TOL_FP16_REL_L2, 0.05, false };
@@ -87,7 +94,7 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
             tol.max_abs = 2.0 * c->yard[t] + TOL_ABS_SLACK;
         }
         if (c->ref[0]) {
-            drv_compare(r, "vs the fp64 oracle_bwd", NAME[t], g[t], c->ref[t], n_of(p, t), p->d, tol, true, ex);
+            drv_compare(r, "vs the fp64 oracle_bwd", NAME[t], g[t], c->ref[t], n_of(p, t), p->d, tol, true, ext);
         } else if (t == 0) {   /* the sampled dQ rows */
             float *rowsv = xmalloc((size_t)c->nrows * p->d * sizeof(float), PHASE);
             for (int k = 0; k < c->nrows; k++)
@@ -147,22 +154,19 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     gpu_poison_f32(c->a.dQ, attn_q_elems(p));
     gpu_poison_f32(c->a.dK, attn_kv_elems(p));
     gpu_poison_f32(c->a.dV, attn_kv_elems(p));
-    unsigned long long steps = 0;
-    gpu_upload(c->visits, &steps, sizeof steps);
-    c->a.visits = kind == K_STD ? NULL : c->visits;   /* counted on the checked run only */
+    /* a kernel that visits too many Q blocks still gets the right answer (the mask zeroes
+     * them): its visit counters catch it (common/driver.h). fwd-bwd's forward counts into
+     * the same counters (its Q blocks): its backward is mma's, compared on that row. */
+    drv_visits_t vis = { 0 };
+    const attn_blocks_t dq = { BWD_DQ_BR, BWD_DQ_BC };
+    if (kind != K_STD && kind != K_FWD_BWD) bwd_visits_want(&vis, p, r.blocks, kind != K_NOSKIP, kind == K_TWO_PASS ? &dq : NULL);
+    gpu_visits_zero();
     launch(&x);
     gpu_sync();
-    c->a.visits = NULL;
+    drv_check_visits(&r, &vis);   /* first: the most precise reason there is */
+    drv_visits_free(&vis);
     fetch(c, g);
     check(&r, c, g, kind, ex);
-    if (kind != K_STD) {   /* a kernel that visits too many Q blocks still gets the right
-                              answer (the mask zeroes them): the count catches it */
-        gpu_download(&steps, c->visits, sizeof steps);
-        const double want = bwd_visits(p, r.blocks, kind != K_NOSKIP);
-        if ((double)steps != want)
-            drv_fail(&r, "visited %llu (Q block, K/V block) steps, the causal range gives %.0f", steps, want);
-        drv_blame(&r, "bwd.causal_range_gpu");
-    }
     if (kind == K_TWO_PASS || kind == K_MMA) {   /* determinism: a second run, bit for bit */
         float *g2[3];
         for (int t = 0; t < 3; t++) g2[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
@@ -192,28 +196,87 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     return r;
 }
 
+/* One problem's device buffers (inputs, dO, the forward's O and L by phase 4's kernel,
+ * D, the gradients, the visits counter). */
+static void ctx_open(bctx_t *c, const attn_inputs_t *in)
+{
+    const attn_problem_t *p = &in->p;
+    memset(c, 0, sizeof *c);
+    c->in = in;
+    for (int t = 0; t < 3; t++) c->yard[t] = NAN;
+    /* the forward on the GPU: phase 4's kernel (its simple one for a d mma lacks) */
+    c->fw = drv_gpu_alloc(in, DRV_SP_NONE);
+    c->a.Q = c->fw.Q; c->a.K = c->fw.K; c->a.V = c->fw.V;
+    c->a.O = c->fw.O; c->a.L = c->fw.L;
+    void *dO = gpu_malloc(attn_q_elems(p) * 2);
+    gpu_upload(dO, in->do_h, attn_q_elems(p) * 2);
+    c->a.dO = dO;
+    c->a.D = gpu_malloc(attn_l_elems(p) * sizeof(float));
+    c->a.dQ = gpu_malloc(attn_q_elems(p) * sizeof(float));
+    c->a.dK = gpu_malloc(attn_kv_elems(p) * sizeof(float));
+    c->a.dV = gpu_malloc(attn_kv_elems(p) * sizeof(float));
+    if (fa2_mma_supports(p->d)) fa2_mma_launch(p, FA2_FULL, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
+    else fa2_simple_launch(p, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
+}
+
+static void ctx_close(bctx_t *c)
+{
+    for (int t = 0; t < 3; t++) { free(c->ref[t]); free(c->prev[t]); }
+    free(c->bhi); free(c->refq);
+    if (c->sp) gpu_free(c->sp);
+    gpu_free((void *)c->a.dO); gpu_free(c->a.D); gpu_free(c->a.dQ); gpu_free(c->a.dK); gpu_free(c->a.dV);
+    drv_gpu_free(&c->fw);
+}
+
+/* The flash kernel rows that passed, once more on scores past exp's fp32 range
+ * (bwd_hot_inputs: every score near 128, S - L small; N = 200, causal): dQ, dK, dV
+ * against the fp64 oracle, no NaN or infinity and rel L2 < 1e-2 (the flash-attention
+ * suite's bound, held on every problem). exp(S) / exp(L) gives inf / inf there: a FAIL
+ * names the kernel's recompute_P exercise. */
+static void check_hot(drv_row_t *rows, int n, int d, uint64_t seed)
+{
+    attn_inputs_t hin;
+    const double smin = bwd_hot_inputs(&hin, d, 200, seed);
+    const attn_problem_t *p = &hin.p;
+    bctx_t h;
+    ctx_open(&h, &hin);
+    for (int t = 0; t < 3; t++) h.ref[t] = xmalloc(n_of(p, t) * sizeof(double), PHASE);
+    REF(oracle_bwd)(p, hin.q, hin.k, hin.v, hin.dO, h.ref[0], h.ref[1], h.ref[2]);
+    float *g[3];
+    for (int t = 0; t < 3; t++) g[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
+    for (int k = 0; k < n; k++) {
+        drv_row_t *r = &rows[k];
+        kind_t kind = K_STD;
+        for (kind_t q = K_SIMPLE; q <= K_NOSKIP; q++) if (strcmp(r->kernel, KIND[q]) == 0) kind = q;
+        if (kind == K_STD || !drv_passed(r)) continue;
+        if (!(smin > BWD_EXP_MAX)) drv_fail(r, "the check's own problem: a score of %.1f, not past exp's fp32 range", smin);
+        launch_t x = { *p, kind, &h };
+        gpu_poison_f32(h.a.dQ, attn_q_elems(p));
+        gpu_poison_f32(h.a.dK, attn_kv_elems(p));
+        gpu_poison_f32(h.a.dV, attn_kv_elems(p));
+        launch(&x);
+        gpu_sync();
+        fetch(&h, g);
+        for (int t = 0; t < 3; t++) {
+            static const char *const NAME[3] = {"dQ", "dK", "dV"};
+            const err_stats_t e = err_compare(g[t], h.ref[t], n_of(p, t), (tol_t){ BWD_REL_L2, INFINITY });
+            if (e.nan_count || e.inf_mismatch || !(e.rel_l2 < BWD_REL_L2))
+                drv_fail(r, "scores near 128 (exp(S) overflows past 88): %s rel L2 %.3g vs the fp64 oracle "
+                         "(%zu NaN, %zu inf), bound %.0e", NAME[t], e.rel_l2, e.nan_count, e.inf_mismatch, BWD_REL_L2);
+        }
+        drv_blame(r, kind == K_SIMPLE ? "bwd.recompute_P_gpu" : "bwd.recompute_P_mma");
+    }
+    for (int t = 0; t < 3; t++) free(g[t]);
+    ctx_close(&h);
+    attn_inputs_free(&hin);
+}
+
 int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, bool simple_ok,
                  drv_row_t *rows, size_t *rerun_diff)
 {
     const attn_problem_t *p = &in->p;
     bctx_t c;
-    memset(&c, 0, sizeof c);
-    c.in = in;
-    for (int t = 0; t < 3; t++) c.yard[t] = NAN;
-    /* the forward on the GPU: phase 4's kernel (its simple one for a d mma lacks) */
-    c.fw = drv_gpu_alloc(in, DRV_SP_NONE);
-    c.a.Q = c.fw.Q; c.a.K = c.fw.K; c.a.V = c.fw.V;
-    c.a.O = c.fw.O; c.a.L = c.fw.L;
-    void *dO = gpu_malloc(attn_q_elems(p) * 2);
-    gpu_upload(dO, in->do_h, attn_q_elems(p) * 2);
-    c.a.dO = dO;
-    c.a.D = gpu_malloc(attn_l_elems(p) * sizeof(float));
-    c.a.dQ = gpu_malloc(attn_q_elems(p) * sizeof(float));
-    c.a.dK = gpu_malloc(attn_kv_elems(p) * sizeof(float));
-    c.a.dV = gpu_malloc(attn_kv_elems(p) * sizeof(float));
-    c.visits = gpu_malloc(sizeof(unsigned long long));
-    if (fa2_mma_supports(p->d)) fa2_mma_launch(p, FA2_FULL, c.a.Q, c.a.K, c.a.V, c.fw.O, c.fw.L);
-    else fa2_simple_launch(p, c.a.Q, c.a.K, c.a.V, c.fw.O, c.fw.L);
+    ctx_open(&c, in);
     /* std's S, P, dP, dS when they fit with 1 GiB to spare */
     size_t free_b = 0, total_b = 0;
     const double sp = bwd_std_sp_bytes(p, 2);
@@ -250,11 +313,8 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
         if (cli_kernel_selected(o, KIND[k]))
             rows[n++] = run_kernel(&c, k, sweep, o->iters, k == K_MMA ? rerun_diff : NULL,
                                    k == K_MMA && !o->sweep ? o->dump_dir : NULL);
-    for (int t = 0; t < 3; t++) { free(c.ref[t]); free(c.prev[t]); }
-    free(c.bhi); free(c.refq);
-    if (c.sp) gpu_free(c.sp);
-    gpu_free(dO); gpu_free(c.a.D); gpu_free(c.a.dQ); gpu_free(c.a.dK); gpu_free(c.a.dV); gpu_free(c.visits);
-    drv_gpu_free(&c.fw);
+    ctx_close(&c);
+    if (!o->sweep) check_hot(rows, n, p->d, o->seed);
     return n;
 }
 #endif

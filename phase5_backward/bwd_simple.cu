@@ -19,6 +19,7 @@
 #include "cuda_check.cuh"
 #include "bwd.h"
 #include "bwd_gpu.cuh"
+#include "visits.cuh"
 
 #define PRE_THREADS 256
 #define SIMPLE_THREADS 256
@@ -57,7 +58,7 @@ static size_t simple_smem(int d, attn_blocks_t b) { return bwd_sram_bytes(d, b);
 __global__ void __launch_bounds__(SIMPLE_THREADS)
 bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __half *Kg, const __half *Vg,
                   const __half *dOg, const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg,
-                  unsigned long long *visits)
+                  gpu_visits_t vis)
 {
     extern __shared__ float sm[];
     const int d = p.d;
@@ -69,6 +70,11 @@ bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __ha
     const int G = p.H / p.H_kv, Tr = (p.N_q + Br - 1) / Br, j0 = j * Bc;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * d;
     const int kr = min(Bc, p.N_kv - j0);   /* keys of this block */
+    /* Alg. 2 l.8: the Q blocks [first, Tr) it visits, for each of the G query heads; the
+     * driver holds the count to bwd_q_block_first() (here, before the loads: after them the
+     * count's address made ptxas spill 8 bytes at its 32 registers) */
+    const int first = visit_all(vis) ? 0 : bwd_first_q_block(p, j, Br, Bc);
+    if (threadIdx.x == 0) visit_count(vis, j, G * (Tr - first));
 
     /* Alg. 2 l.6-7: K_j, V_j in; dK_j, dV_j = 0 */
     for (int e = threadIdx.x; e < Bc * d; e += blockDim.x) {
@@ -77,8 +83,6 @@ bwd_simple_kernel(attn_problem_t p, int Br, int Bc, const __half *Qg, const __ha
         Vj[e] = ok ? __half2float(Vg[kv_off + (size_t)j0 * d + e]) : 0.0f;
         dKj[e] = dVj[e] = 0.0f;
     }
-    const int first = bwd_first_q_block(p, j, Br, Bc);
-    if (visits && threadIdx.x == 0) atomicAdd(visits, (unsigned long long)G * (Tr - first));   /* the driver's check */
     for (int h = kvh * G; h < (kvh + 1) * G; h++)       /* the KV head's query heads (GQA) */
         for (int i = first; i < Tr; i++) {               /* l.8 */
             const int i0 = i * Br, qr = min(Br, p.N_q - i0);
@@ -164,6 +168,6 @@ extern "C" void bwd_simple_launch(const attn_problem_t *p, const bwd_gpu_args_t 
     bwd_preprocess_launch(p, a, 1);
     const dim3 grid((p->N_kv + bl.Bc - 1) / bl.Bc, p->B * p->H_kv);
     bwd_simple_kernel<<<grid, SIMPLE_THREADS, smem>>>(*p, bl.Br, bl.Bc, (const __half *)a->Q, (const __half *)a->K,
-        (const __half *)a->V, (const __half *)a->dO, a->L, a->D, a->dQ, a->dK, a->dV, a->visits);
+        (const __half *)a->V, (const __half *)a->dO, a->L, a->D, a->dQ, a->dK, a->dV, gpu_visits(grid.x));
     CUDA_CHECK_LAUNCH();
 }

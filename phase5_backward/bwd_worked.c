@@ -53,6 +53,34 @@ static double loss(const attn_problem_t *p, const float *Q, const float *K, cons
     return f;
 }
 
+/* The worked example as a problem of its own (scale 1): 0, or -1 out of memory. */
+static int worked_inputs(attn_inputs_t *in)
+{
+    attn_problem_t p = attn_problem(1, 1, 1, WN, WN, WD, false);
+    p.scale = 1.0f;
+    if (attn_inputs_make(in, &p, 1, true) != 0) return -1;
+    in->p = p;
+    memcpy(in->q, wQ, sizeof wQ); memcpy(in->k, wK, sizeof wK); memcpy(in->v, wV, sizeof wV); memcpy(in->dO, wdO, sizeof wdO);
+    f32_to_f16_array(in->q_h, wQ, WN * WD); f32_to_f16_array(in->k_h, wK, WN * WD);
+    f32_to_f16_array(in->v_h, wV, WN * WD); f32_to_f16_array(in->do_h, wdO, WN * WD);
+    return 0;
+}
+
+const char *bwd_worked_blame(void)
+{
+    attn_inputs_t in;
+    if (worked_inputs(&in) != 0) return NULL;
+    float O[WN * WD], L[WN];
+    double rQ[WN * WD], rK[WN * WD], rV[WN * WD];
+    double *ref[3] = { rQ, rK, rV };
+    const attn_blocks_t b2 = { 2, 2 };
+    REF(fa2_cpu)(&in, b2, O, L, NULL, NULL);
+    REF(oracle_bwd)(&in.p, wQ, wK, wV, wdO, rQ, rK, rV);
+    const char *ex = bwd_blame(&in, b2, O, L, ref, NULL);
+    attn_inputs_free(&in);
+    return ex;
+}
+
 int bwd_worked(FILE *out, int *nchecks)
 {
     attn_problem_t p = attn_problem(1, 1, 1, WN, WN, WD, false);
@@ -137,11 +165,7 @@ int bwd_worked(FILE *out, int *nchecks)
 
     /* 3. the two CPU models on the same problem: FA2 with Br = Bc = 2, the standard in fp32 */
     attn_inputs_t in;
-    if (attn_inputs_make(&in, &p, 1, true) != 0) { PR("FAIL worked: out of memory\n"); *nchecks = n + 1; return fails + 1; }
-    in.p = p;
-    memcpy(in.q, wQ, sizeof wQ); memcpy(in.k, wK, sizeof wK); memcpy(in.v, wV, sizeof wV); memcpy(in.dO, wdO, sizeof wdO);
-    f32_to_f16_array(in.q_h, wQ, WN * WD); f32_to_f16_array(in.k_h, wK, WN * WD);
-    f32_to_f16_array(in.v_h, wV, WN * WD); f32_to_f16_array(in.do_h, wdO, WN * WD);
+    if (worked_inputs(&in) != 0) { PR("FAIL worked: out of memory\n"); *nchecks = n + 1; return fails + 1; }
     float fO[WN * WD], fL[WN], g[3][WN * WD], s[3][WN * WD];
     attn_blocks_t b2 = { 2, 2 };
     REF(fa2_cpu)(&in, b2, fO, fL, NULL, NULL);

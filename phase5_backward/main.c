@@ -27,6 +27,7 @@
 #include <string.h>
 #include "bwd.h"
 #include "bwd_rows.h"
+#include "bwd_sweep.h"
 #include "dump.h"
 #include "fa2.h"
 #include "driver.h"
@@ -34,8 +35,6 @@
 
 #define PHASE         "phase5"
 #define CPU_MAX_FLOPS 2e8    /* the CPU rows run a smaller problem like it above (attn_small_like) */
-#define WALL_BYTES    80e9   /* an 80 GB GPU (1 GB = 1e9 bytes)                                    */
-#define SIMPLE_MAX_N  2048   /* the sweep times the simple kernel up to this N (it takes seconds)  */
 
 static const char *const KERNELS[] = {"cpu", "std", "simple", "mma", "two-pass", "noskip", "fwd-bwd", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
@@ -46,13 +45,8 @@ static const char *const TABLE_COLS[] = {"kernel", "device", "problem", "blocks"
 static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .summary = "attention backward: the standard pass (S, P, dP, dS in HBM) and FA2's Alg. 2 (K/V outer, Q inner), CPU models and GPU kernels",
     .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },
-    .default_sweep_csv = "results/phase5/phase5_sweep.csv" };
-
-/* What a failing check of the FA2 model's dQ, dK, dV points at (an exercise build). */
-static const char *const EX_FA2[3] = {
-    "bwd.dQ, bwd.dS, bwd.D, bwd.recompute_P, bwd.causal_range",
-    "bwd.dS, bwd.D, bwd.recompute_P, bwd.causal_range",
-    "bwd.recompute_P, bwd.causal_range" };
+    .default_sweep_csv = "results/phase5/phase5_sweep.csv",
+    .sweep_takes = "causal kernel iters seed" };   /* --causal: the GPU part causal only */
 
 /* dQ, dK, dV against the oracle's; the row records the largest max abs and rel L2. */
 static void check3(drv_row_t *r, float *const g[3], double *const ref[3], const attn_problem_t *p,
@@ -144,16 +138,17 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
     if (bwd_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
     drv_blame(&r, "bwd.causal_range");
     if (checks) {
-        check3(&r, f.g, ref, pc, tol_cpu_keys(n_sum), EX_FA2);
+        check3(&r, f.g, ref, pc, tol_cpu_keys(n_sum), NULL);
         /* against each other: the standard model in fp32 (REF: its code is this file's) */
         grads_t sr = grads(pc);
         if (REF(bwd_std_cpu)(&in, L, 4, sr.g[0], sr.g[1], sr.g[2], NULL) == 0) {
             drv_compare_prev(&r, "the standard backward's dQ", f.g[0], sr.g[0], nq, tol_cpu_rel_l2(n_sum));
             drv_compare_prev(&r, "the standard backward's dK", f.g[1], sr.g[1], nk, tol_cpu_rel_l2(n_sum));
             drv_compare_prev(&r, "the standard backward's dV", f.g[2], sr.g[2], nk, tol_cpu_rel_l2(n_sum));
-            drv_blame(&r, EX_FA2[0]);
         }
         grads_free(&sr);
+        bwd_blame_row(&r, &in, bl, O, L, ref, NULL);   /* the exercise behind a wrong gradient */
+        bwd_check_hot(&r, pc->d, bl, o->seed);
         /* --dump without a GPU: this model's gradients (with a GPU, bwd_rows.c dumps mma's) */
         char why_gpu[8];
         if (o->dump_dir && (o->cpu_only || !gpu_available(why_gpu, sizeof why_gpu)) &&
@@ -168,78 +163,14 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
     return n;
 }
 
-/* ---- --sweep ------------------------------------------------------------------------ */
-static int run_sweep(drv_t *D, const cli_opts_t *o)
-{
-    int fails = 0;
-    /* bytes vs N (d = 64, one head, causal and not): the models counted up to N = 512,
-     * the formulas beyond */
-    for (int c = 0; c <= 1; c++)
-        for (int N = 128; N <= 16384; N *= 2) {
-            attn_problem_t p = attn_problem(1, 1, 1, N, N, 64, c);
-            attn_blocks_t bl = bwd_blocks(64);
-            drv_row_t rows[3], fa, sd;
-            if (N <= 512) {
-                run_cpu(&p, o, "vsN", false, rows);
-                for (int k = 0; k < 3; k++) { fails += !drv_passed(&rows[k]); drv_csv_row(D, &rows[k]); }
-                sd = rows[0]; fa = rows[2];
-            } else {
-                sd = drv_formula_row("std-formula", "vsN", &p, (attn_blocks_t){0, 0}, bwd_std_bytes(&p, 2), NAN, bwd_std_bytes(&p, 2));
-                fa = drv_formula_row("fa2-formula", "vsN", &p, bl, REF(bwd_hbm_bytes)(&p, bl), NAN, bwd_std_bytes(&p, 2));
-                drv_csv_row(D, &sd); drv_csv_row(D, &fa);
-            }
-            printf("  sweep vsN %-6s N=%6d  HBM standard (fp16 S, P, dP, dS) %.4g  FA2 %.4g  (%.1fx)  %s\n",
-                   c ? "causal" : "full", N, sd.hbm_formula, fa.hbm_formula, sd.hbm_formula / fa.hbm_formula,
-                   N <= 512 ? (drv_passed(&sd) && drv_passed(&fa) ? "counted == formula" : "FAIL") : "formula");
-        }
-    /* the training memory wall: S, P, dP, dS (fp16) of B = 32, H = 8, d = 64 in 80 GB */
-    int lo = 1, hi = 1 << 20;
-    while (lo < hi) {   /* the smallest N whose four matrices exceed 80 GB */
-        int mid = lo + (hi - lo) / 2;
-        attn_problem_t p = attn_problem(32, 8, 8, mid, mid, 64, false);
-        if (bwd_std_sp_bytes(&p, 2) > WALL_BYTES) hi = mid; else lo = mid + 1;
-    }
-    attn_problem_t pw = attn_problem(32, 8, 8, lo, lo, 64, false), pb = pw;
-    pb.N_q = pb.N_kv = lo - 1;
-    printf("%s: memory wall (B = 32, H = 8, fp16): S, P, dP, dS take 4 x 2 x B H N^2 bytes: %.2f GB at N = %d, "
-           "%.2f GB at N = %d: past 80 GB from N = %d (FA2's backward keeps none of them: %.3g GB of "
-           "Q, K, V, O, dO, dQ, dK, dV, L, D at that N)\n", PHASE, bwd_std_sp_bytes(&pb, 2) / 1e9, lo - 1,
-           bwd_std_sp_bytes(&pw, 2) / 1e9, lo, lo,
-           (4 * 2.0 + 4 * 4.0) * 32 * 8 * (double)lo * 64 / 1e9 + 2 * 4.0 * 32 * 8 * lo / 1e9);
-    drv_row_t rw = drv_formula_row("wall", "vsN", &pw, bwd_blocks(64), bwd_hbm_bytes(&pw, bwd_blocks(64)), NAN, bwd_std_bytes(&pw, 2));
-    drv_csv_row(D, &rw);
-    if (!D->gpu) printf("%s: GPU sweep skipped: %s\n", PHASE, D->why);
-#if HAVE_CUDA
-    else   /* the FA2 paper's setting: hidden 2048, B x N = 16k tokens (--causal: causal only) */
-        for (int c = o->p.causal; c <= 1; c++)
-            for (int d = 64; d <= 128; d *= 2)
-                for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
-                    attn_problem_t p = drv_tokens16k(N, d, c);
-                    attn_inputs_t in;
-                    drv_inputs(&in, &p, o->seed, true, PHASE);
-                    drv_row_t rows[8];
-                    int n = bwd_gpu_rows(&in, o, "tokens16k", N <= SIMPLE_MAX_N, rows, NULL);
-                    double t_std = NAN;
-                    for (int k = 0; k < n; k++) {
-                        fails += drv_failed(&rows[k]);
-                        if (strcmp(rows[k].kernel, "std") == 0) t_std = rows[k].time_ms;
-                        if (strcmp(rows[k].kernel, "mma") == 0) rows[k].speedup = t_std / rows[k].time_ms;
-                        drv_csv_row(D, &rows[k]);
-                    }
-                    drv_sweep_line(rows, n);
-                    attn_inputs_free(&in);
-                }
-#endif
-    return drv_sweep_end(D, fails);
-}
-
 static void explain(const drv_row_t *rows, int n, size_t rerun)
 {
     const drv_row_t *s = &rows[0], *f = &rows[2];
+    const double x = s->hbm_model / f->hbm_model;   /* the bytes counted in this run */
     printf("standard backward: %.0f HBM bytes with fp16 S, P, dP, dS (%.0f in fp32); FA2's Alg. 2 "
-           "(Br x Bc = %d x %d, SRAM %.0f bytes): %.0f (%.1fx fewer) = the formula of docs/05_backward.md\n",
+           "(Br x Bc = %d x %d, SRAM %.0f bytes): %.0f (%.1fx %s), %s the formula of docs/05_backward.md\n",
            s->hbm_model, rows[1].hbm_model, f->blocks.Br, f->blocks.Bc, f->sram, f->hbm_model,
-           s->hbm_model / f->hbm_model);
+           x >= 1 ? x : 1 / x, x >= 1 ? "fewer" : "more", f->hbm_model == f->hbm_formula ? "equal to" : "NOT");
     for (int k = 0; k < n; k++)
         if (strcmp(rows[k].device, "gpu") == 0 && strcmp(rows[k].kernel, "mma") == 0 && drv_passed(&rows[k]))
             printf("mma adds dQ with atomics: a rerun changed %zu of the gradient elements (two-pass: none, "
@@ -255,7 +186,7 @@ int main(int argc, char **argv)
     drv_t D;
     drv_start(&D, PHASE, &o);
     drv_csv_open(&D, &o, argc, argv, CSV_COLS);
-    if (o.sweep) return run_sweep(&D, &o);
+    if (o.sweep) return bwd_sweep(&D, &o, run_cpu);
 
     drv_banner(&D, &o, "attention backward, standard and FlashAttention-2 (Alg. 2: K/V outer, Q inner)");
     drv_row_t rows[16];
@@ -268,7 +199,7 @@ int main(int argc, char **argv)
     w.p.scale = 1.0f;
     int nchk = 0, wf = bwd_worked(o.quiet ? NULL : stdout, &nchk);
     if (wf) drv_fail(&w, "worked example: %d of %d checks failed", wf, nchk);
-    drv_blame(&w, EX_FA2[0]);
+    if (wf) drv_blame(&w, bwd_worked_blame());
     rows[n++] = w;
     size_t rerun = 0;
     (void)rerun;

@@ -16,6 +16,9 @@ t_run   "phase5 CPU rows pass (MQA H=4 Hkv=1, d=128, causal)" "$P5" --cpu --quie
 t_run   "phase5 CSV: every model row's counted bytes == its formula" bash -c "
     awk -F, '!/^#/ && \$1 != \"kernel\" && \$15 != \"\" { n++; if (\$15 != \$16) bad++ } END { exit !(n >= 3 && !bad) }' \"$T5/cpu5.csv\""
 t_run   "phase5 model sweep bytes == formulas, memory wall printed" bash -c "\"$P5\" --sweep --cpu --quiet --csv \"$T5/sweep.csv\" >\"$T5/sweep.log\" && grep -q 'sweep PASS' \"$T5/sweep.log\" && grep -q 'memory wall .*past 80 GB from N = ' \"$T5/sweep.log\""
+t_exit2_says "phase5 --sweep refuses --d (its problems are its own)" "sweep.*ignores --d" "$P5" --sweep --d 128
+t_exit2_says "phase5 --sweep refuses --Nkv" "sweep.*ignores --Nkv" "$P5" --sweep --causal --Nkv 100
+t_bounded "phase5 --cpu --sweep --causal ends within 10 s and 2 GB" 10 2048 "$P5" --cpu --sweep --causal --quiet --csv "$T5/bound.csv"
 t_run   "phase5 default run prints the worked example" bash -c "
     \"$P5\" --cpu --csv \"$T5/d.csv\" >\"$T5/d.log\" && grep -q '58 checks, 0 failed' \"$T5/d.log\""
 
@@ -67,6 +70,12 @@ t_exit2 "phase5 rejects H % Hkv != 0"        "$P5" --H 6 --Hkv 4
 t_exit2 "phase5 rejects N=0"                 "$P5" --N 0
 t_exit2 "phase5 rejects --sram (no SRAM knob here)" "$P5" --sram 4096
 t_exit2 "phase5 rejects an unknown flag"     "$P5" --frobnicate
+
+# The visit counters (common/gpu.h): with the causal ranges deleted (FA_TEST_VISIT_ALL=1)
+# the gradients stay right (the mask zeroes the extra blocks), and only the counters FAIL
+# the rows that skip, naming the K/V block (two-pass: and its dQ kernel's Q blocks).
+t_gpu "phase5 gpu simple, mma, two-pass: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
+    "simple mma two-pass" "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --csv "$T5/va.csv"
 
 # The grader catches these mistakes: `make phase5 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase5_EX_RUNS adds the

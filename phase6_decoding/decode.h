@@ -50,6 +50,7 @@
 #include "driver.h"
 #include "gpu.h"
 #include "problem.h"
+#include "ref.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +65,9 @@ typedef struct {
     const int *block_table;    /* [B][pages_per_seq] pool page of each page of keys      */
     const uint16_t *k_pool, *v_pool;   /* [n_pages][H_kv][page][d] fp16                  */
     int n_pages;
+    long *faults;              /* NULL, or counts the key rows dec_kv_row() put outside the
+                                  pool (a wrong page lookup): dec_cpu reads them as zeros
+                                  instead of crashing, and the check FAILs on the count  */
 } dec_cache_t;
 
 /* Keys of sequence b. */
@@ -72,7 +76,7 @@ int dec_seqlen(const attn_problem_t *p, const dec_cache_t *c, int b);
 /* Split s of S over a cache of n keys in blocks of Bc: keys [*k0, *k1), whole blocks
  * (k0 a multiple of Bc), the splits in order, together covering [0, n) exactly once;
  * ceil(Tc / S) blocks each, so the last splits may be empty (k0 == k1). */
-void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1);
+REF_PROTO(void, dec_split_range, (int n, int Bc, int S, int s, int *k0, int *k1));
 
 /* Element offset of key j's row (K or V: same offset) for KV head g of sequence b: in
  * the pool when paged, else in attn_inputs_t's k_h / v_h. */
@@ -100,7 +104,7 @@ double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_bloc
  * shuffled from seed (a pool with every page of every sequence, no two sharing). Not
  * metered: it builds the cache's contents, as attn_inputs_make draws them. seqlens may be
  * NULL. Returns 0, or -1 out of memory. */
-typedef struct { dec_cache_t c; int *table; uint16_t *k, *v; } dec_paged_t;
+typedef struct { dec_cache_t c; int *table; uint16_t *k, *v; long faults; } dec_paged_t;
 int  dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int *seqlens,
                     uint64_t seed);
 void dec_paged_free(dec_paged_t *pg);
@@ -112,6 +116,23 @@ void dec_table_shuffle(int *table, int np, uint64_t seed);
  * (REF(oracle_fwd), common/ref.h); a sequence of 0 keys gives O = 0, L = +inf. Oref
  * [B][H][N_q][d], Lref [B][H][N_q]. Returns 0, or -1 out of memory (decode_check.c). */
 int dec_oracle_ragged(const attn_inputs_t *in, const int *seqlens, double *Oref, double *Lref);
+
+/* A failed row r names the exercise ex beside those it names already (a check that fails
+ * on a row another check failed adds its own: an untouched handout names them all, a
+ * one-line mistake, whose other checks pass, names one). */
+void dec_blame_also(drv_row_t *r, const char *ex);
+/* dec_split_range against the reference's (REF) for S splits of n keys in blocks of Bc,
+ * and of 1 .. 2 S + 1 blocks (every remainder, a tail; more splits than blocks); FAILs r
+ * naming dec.split_range, beside any exercise r names already (decode_check.c). */
+void dec_check_split_range(drv_row_t *r, int n, int Bc, int S);
+/* dec_combine_row on partials whose L_s are far apart (decode_check.c): {100, 99, -inf}
+ * (e^100 overflows fp32: a combine that does not subtract the max gives inf or NaN),
+ * {-100, -101, -inf} (e^-100 is a denormal of a few bits) and every split empty (O = 0,
+ * L = +inf), against fp64. FAILs r naming dec.combine (beside any exercise r names). */
+void dec_check_combine(drv_row_t *r);
+/* The same partials through the GPU combine kernel (dec_combine_kernel, d = 64); FAILs r
+ * naming dec.combine_gpu. */
+void dec_check_combine_gpu(drv_row_t *r);
 
 /* A GPU output (O, L) on a ragged cache checked as a driver row: each sequence b with
  * seqlens[b] > 0 alone, as a problem of its own, through phase 1's attn_validate_fp16 (the
@@ -130,7 +151,14 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
  * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
 #define DEC_GPU_ROWS  16      /* query rows a block holds: one mma m-tile            */
 #define DEC_GPU_MAX_NQ 16     /* the decode kernels take N_q <= this (phase 4 beyond) */
+#define DEC_GPU_TILE_KEYS 64  /* keys of the K/V tiles a split walks (its range in tiles) */
 dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, bool pack);
+/* What the split kernel's visit counters must read (common/driver.h): split s visits, in
+ * each block (row tile of a head, or of a KV head's G heads when packed, and sequence b),
+ * the K/V tiles of DEC_GPU_TILE_KEYS keys that cover its keys REF(dec_split_range)(n_b, Bc,
+ * S, s), n_b = seqlens[b] (NULL: N_kv); summed over the blocks. Bc: the split ranges'
+ * (fa2_mma_blocks(d).Bc). Free with drv_visits_free. */
+void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S);
 
 /* The number of splits (FlashAttention-2's num_splits_heuristic, measured on waves): a
  * launch of `work` blocks per split on a GPU that holds `slots` blocks at once (SMs x
@@ -165,6 +193,14 @@ int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int dec_gpu_slots(int d, bool paged);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
+/* The combine kernel alone on device partials Opart [S][nrows][d], Lpart [S][nrows] (the
+ * check of dec.combine_gpu on crafted partials, dec_check_combine_gpu); d = 64 or 128. */
+void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L);
+/* In an exercise build the paged split kernel checks every pool page its page lookup
+ * (dec.page_lookup_gpu) returns against the pool of B x pages_per_seq pages the driver
+ * builds (dec_gpu_paginate), reads an out-of-range one as page 0 instead of faulting,
+ * and counts it: the count since the last call (0 in a reference build). */
+int dec_gpu_page_faults(void);
 /* n fp16 values in [-2, 2) from a hash of (seed, index), made on the device. */
 void dec_gpu_fill(void *x, size_t n, unsigned long long seed);
 /* A paged copy of a contiguous device cache k, v ([B][H_kv][N_kv][d]) into the pools

@@ -3,6 +3,7 @@
  * of phase 6 never compares with code a student writes elsewhere; and the GPU check of a
  * ragged output, each sequence held to phase 1's 2x rule on its own inputs. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "decode.h"
@@ -98,3 +99,118 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
     }
     r->max_abs = max_abs; r->rel_l2 = rel; r->pipe = pipe; r->L_abs = Labs; r->rows_checked = rows;
 }
+
+/* Whether list (", "-separated) holds the exercise name ex. */
+static bool names(const char *list, const char *ex)
+{
+    const size_t n = strlen(ex);
+    for (const char *at = list; (at = strstr(at, ex)) != NULL; at += n)
+        if ((at == list || at[-1] == ' ') && (at[n] == '\0' || at[n] == ','))
+            return true;
+    return false;
+}
+
+/* A failed row names ex beside the exercises it names already: a unit check that fails
+ * on a row some other check failed adds its own exercise (an untouched handout names
+ * them all; a one-line mistake, whose other checks pass, names one). The joined lists
+ * live as long as the run. */
+void dec_blame_also(drv_row_t *r, const char *ex)
+{
+    static char pool[32][160];
+    static int used;
+    if (!drv_failed(r)) return;
+    if (!r->exercises) { r->exercises = ex; return; }
+    if (names(r->exercises, ex)) return;
+    char joined[160];
+    snprintf(joined, sizeof joined, "%s, %s", r->exercises, ex);
+    for (int k = 0; k < used; k++)
+        if (strcmp(pool[k], joined) == 0) { r->exercises = pool[k]; return; }
+    if (used == 32) return;   /* the names so far stand */
+    memcpy(pool[used], joined, sizeof joined);
+    r->exercises = pool[used++];
+}
+
+void dec_check_split_range(drv_row_t *r, int n, int Bc, int S)
+{
+    /* n itself, then Tc = 1 .. 2 S + 1 blocks (every remainder of Tc / S), the last one
+     * half full: one key, and a tail */
+    for (int Tc = 0; Tc <= 2 * S + 1; Tc++) {
+        const int keys = Tc == 0 ? n : Tc == 1 ? 1 : Tc * Bc - Bc / 2;
+        for (int s = 0; s < S; s++) {
+            int k0, k1, r0, r1;
+            dec_split_range(keys, Bc, S, s, &k0, &k1);
+            REF(dec_split_range)(keys, Bc, S, s, &r0, &r1);
+            if (k0 != r0 || k1 != r1) {
+                drv_fail(r, "split %d of %d over %d keys (blocks of %d): keys [%d, %d), the reference's [%d, %d)", s, S,
+                         keys, Bc, k0, k1, r0, r1);
+                dec_blame_also(r, "dec.split_range");
+                return;
+            }
+        }
+    }
+}
+
+/* ---- the combine on partials whose L_s are far apart ----------------------------------
+ * Three rows of S = 3 partials, d = 64: L_s = {100, 99, -inf}, {-inf, -101, -100} and all
+ * -inf; an empty split's O_s is 0 (as the splits write it). */
+enum { CB_S = 3, CB_ROWS = 3, CB_D = 64 };
+static void combine_case(float Lp[CB_S][CB_ROWS], float Op[CB_S][CB_ROWS][CB_D], double Oref[CB_ROWS][CB_D],
+                         double Lref[CB_ROWS])
+{
+    static const float LS[CB_ROWS][CB_S] = {{100, 99, -INFINITY}, {-INFINITY, -101, -100}, {-INFINITY, -INFINITY, -INFINITY}};
+    for (int r = 0; r < CB_ROWS; r++) {
+        double m = -INFINITY, l = 0;
+        for (int s = 0; s < CB_S; s++) {
+            Lp[s][r] = LS[r][s];
+            m = fmax(m, LS[r][s]);
+            for (int k = 0; k < CB_D; k++) Op[s][r][k] = LS[r][s] == -INFINITY ? 0.0f : (s + 1) * 0.25f + k / 64.0f - 0.5f * r;
+        }
+        for (int k = 0; k < CB_D; k++) Oref[r][k] = 0.0;
+        if (m == -INFINITY) { Lref[r] = INFINITY; continue; }   /* no split saw a key */
+        for (int s = 0; s < CB_S; s++) l += exp(LS[r][s] - m);
+        Lref[r] = m + log(l);
+        for (int s = 0; s < CB_S; s++)
+            for (int k = 0; k < CB_D; k++) Oref[r][k] += exp(LS[r][s] - Lref[r]) * Op[s][r][k];
+    }
+}
+
+static void combine_compare(drv_row_t *r, const float *O, const float *L, const double *Oref, const double *Lref,
+                            const char *ex)
+{
+    const char *vs = "the combine of partials with L_s far apart ({100, 99, -inf}, {-inf, -101, -100}, all -inf) vs fp64";
+    const bool okO = drv_compare(r, vs, "O", O, Oref, (size_t)CB_ROWS * CB_D, CB_D, tol_cpu(), false, NULL);
+    const bool okL = drv_compare(r, vs, "L", L, Lref, CB_ROWS, CB_ROWS, tol_cpu(), false, NULL);
+    if (!okO || !okL) dec_blame_also(r, ex);
+}
+
+void dec_check_combine(drv_row_t *r)
+{
+    float Lp[CB_S][CB_ROWS], Op[CB_S][CB_ROWS][CB_D], O[CB_ROWS][CB_D], L[CB_ROWS], Ls[CB_S], Os[CB_S][CB_D];
+    double Oref[CB_ROWS][CB_D], Lref[CB_ROWS];
+    combine_case(Lp, Op, Oref, Lref);
+    for (int row = 0; row < CB_ROWS; row++) {   /* one row's partials, as dec_cpu hands them over */
+        for (int s = 0; s < CB_S; s++) { Ls[s] = Lp[s][row]; memcpy(Os[s], Op[s][row], sizeof Os[s]); }
+        dec_combine_row(CB_S, CB_D, Ls, &Os[0][0], O[row], &L[row]);
+    }
+    combine_compare(r, &O[0][0], L, &Oref[0][0], Lref, "dec.combine");
+}
+
+#if HAVE_CUDA
+void dec_check_combine_gpu(drv_row_t *r)
+{
+    float Lp[CB_S][CB_ROWS], Op[CB_S][CB_ROWS][CB_D], O[CB_ROWS][CB_D], L[CB_ROWS];
+    double Oref[CB_ROWS][CB_D], Lref[CB_ROWS];
+    combine_case(Lp, Op, Oref, Lref);
+    float *dO = gpu_malloc(sizeof Op), *dL = gpu_malloc(sizeof Lp), *o = gpu_malloc(sizeof O), *l = gpu_malloc(sizeof L);
+    gpu_upload(dO, Op, sizeof Op);
+    gpu_upload(dL, Lp, sizeof Lp);
+    gpu_poison_f32(o, (size_t)CB_ROWS * CB_D);
+    gpu_poison_f32(l, CB_ROWS);
+    dec_gpu_combine(CB_D, CB_S, CB_ROWS, dO, dL, o, l);
+    gpu_sync();
+    gpu_download(O, o, sizeof O);
+    gpu_download(L, l, sizeof L);
+    gpu_free(dO); gpu_free(dL); gpu_free(o); gpu_free(l);
+    combine_compare(r, &O[0][0], L, &Oref[0][0], Lref, "dec.combine_gpu");
+}
+#endif

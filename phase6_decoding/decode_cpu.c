@@ -39,6 +39,21 @@ void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1)
     *k1 = (long)b1 * Bc < n ? b1 * Bc : n;
 }
 
+void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
+{
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
+    const unsigned long long blocks = (unsigned long long)groups * ((G * p->N_q + DEC_GPU_ROWS - 1) / DEC_GPU_ROWS);
+    drv_visits_init(v, S, "split", "K/V tiles", "the split range", "dec.split_range_gpu");
+    for (int b = 0; b < p->B; b++) {
+        const int n = seqlens ? seqlens[b] : p->N_kv;
+        for (int s = 0; s < S; s++) {
+            int k0, k1;
+            REF(dec_split_range)(n, Bc, S, s, &k0, &k1);   /* the reference's, never the student's */
+            v->want[s] += blocks * ((k1 - k0 + DEC_GPU_TILE_KEYS - 1) / DEC_GPU_TILE_KEYS);
+        }
+    }
+}
+
 size_t dec_kv_row(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j)
 {
     if (!c || c->page == 0)
@@ -219,6 +234,7 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
     const int Tr = (p->N_q + Br - 1) / Br;
     const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
     const uint16_t *Kh = paged ? c->k_pool : in->k_h, *Vh = paged ? c->v_pool : in->v_h;
+    const size_t pool = paged ? (size_t)c->n_pages * p->H_kv * c->page * d : 0;   /* pool elements */
     hbm_meter_t scratch;
     if (!meter) meter = &scratch;
     /* the partials in "HBM": O_s [S][B][H][N_q][d], L_s [S][B][H][N_q] (fp32) */
@@ -258,6 +274,13 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
                             const int j = j0 + cc;
                             if (paged && (cc == 0 || j % c->page == 0)) hbm_read(meter, sizeof(int));  /* table entry */
                             const size_t row = dec_kv_row(p, c, b, g, j);
+                            if (paged && row + d > pool) {   /* a wrong lookup: zeros, counted */
+                                if (c->faults) ++*c->faults;
+                                memset(Kj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+                                memset(Vj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+                                hbm_read(meter, 2 * 2 * (uint64_t)d);   /* the bytes it would have read */
+                                continue;
+                            }
                             hbm_load_f16(meter, Kj + (size_t)cc * d, Kh + row, (size_t)d);
                             hbm_load_f16(meter, Vj + (size_t)cc * d, Vh + row, (size_t)d);
                         }
@@ -371,6 +394,7 @@ int dec_paged_make(dec_paged_t *pg, const attn_inputs_t *in, int page, const int
     pg->c.k_pool = pg->k;
     pg->c.v_pool = pg->v;
     pg->c.n_pages = np;
+    pg->c.faults = &pg->faults;
     return 0;
 }
 

@@ -1,6 +1,7 @@
 # phase6_decoding - Flash-Decoding (split the KV cache, combine by log-sum-exp). Included
 # by the top Makefile.
-phase6_LIB  := phase6_decoding/decode_cpu.c phase6_decoding/decode_check.c
+phase6_LIB  := phase6_decoding/decode_cpu.c phase6_decoding/decode_check.c phase6_decoding/decode_rows.c \
+               phase6_decoding/decode_sweep.c
 phase6_MAIN := phase6_decoding/main.c
 phase6_TEST := phase6_decoding/test_phase6.c
 phase6_CU   := phase6_decoding/decode.cu
@@ -18,31 +19,14 @@ phase6_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 16 --Nkv 1000 --d 64 --causal \
 # The sweep: the model's bytes vs the cache length L and vs the number of splits S; with a
 # GPU, time and GB/s vs L (fa2-mma, split, split-pack), time vs S, paged vs contiguous; and
 # PyTorch's SDPA (flash, cuDNN) on the same decode shapes where torch imports.
-phase6-sweep: phase6-build
-	@mkdir -p $(RESULTS)/phase6
-	$(BUILD)/phase6 --sweep --iters 10 --csv $(RESULTS)/phase6/phase6_sweep.csv
-	@$(PYTHON) tools/decode_peers.py $(RESULTS)/phase6/phase6_peers.csv || true
-	@$(MAKE) --no-print-directory phase6-plot
-
-# Nsight Compute: DRAM bytes of one run of each GPU kernel of the default problem.
-phase6-profile: phase6-build
-	@mkdir -p $(RESULTS)/phase6
-	@test -f $(RESULTS)/phase6/phase6.csv || $(BUILD)/phase6 --quiet --csv $(RESULTS)/phase6/phase6.csv
-	@bash tools/profile.sh $(BUILD)/phase6 $(RESULTS)/phase6/phase6.csv
-
-# compute-sanitizer on a small shape: GQA packing with N_q = 4 causal (two heads a row
-# tile), a cache of 1000 keys (a tail tile), every kernel (paged and ragged with a
-# zero-length sequence); memcheck at d = 64 and 128, with partials and the combine
-# (FA_SPLITS=3) and without (FA_SPLITS=1); racecheck and initcheck at d = 128, S = 3.
-# Any error fails.
-PHASE6_SAN_ARGS := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
-PHASE6_SAN_RUNS := memcheck:64:3 memcheck:128:1 memcheck:128:3 racecheck:128:3 initcheck:128:3
-phase6-sanitize: phase6-build
-	@command -v compute-sanitizer >/dev/null || { echo "phase6 sanitize skipped: compute-sanitizer not found"; exit 0; }; \
-	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "phase6 sanitize skipped: no usable CUDA device"; exit 0; }; \
-	mkdir -p $(RESULTS)/phase6; \
-	for run in $(PHASE6_SAN_RUNS); do IFS=: read -r tool d S <<<"$$run"; \
-	    echo "FA_SPLITS=$$S compute-sanitizer --tool $$tool $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d"; \
-	    FA_SPLITS=$$S compute-sanitizer --tool $$tool --error-exitcode 99 $(BUILD)/phase6 $(PHASE6_SAN_ARGS) --d $$d \
-	        --csv $(RESULTS)/phase6/sanitize.csv || exit 1; \
-	done
+# Profile: Nsight Compute's DRAM bytes of one run of each GPU kernel of the default problem.
+# Sanitize: GQA packing with N_q = 4 causal (two heads a row tile), a cache of 1000 keys
+# (a tail tile), every kernel (paged and ragged with a zero-length sequence); memcheck at
+# d = 64 and 128, with partials and the combine (FA_SPLITS=3) and without (FA_SPLITS=1);
+# racecheck and initcheck at d = 128, S = 3.
+phase6_SWEEP_ARGS := --iters 10
+phase6_PEERS      := tools/decode_peers.py
+phase6_PROFILE    := default problem
+phase6_SAN_ARGS   := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
+phase6_SAN_RUNS   := memcheck:64::FA_SPLITS=3 memcheck:128::FA_SPLITS=1 memcheck:128::FA_SPLITS=3 \
+                     racecheck:128::FA_SPLITS=3 initcheck:128::FA_SPLITS=3

@@ -27,6 +27,13 @@ t_exit2 "phase6 rejects Nkv=0"               "$P6" --Nkv 0
 t_exit2 "phase6 rejects --sram"              "$P6" --sram 4096
 t_exit2 "phase6 rejects an unknown flag"     "$P6" --splits 4
 t_exit2 "phase6 rejects an unknown kernel"   "$P6" --kernel mma
+t_exit2_says "phase6 --sweep refuses --kernel (it times its own kernels)" "sweep.*ignores --kernel" "$P6" --sweep --kernel split
+t_exit2_says "phase6 --sweep refuses --Nkv (it sweeps L)" "sweep.*ignores --Nkv" "$P6" --sweep --Nkv 100
+# the CPU sweep runs the problem of the options, bounded: one line says which problem ran
+t_bounded "phase6 --cpu --sweep --B 12 --H 64: within 10 s and 2 GB, says the problem it ran" 10 2048 bash -c "
+    \"$P6\" --cpu --sweep --B 12 --H 64 --csv \"$T6/b1.csv\" | grep -q 'CPU sweep: the CPU runs B=1 H=2 Hkv=2 .* for B=12 H=64'"
+t_bounded "phase6 --cpu --sweep --B 2000000 --N 1 --d 16: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --B 2000000 --N 1 --d 16 --csv "$T6/b2.csv"
+t_bounded "phase6 --cpu --sweep --N 100000 --d 256 --causal: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --N 100000 --d 256 --causal --csv "$T6/b3.csv"
 t_exit2_says "phase6 rejects FA_SPLITS=0 (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=0 "$P6" --cpu
 t_exit2_says "phase6 rejects FA_SPLITS=abc (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=abc "$P6" --cpu
 t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"
@@ -57,6 +64,13 @@ t_gpu "phase6 gpu d=32: decode rows n/a with the reason, fa2-mma and the CPU row
 t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
     \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"
     awk '\$1 == \"split-pack\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' \"$T6/gd.log\""
+
+# The visit counters (common/gpu.h): with the split ranges deleted (FA_TEST_VISIT_ALL=1:
+# every split walks the whole cache) only the counters name the split (its O is still the
+# attention's, its L off by log S); 4 splits so that there are ranges to delete.
+t_gpu "phase6 gpu split, split-pack, paged, ragged: a deleted split range FAILs on the visit counters" env FA_SPLITS=4 \
+    bash tools/visits_fail.sh "split split-pack paged-p16 paged-p64 paged-p256 ragged ragged-p16" \
+    "$P6" --quiet --iters 1 --B 2 --H 8 --Hkv 2 --N 4 --Nkv 3000 --d 128 --causal --csv "$T6/va.csv"
 
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise. CPU only.

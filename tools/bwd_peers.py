@@ -3,7 +3,7 @@
 sweep's shapes, as peer lines for chapter 5's plots. Optional: without PyTorch it says so
 and writes nothing.
 
-    python3 tools/bwd_peers.py OUT.csv          (make phase5-sweep runs it)
+    python3 tools/bwd_peers.py OUT.csv [POINTS]   (make phase5-sweep runs it; POINTS: as peers.py's)
 
 Shapes: the FA2 paper's setting: fp16, hidden 2048 (H = 2048 / d), B x N = 16k tokens,
 N = 512..16384, d = 64 and 128, causal and not. Each shape twice: the backward alone
@@ -24,11 +24,12 @@ from peers import shapes  # noqa: E402  (the forward peers' shapes: the same swe
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: bwd_peers.py OUT.csv")
+    if len(sys.argv) not in (2, 3):
+        print("usage: bwd_peers.py OUT.csv [POINTS]")
         sys.exit(2)
     out = sys.argv[1]
+    points = sys.argv[2] if len(sys.argv) == 3 else None
     base, ext = os.path.splitext(out)
-    sdpa_peer.main([out] + list(shapes()), backends=("flash", "cudnn"), phase="phase5 (peers, backward)", mode="bwd")
-    sdpa_peer.main([base + "_fwdbwd" + ext] + list(shapes()), backends=("flash", "cudnn"),
+    sdpa_peer.main([out] + list(shapes(points)), backends=("flash", "cudnn"), phase="phase5 (peers, backward)", mode="bwd")
+    sdpa_peer.main([base + "_fwdbwd" + ext] + list(shapes(points)), backends=("flash", "cudnn"),
                    phase="phase5 (peers, forward + backward)", mode="fwdbwd")

@@ -3,7 +3,10 @@
 decode shapes of phase 6's sweep, as peer lines for its plots (docs/design.md, "Peers").
 Optional: without PyTorch (or a GPU) it says so and writes nothing.
 
-    python3 tools/decode_peers.py OUT.csv          (make phase6-sweep runs it)
+    python3 tools/decode_peers.py OUT.csv [POINTS]   (make phase6-sweep runs it)
+
+POINTS: the sweep's points (phase6_sweep.csv.points, written by the sweep with a GPU); without
+it, the shapes below.
 
 Shapes: one query token (N_q = 1), B in {1, 8}, H = 32, H_kv in {32, 8} (GQA through
 enable_gqa), d = 128, L = N_kv = 1k..256k, not causal. The timing is tools/sdpa_peer.py's
@@ -29,7 +32,11 @@ import sdpa_peer  # noqa: E402
 BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
 
 
-def shapes():
+def shapes(points=None):
+    if points:
+        for B, H, Hkv, Nq, L, d, _causal in sdpa_peer.read_points(points):
+            yield B, H, Hkv, Nq, L, d
+        return
     for B in (1, 8):
         for Hkv in (32, 8):
             L = 1024
@@ -39,8 +46,8 @@ def shapes():
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: decode_peers.py OUT.csv")
+    if len(sys.argv) not in (2, 3):
+        print("usage: decode_peers.py OUT.csv [POINTS]")
         sys.exit(2)
     if not torch.cuda.is_available():
         print("decode_peers: skipped: no CUDA device")
@@ -51,7 +58,7 @@ def main():
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
     scratch = torch.empty(2 * l2 // 4 + 1, device="cuda", dtype=torch.float32)
     flush = lambda: scratch.zero_()  # noqa: E731  (write twice the L2's size: nothing of the inputs stays)
-    for B, H, Hkv, Nq, L, d in shapes():
+    for B, H, Hkv, Nq, L, d in shapes(sys.argv[2] if len(sys.argv) == 3 else None):
         q = torch.randn(B, H, Nq, d, device="cuda", dtype=torch.float16)
         k = torch.randn(B, Hkv, L, d, device="cuda", dtype=torch.float16)
         v = torch.randn(B, Hkv, L, d, device="cuda", dtype=torch.float16)

@@ -3,7 +3,10 @@
 peer lines for phase 4's plots (docs/design.md, "Peers"). Optional: without PyTorch it says so
 and writes nothing.
 
-    python3 tools/peers.py OUT.csv          (make phase4-sweep runs it)
+    python3 tools/peers.py OUT.csv [POINTS]   (make phase4-sweep runs it)
+
+POINTS: the sweep's points (phase4_sweep.csv.points, written by the sweep with a GPU); without
+it, the same shapes from the list below.
 
 Shapes: the FA2 paper's setting the phase-4 sweep uses: fp16, hidden 2048 (H = 2048 / d),
 B x N = 16k tokens, N = 512..16384, d = 64, 128 and 256, causal and not. Backends: PyTorch's
@@ -23,7 +26,11 @@ except Exception as e:
 import sdpa_peer  # noqa: E402
 
 
-def shapes():
+def shapes(points=None):
+    if points:
+        for B, H, _Hkv, Nq, _Nkv, d, causal in sdpa_peer.read_points(points):
+            yield f"{B},{H},{Nq},{d},{causal}"
+        return
     for causal in (0, 1):
         for d in (64, 128, 256):
             N = 512
@@ -33,7 +40,7 @@ def shapes():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: peers.py OUT.csv")
+    if len(sys.argv) not in (2, 3):
+        print("usage: peers.py OUT.csv [POINTS]")
         sys.exit(2)
-    sdpa_peer.main([sys.argv[1]] + list(shapes()), backends=("flash", "cudnn"), phase="phase4 (peers)")
+    sdpa_peer.main([sys.argv[1]] + list(shapes(sys.argv[2] if len(sys.argv) == 3 else None)), backends=("flash", "cudnn"), phase="phase4 (peers)")

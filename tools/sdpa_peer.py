@@ -34,6 +34,15 @@ except Exception as e:  # no torch: say so, write nothing
     sys.exit(0)
 
 
+def read_points(path):
+    """The points a sweep wrote for its peers (common/sweep.c, <sweep csv>.points): tuples
+    (B, H, H_kv, N_q, N_kv, d, causal) in the sweep's order, so that a peer is timed on
+    exactly the sweep's own points."""
+    with open(path) as f:
+        return [tuple(int(x) for x in line.split(",")) for line in f
+                if line.strip() and not line.startswith("#") and not line.startswith("B,")]
+
+
 def time_ms(fn, warmup=3, iters=10, flush=None):
     """Median of iters CUDA-event timed runs of fn after warmup runs; flush(), when given,
     runs before each timed run, outside the events (tools/decode_peers.py empties the L2)."""

@@ -123,3 +123,17 @@ ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is
         t_run "$1" ex_mistake_fails "$2" "$3" "$4" "$5" "$6" "$T_ROOT/mistakes-$2"   # one build a phase: only the edited file recompiles
     else t_skip "$1" "the reference of $4 is not in this tree (a handout)"; fi
 }
+
+# t_bounded NAME SECONDS MIB CMD...: t_run, and CMD (with its children) ended within SECONDS
+# of wall time and MIB of peak resident memory (GNU time -v); SKIP without /usr/bin/time.
+t_bounded() {
+    local name=$1 secs=$2 mib=$3; shift 3; local log; log=$(_log "$name"); local rc=0
+    [ -x /usr/bin/time ] || { t_skip "$name" "/usr/bin/time not found"; return; }
+    /usr/bin/time -v -o "$log.time" "$@" >"$log" 2>&1 || rc=$?
+    local wall kb
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$log.time")
+    kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$log.time")
+    if [ $rc -eq 0 ] && awk -v w="${wall:-1e9}" -v k="${kb:-1e12}" -v s="$secs" -v m="$mib" 'BEGIN { exit !(w < s && k < m * 1024) }'
+    then _pass "$name (${wall} s, $(( ${kb:-0} / 1024 )) MiB)"
+    else _failed "$name" "exit $rc, ${wall} s, $(( ${kb:-0} / 1024 )) MiB; bound ${secs} s, ${mib} MiB" "$log"; fi
+}

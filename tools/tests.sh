@@ -69,6 +69,7 @@ t_run "make phase2 run EX=1 fails on phase 2's exercises alone, naming them" bas
     out=$(make --no-print-directory NO_DEPS=1 EX=1 BUILD="'"$BUILD"'/ex-phase2" RESULTS="'"$T"'/ex-results" phase2 run 2>&1) && exit 1
     grep -q "exercises behind this check: p2\." <<<"$out" && grep -qF "oracle [0.665, 0.090, 0.245]" <<<"$out"'
 
+source tools/mutants.sh   # the grader's holes: one mistake in one exercise FAILs naming it alone
 # the side-by-side profile table (tools/ncu_compare.py) on the recorded raw metrics: the
 # backward kernels' rows as chapter 5 quotes them, and no table from a CSV with no launch
 t_run "ncu_compare table reads recorded raw profiles (chapter 5's rows)" bash -c '
@@ -77,6 +78,7 @@ t_run "ncu_compare table reads recorded raw profiles (chapter 5's rows)" bash -c
     grep -qE "^time \(ms.* 15\.53 +10\.95$" <<<"$out" && grep -qE "^shared ld wavefronts +1\.813e\+09 +1\.210e\+09$" <<<"$out"'
 t_fail "ncu_compare table refuses a CSV with no profiled launch" bash -c '
     f="'"$T"'/empty_ncu.csv"; printf "\"ID\",\"Kernel Name\"\n" >"$f"; '"$PYTHON"' tools/ncu_compare.py table "$f"'
+t_run "chapters 4b, 5, 6 quote their recorded files (tools/check_chapters.py)" "$PYTHON" tools/check_chapters.py
 
 t_run "make handout writes the student tarball" make --no-print-directory BUILD="$BUILD" handout
 t_run "handout holds no solution line" bash tools/exercises.sh leaks "$BUILD/handout.tar.gz"

@@ -10,6 +10,7 @@
  * a causal Q block stops at the last K/V block it can see.
  */
 #include "fa2.h"
+#include "driver.h"
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +31,15 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
      * HINT: (min(N_q, (i+1) Br) - 1) sees the most. Return how many Bc-blocks cover its keys,
      * HINT: at most Tc, and 0 when even that row sees no key. */
     (void)i; (void)Br; return Tc;
+}
+
+void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const char *exercise)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    drv_visits_init(v, Tr, "Q block", "K/V blocks", "the causal range", exercise);
+    for (int i = 0; i < Tr; i++)   /* the reference's range: never the student's (common/ref.h) */
+        v->want[i] = (unsigned long long)p->B * p->H * (skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc);
 }
 
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)

@@ -13,6 +13,8 @@
  *     back to HBM after every step.
  */
 #include "bwd.h"
+#include "driver.h"
+#include "fa2.h"
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,22 @@ int bwd_q_block_first(const attn_problem_t *p, int j, int Br, int Bc)
      * HINT: key (j Bc) is the one seen last: the first row that sees it is j Bc - (N_kv - N_q)
      * HINT: (at least 0). Return the Q block holding that row; Tr when that row is past N_q. */
     (void)j; (void)Bc; (void)Tr; return 0;
+}
+
+void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
+                     const attn_blocks_t *dq)
+{
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    const int Tq = dq ? (p->N_q + dq->Br - 1) / dq->Br : 0;   /* the dQ kernel's Q blocks */
+    const unsigned long long heads = (unsigned long long)p->B * p->H;
+    drv_visits_init(v, Tc + Tq, "K/V block", "Q blocks", "the causal range", "bwd.causal_range_gpu");
+    v->split = Tc;   /* then the dQ kernel's tiles: Q blocks that visit K/V blocks */
+    v->part[1].tile = "the dQ kernel's Q block";
+    v->part[1].unit = "K/V blocks";
+    v->part[1].exercise = NULL;   /* its range is no exercise */
+    /* the reference's ranges, never the student's (common/ref.h) */
+    for (int j = 0; j < Tc; j++) v->want[j] = heads * (Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0));
+    for (int i = 0; i < Tq; i++) v->want[Tc + i] = heads * REF(fa2_kv_blocks)(p, i, dq->Br, dq->Bc);
 }
 
 size_t bwd_sram_bytes(int d, attn_blocks_t b)
@@ -220,9 +238,36 @@ void bwd_preprocess(const attn_inputs_t *in, const float *O, float *D, float *dQ
     free(o); free(g); free(zero);
 }
 
+/* ---- the three exercises of a step, one element each -------------------------------
+ * Functions of their own (bwd.h) so that a check can run the model with one of them the
+ * student's and the other two the reference: a wrong one is then named alone (bwd_blame,
+ * bwd_check.c). Row r of the tile is the global row i0 + r, column c the key j0 + c. */
+void bwd_recompute_P(const attn_problem_t *p, int i0, int j0, int r, int c, float s, const float *Li, float *P)
+{
+    /* TODO EXERCISE bwd.recompute_P: P_ij from the forward's L_i (Alg. 2 l.11)
+     * HINT: P = exp(S - L) where row i0 + r may see key j0 + c (attn_visible), else 0.
+     * HINT: A fully masked row has L = +inf: exp(S - inf) = 0, no special case. */
+    P[c] = 0.0f; (void)p; (void)r; (void)s; (void)i0; (void)j0; (void)Li;
+}
+
+void bwd_dS(int r, int c, const float *P, float dp, const float *Di, float *dS)
+{
+    /* TODO EXERCISE bwd.dS: the softmax's backward, dS_ij = P_ij (dP_ij - D_i) (Alg. 2 l.14)
+     * HINT: elementwise; D_i (Di[r]) comes from the preprocess pass. */
+    dS[c] = dp; (void)P; (void)Di; (void)r;
+}
+
+void bwd_dQ(int r, int k, int d, float scale, float s, float *dQi)
+{
+    /* TODO EXERCISE bwd.dQ: accumulate this K/V block's share of dQ_i (Alg. 2 l.15)
+     * HINT: dQ_i = scale dS K summed over every K/V block j: add, do not overwrite,
+     * HINT: and remember the scale (dS is the gradient of the scaled scores). */
+    (void)r; (void)k; (void)d; (void)scale; (void)s; (void)dQi;
+}
+
 /* One step (i, j) of Alg. 2 l.10-20 on tiles in SRAM: qr rows of Q_i (global row i0 + r),
  * kr rows of K_j (global key j0 + c). Pt and dSt are Br x Bc tiles. */
-static void bwd_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
+static void bwd_step(const attn_problem_t *p, const bwd_parts_t *x, int qr, int kr, int i0, int j0,
                      const float *Qi, const float *dOi, const float *Li, const float *Di,
                      const float *Kj, const float *Vj, float *dQi, float *dKj, float *dVj,
                      float *Pt, float *dSt)
@@ -235,15 +280,10 @@ static void bwd_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
             float s = 0;   /* l.10: S_ij = scale Q_i K_j^T */
             for (int k = 0; k < d; k++) s += Qi[(size_t)r * d + k] * Kj[(size_t)c * d + k];
             s *= scale;
-            /* TODO EXERCISE bwd.recompute_P: P_ij from the forward's L_i (Alg. 2 l.11)
-             * HINT: P = exp(S - L) where row i0 + r may see key j0 + c (attn_visible), else 0.
-             * HINT: A fully masked row has L = +inf: exp(S - inf) = 0, no special case. */
-            P[c] = 0.0f; (void)s; (void)i0; (void)j0; (void)Li;
+            x->recompute_P(p, i0, j0, r, c, s, Li, P);                     /* l.11 */
             float dp = 0;  /* l.13: dP_ij = dO_i V_j^T */
             for (int k = 0; k < d; k++) dp += dOi[(size_t)r * d + k] * Vj[(size_t)c * d + k];
-            /* TODO EXERCISE bwd.dS: the softmax's backward, dS_ij = P_ij (dP_ij - D_i) (Alg. 2 l.14)
-             * HINT: elementwise; D_i (Di[r]) comes from the preprocess pass. */
-            dS[c] = dp; (void)Di;
+            x->dS(r, c, P, dp, Di, dS);                                    /* l.14 */
         }
     }
     /* l.12: dV_j += P_ij^T dO_i;  l.17: dK_j += scale dS_ij^T Q_i (on chip) */
@@ -262,15 +302,21 @@ static void bwd_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
         for (int k = 0; k < d; k++) {
             float s = 0;
             for (int c = 0; c < kr; c++) s += dSt[(size_t)r * kr + c] * Kj[(size_t)c * d + k];
-            /* TODO EXERCISE bwd.dQ: accumulate this K/V block's share of dQ_i (Alg. 2 l.15)
-             * HINT: dQ_i = scale dS K summed over every K/V block j: add, do not overwrite,
-             * HINT: and remember the scale (dS is the gradient of the scaled scores). */
-            (void)s; (void)dQi;
+            x->dQ(r, k, d, scale, s, dQi);
         }
 }
 
+/* This file's own parts (in the reference library: the reference's). */
+static const bwd_parts_t OWN = { bwd_q_block_first, bwd_recompute_P, bwd_dS, bwd_dQ };
+
 size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, const float *L, const float *D,
                    float *dQ, float *dK, float *dV, hbm_meter_t *meter)
+{
+    return bwd_fa2_cpu_parts(in, bs, L, D, dQ, dK, dV, meter, &OWN);
+}
+
+size_t bwd_fa2_cpu_parts(const attn_inputs_t *in, attn_blocks_t bs, const float *L, const float *D,
+                         float *dQ, float *dK, float *dV, hbm_meter_t *meter, const bwd_parts_t *x)
 {
     const attn_problem_t *p = &in->p;
     const int d = p->d, Br = bs.Br, Bc = bs.Bc, G = p->H / p->H_kv;
@@ -304,7 +350,7 @@ size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, const float *L, co
         hbm_load_f16(meter, Vj, in->v_h + ko, (size_t)kr * d);
         memset(dKj, 0, sizeof(float) * (size_t)kr * d);                     /* l.8: on chip */
         memset(dVj, 0, sizeof(float) * (size_t)kr * d);
-        const int first = bwd_q_block_first(p, j, Br, Bc);                  /* causal: fewer */
+        const int first = x->q_block_first(p, j, Br, Bc);                  /* causal: fewer */
         for (int g = 0; g < G; g++) {
             const int h = hk * G + g;
             for (int i = first; i < Tr; i++) {                              /* l.9 */
@@ -316,7 +362,7 @@ size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, const float *L, co
                 hbm_load_f32(meter, Li, L + lo, (size_t)qr);
                 hbm_load_f32(meter, Di, D + lo, (size_t)qr);
                 hbm_load_f32(meter, dQi, dQ + qo, (size_t)qr * d);
-                bwd_step(p, qr, kr, i * Br, j * Bc, Qi, dOi, Li, Di, Kj, Vj, dQi, dKj, dVj, Pt, dSt);
+                bwd_step(p, x, qr, kr, i * Br, j * Bc, Qi, dOi, Li, Di, Kj, Vj, dQi, dKj, dVj, Pt, dSt);
                 hbm_store_f32(meter, dQ + qo, dQi, (size_t)qr * d);         /* l.16 (atomic on the GPU) */
             }
         }

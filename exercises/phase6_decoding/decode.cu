@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
+#include "visits.cuh"
 #include "decode.h"
 #include "fa2.h"
 
@@ -45,6 +46,7 @@
 #define KW       16                      /* keys per warp in a tile                 */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
 #define ROWS     16                      /* query rows per block: one m-tile        */
+static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' unit) is the kernel's");
 #ifndef DEC_STAGES
 #define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */
 #endif
@@ -73,6 +75,7 @@ struct DecArgs {
     float *O, *L;                 /* S = 1: the outputs                               */
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
+    gpu_visits_t vis;             /* counts[split] += the K/V tiles it visited          */
 };
 
 /* log2 of the page size (a power of two): key j's page is j >> page_shift(a), its row in
@@ -92,6 +95,10 @@ __device__ __forceinline__ float dex2(float x)
  * k < KV_ROWS, each of a row of its own (row (t + k THREADS) / (D / 8)). */
 template <int D> struct KvRows { static constexpr int N = BK * (D / 8) / DTHREADS; };
 
+#ifdef EX_BUILD
+__device__ int dec_page_faults_d;   /* pool pages out of range looked up (an exercise build) */
+#endif
+
 /* The pool pages of this thread's rows of the tile at jt (paged cache), fetched one tile
  * ahead of their use so that the table's latency hides behind a tile's compute. */
 template <int D>
@@ -106,6 +113,9 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
          * HINT: entry of key j's page (j / a.page, written j >> page_shift(a)) is the pool page.
          * HINT: A key at or past kend is never read (set 0: its table entry may not exist). */
         pid[k] = b * a.pps + (j >> page_shift(a)); (void)kend;
+#ifdef EX_BUILD   /* a wrong lookup reads page 0 instead of faulting, and is counted (dec_gpu_page_faults) */
+        if (j < kend && (unsigned)pid[k] >= (unsigned)(a.p.B * a.pps)) { atomicAdd(&dec_page_faults_d, 1); pid[k] = 0; }
+#endif
     }
 }
 
@@ -170,6 +180,8 @@ dec_split_kernel(const DecArgs a)
          * HINT: may be empty: k0 == k1). */
         k0 = 0; k1 = n; (void)Tc;
     }
+    if (visit_all(a.vis)) { k0 = 0; k1 = n; }
+    if (tid == 0 && k1 > k0) visit_count(a.vis, s, (k1 - k0 + BK - 1) / BK);   /* the driver holds it to dec_split_range() */
     if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf) */
         for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
         for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = a.S == 1 ? INFINITY : -INFINITY;
@@ -450,6 +462,7 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.pack = pack;
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
     const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * groups);
+    a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
     case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
@@ -462,6 +475,25 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
         else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
         CUDA_CHECK_LAUNCH();
     }
+}
+
+extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
+{
+    const int blocks = (nrows + DWARPS - 1) / DWARPS;
+    if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int dec_gpu_page_faults(void)
+{
+    int n = 0;
+#ifdef EX_BUILD
+    const int zero = 0;
+    CUDA_CHECK(cudaMemcpyFromSymbol(&n, dec_page_faults_d, sizeof n));
+    CUDA_CHECK(cudaMemcpyToSymbol(dec_page_faults_d, &zero, sizeof zero));
+#endif
+    return n;
 }
 
 /* A cache of random fp16 values made on the device (the sweep's inputs at sizes the host

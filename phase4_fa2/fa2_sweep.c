@@ -1,0 +1,70 @@
+/* fa2_sweep.c - phase 4's --sweep, as tables of points run by common/sweep.c:
+ *
+ *   vsN (CPU)        the model vs N (d = 64, one head, causal and not): bytes and
+ *                    non-matmul counts of FA2 (counted up to N = 1024, the formula beyond)
+ *                    beside FA1's formula;
+ *   tokens16k (GPU)  the FA2 paper's setting (fp16, hidden 2048, B x N = 16k tokens,
+ *                    N = 512..16384, d = 64, 128, 256, causal and not): the peers' points.
+ *                    d = 256: fa2-mma alone (and phase 3's kernel once, as its check): the
+ *                    other kernels are not built for it or take minutes there.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "fa1.h"
+#include "fa2_rows.h"
+#include "sweep.h"
+
+#define SIMPLE_MAX_N 4096   /* the sweep times the simple kernels up to this N */
+
+static int vsN_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    const bool counted = pt->p.N_q <= 1024;
+    const attn_problem_t p = counted ? sweep_cpu_problem(s, &pt->p) : pt->p;
+    attn_blocks_t bl = fa2_mma_blocks(p.d), b1;
+    REF(fa1_block_sizes)(FA2_FA1_M, p.d, &b1);
+    rows[0] = counted ? fa2_cpu_row(&p, s->o, "vsN", false)
+            : drv_formula_row("formula", "vsN", &p, bl, fa2_hbm_bytes(&p, bl), fa2_nonmatmul_flops(&p, bl), NAN);
+    rows[1] = drv_formula_row("fa1-formula", "vsN", &p, b1, fa1_hbm_bytes(&p, b1.Bc), fa1_nonmatmul_flops(&p, b1.Bc), NAN);
+    return 2;
+}
+
+static void vsN_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows, int n)
+{
+    (void)s; (void)pt; (void)n;
+    const drv_row_t *r = &rows[0], *r1 = &rows[1];
+    printf("  sweep vsN %-6s N=%6d  HBM fa2 %.0f (fa1 %.0f, %.1fx)  non-matmul fa2 %.3g (fa1 %.3g, %.2fx)  %s\n",
+           r->p.causal ? "causal" : "full", r->p.N_q, r->hbm_formula, r1->hbm_formula, r1->hbm_formula / r->hbm_formula,
+           r->nonmatmul, r1->nonmatmul, r1->nonmatmul / r->nonmatmul, r->verdict);
+}
+
+#if HAVE_CUDA
+static int t16k_rows(sweep_t *s, const sweep_point_t *pt, const attn_inputs_t *in, drv_row_t *rows)
+{
+    cli_opts_t only_mma = *s->o;
+    if (strcmp(s->o->kernel, "all") == 0) only_mma.kernel = "mma";
+    const bool d256 = pt->p.d == 256;
+    return fa2_gpu_rows(in, d256 ? &only_mma : s->o, "tokens16k", FA2_SWEEP_ROWS, pt->p.N_q <= SIMPLE_MAX_N, rows);
+}
+
+static int t16k_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
+{
+    return sweep_inputs_point(s, pt, false, t16k_rows, "fa1-mma", "mma", rows);
+}
+#else
+#define t16k_point NULL   /* no GPU part to run */
+#endif
+
+int fa2_sweep(drv_t *D, const cli_opts_t *o)
+{
+    sweep_point_t cpu[2 * 7], gpu[2 * 3 * 6];
+    int nc = 0, ng = 0;
+    for (int c = 0; c <= 1; c++)
+        for (int N = 256; N <= 16384; N *= 2) cpu[nc++] = sweep_point(attn_problem(1, 1, 1, N, N, 64, c));
+    ng = sweep_tokens16k(gpu, 2 * 3 * 6, 0, 1, 64, 256);
+    const sweep_part_t parts[] = {
+        { .name = "vsN", .where = SWEEP_CPU, .points = cpu, .npoints = nc, .run = vsN_point, .line = vsN_line },
+        sweep_tokens16k_part(gpu, ng, t16k_point),
+    };
+    return sweep_run_parts(D, o, parts, sizeof parts / sizeof parts[0]);
+}

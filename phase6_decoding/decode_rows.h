@@ -1,0 +1,52 @@
+/* decode_rows.h - phase 6's rows and sweep, called by main.c (its header lists the rows and
+ * their checks): decode_rows.c runs the rows of one problem, decode_sweep.c the --sweep. */
+#ifndef PHASE6_DECODE_ROWS_H
+#define PHASE6_DECODE_ROWS_H
+#include "decode.h"
+#include "driver.h"
+
+#define DEC_PHASE         "phase6"
+#define DEC_CPU_MAX_FLOPS 2e9     /* an exercise build's CPU copy of fa2-mma runs up to here */
+#define DEC_CPU_ROWS_MAX_FLOPS 8e7  /* the CPU rows run a smaller problem like it above (12 rows, ~4 s) */
+#define DEC_PAGED_S       4       /* the splits of the CPU's paged and ragged rows      */
+#define DEC_ROWS_MAX      24
+
+/* A row name that lives as long as the run (fmt with up to two ints). */
+const char *dec_row_name(const char *fmt, int a, int b);
+
+/* O and L of one problem, poisoned (exit 1 when out of host memory). */
+typedef struct { float *O, *L; } dec_out_t;
+dec_out_t dec_out_alloc(const attn_problem_t *p);
+void dec_out_free(dec_out_t *o);
+
+/* One run of the split model into out (c NULL: the contiguous cache): timed, its counted
+ * bytes against decode_hbm_bytes, its SRAM peak against dec_sram_bytes. */
+drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, const char *name,
+                        const char *sweep, dec_out_t *out);
+/* The CPU rows of problem pc: phase 4's model, the splits, the paged caches, ragged. */
+int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows);
+
+/* FA_SPLITS: the number of splits of every GPU decode row instead of the heuristic's
+ * (0: the heuristic). */
+void dec_set_splits(int S);
+
+#if HAVE_CUDA
+/* One GPU launch: phase 4's fa2-mma on the decode shape, or a decode kernel. */
+typedef struct {
+    attn_problem_t p;
+    bool fa2;                    /* phase 4's fa2-mma instead of the decode kernels */
+    bool pack;
+    int S;
+    dec_gpu_args_t a;
+} dec_launch_t;
+void dec_launch(void *ctx);
+/* The heuristic's S for the kernel that runs (paged: its own occupancy, decode.h), or FA_SPLITS. */
+int dec_pick_splits(const attn_problem_t *p, bool pack, bool paged);
+/* The GPU rows of the whole problem in; the S each kernel ran with. */
+int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, int *S_split, int *S_pack,
+                 int *S_paged);
+#endif
+
+/* --sweep (decode_sweep.c): the model's bytes vs L and S, then with a GPU the timings. */
+int dec_sweep(drv_t *D, const cli_opts_t *o);
+#endif

@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""check_chapters.py - the figures the chapters quote, recomputed from the recorded CSVs.
+
+Two kinds of check, both of which fail when a chapter and its recorded file disagree:
+
+  * tables: a Markdown table of a chapter, found by its header line, whose every numeric
+    cell is looked up (or derived) from the CSVs and compared at the printed precision;
+  * claims: a literal string a chapter must contain (a range such as "1.39-1.87x", a
+    ratio, a value), computed from the CSVs here, never typed in.
+
+A figure the chapter prints with k decimals must equal the CSV value rounded to k
+decimals (ratios: the ratio of the CSV values, rounded). Usage: check_chapters.py [ROOT]
+(the repository root; default: the parent of tools/). Prints one line per check and
+exits 1 when any fails. Standard library only.
+"""
+import csv
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+H100 = os.path.join(ROOT, "docs/results/h100")   # the recorded files: never the copies of the self-test
+CPU = os.path.join(ROOT, "docs/results/cpu")
+failures = 0
+checks = 0
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+DOCS = os.path.join(ROOT, "docs")
+
+
+def chapter(name):
+    with open(os.path.join(DOCS, name)) as f:
+        return f.read()
+
+
+def report(ok, what, why=""):
+    global failures, checks
+    checks += 1
+    if not ok:
+        failures += 1
+    print("%s  %s%s" % ("PASS" if ok else "FAIL", what, ("  (" + why + ")") if why and not ok else ""))
+
+
+def decimals(cell):
+    m = re.search(r"\.(\d+)", cell)
+    return len(m.group(1)) if m else 0
+
+
+def same(cell, value):
+    """cell as printed ("12.3", "1.52x", "**350.7**") against a value: equal at the cell's precision"""
+    text = cell.strip().strip("*").rstrip("x").strip()
+    try:
+        printed = float(text)
+    except ValueError:
+        return False
+    mantissa, _, exponent = text.lower().partition("e")
+    k = decimals(mantissa)
+    return abs(printed - value) <= 0.5 * 10 ** (-k + int(exponent or 0)) * (1 + 1e-9)
+
+
+def span(values, k=2, unit="x"):
+    """a range as the chapters print it: min-max at k decimals"""
+    lo, hi = min(values), max(values)
+    return "%.*f-%.*f%s" % (k, lo, k, hi, unit)
+
+
+def table(text, header):
+    """the rows (lists of cells) of the Markdown table whose header line starts with header"""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if line.startswith(header):
+            out = []
+            for body in lines[n + 2:]:
+                if not body.startswith("|"):
+                    break
+                out.append([c.strip() for c in body.strip().strip("|").split("|")])
+            return out
+    return None
+
+
+def claim(doc, name, text, expected):
+    report(expected in text, "%s: %s \"%s\"" % (doc, name, expected), "not in the chapter")
+
+
+def check_table(doc, name, got, cells):
+    """cells: list of (row label, printed cell, value from the CSVs)"""
+    if not got:
+        report(False, "%s: table %s" % (doc, name), "table not found")
+        return
+    bad = [(lab, c, v) for lab, c, v in cells if v is None or not same(c, v)]
+    report(not bad and len(cells) > 0, "%s: table %s (%d cells)" % (doc, name, len(cells)),
+           "; ".join("%s: printed %s, recorded %s" % (lab, c, "none" if v is None else "%.4g" % v) for lab, c, v in bad[:4]))
+
+
+# ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------
+def chapter_4b():
+    doc = "04b_hopper.md"
+    text = chapter(doc)
+    sweep = rows(os.path.join(H100, "phase4/phase4_sweep_450175c.csv"))
+    peers = rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv"))
+    T = {(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"])): float(r["tflops"])
+         for r in sweep if r["device"] == "gpu" and r["sweep"] == "tokens16k"}
+    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"]) for r in peers}
+    steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"]
+    Ns = [512, 1024, 2048, 4096, 8192, 16384]
+    pts = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in Ns]
+    big = [p for p in pts if p[2] >= 2048]
+
+    def best(p):
+        return max(T[(k,) + p] for k in steps)
+
+    def best_kernel(p):
+        return max(steps, key=lambda k: T[(k,) + p])
+
+    # the table of every step beside both peers
+    got = table(text, "| d | mask | N | fa2-mma | wgmma | tma | ws |")
+    cells = []
+    cols = ["mma"] + steps
+    for r in got or []:
+        p = (int(r[0]), 1 if r[1] == "causal" else 0, int(r[2]))
+        lab = "d=%d %s N=%d" % (p[0], r[1], p[2])
+        for i, k in enumerate(cols):
+            cells.append((lab + " " + k, r[3 + i], T.get((k,) + p)))
+        cells.append((lab + " flash", r[9], P.get(("flash",) + p)))
+        cells.append((lab + " cudnn", r[10], P.get(("cudnn",) + p)))
+        cells.append((lab + " best/FA2", r[11], best(p) / P[("flash",) + p]))
+        cells.append((lab + " best/cuDNN", r[12], best(p) / P[("cudnn",) + p]))
+        bold = [cols[i] for i in range(6) if r[3 + i].startswith("**")]
+        if bold != [best_kernel(p)]:
+            cells.append((lab + " bold cell is " + ",".join(bold) + ", fastest " + best_kernel(p), "", None))
+    if got is not None and len(got) != len(pts):
+        cells.append(("rows: %d of %d points" % (len(got), len(pts)), "", None))
+    check_table(doc, "every step beside both peers", got, cells)
+
+    def ratio(num, den, points):
+        return [num(p) / den(p) for p in points]
+
+    k = lambda name: (lambda p: T[(name,) + p])
+    peer = lambda name: (lambda p: P[(name,) + p])
+    claim(doc, "cuDNN over SDPA flash, d = 64 and 128", text, span(ratio(peer("cudnn"), peer("flash"), pts)))
+    claim(doc, "step 1 over fa2-mma", text, span(ratio(k("wgmma"), k("mma"), pts)))
+    claim(doc, "step 2 over fa2-mma", text, span(ratio(k("wgmma-tma"), k("mma"), pts)))
+    claim(doc, "step 2 over FA2", text, span(ratio(k("wgmma-tma"), peer("flash"), pts)))
+    claim(doc, "step 2 over cuDNN", text, span(ratio(k("wgmma-tma"), peer("cudnn"), pts)))
+    claim(doc, "best step over fa2-mma", text, span(ratio(best, k("mma"), pts)))
+    claim(doc, "best step over FA2", text, span(ratio(best, peer("flash"), pts)))
+    claim(doc, "best step over cuDNN", text, span(ratio(best, peer("cudnn"), pts)))
+    for d in (128, 64):
+        pd = [p for p in big if p[0] == d]
+        claim(doc, "pingpong over ws, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-pingpong"), k("wgmma-ws"), pd)))
+        claim(doc, "overlap over ws, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-overlap"), k("wgmma-ws"), pd)))
+        ws_best = [p for p in pd if best_kernel(p) == "wgmma-ws"]
+        claim(doc, "ws over FA2 where fastest, d = %d, N >= 2048" % d, text, span(ratio(k("wgmma-ws"), peer("flash"), ws_best)))
+    for c in (0, 1):
+        pc = [p for p in big if p[0] == 128 and p[1] == c]
+        claim(doc, "ws over cuDNN, d = 128, causal=%d, N >= 2048" % c, text, span(ratio(k("wgmma-ws"), peer("cudnn"), pc)))
+    p64 = [p for p in big if p[0] == 64 and best_kernel(p) == "wgmma-ws"]
+    claim(doc, "ws over cuDNN, d = 64 where fastest", text, span(ratio(k("wgmma-ws"), peer("cudnn"), p64)))
+    claim(doc, "best over cuDNN and FA2 from N = 2048 on", text,
+          "at %s cuDNN and %s FlashAttention-2 there" % (span(ratio(best, peer("cudnn"), big)), span(ratio(best, peer("flash"), big))))
+    a, b = (128, 0, 4096), (64, 0, 4096)
+    claim(doc, "step 1 / fa2-mma at N = 4096", text, "%.1f against\n%.1f TFLOP/s at d = 128, N = 4096 (%.2fx), %.1f against %.1f at d = 64 (%.2fx)" % (
+        T[("wgmma",) + a], T[("mma",) + a], T[("wgmma",) + a] / T[("mma",) + a], T[("wgmma",) + b], T[("mma",) + b], T[("wgmma",) + b] / T[("mma",) + b]))
+    claim(doc, "step 2 / step 1 at N = 4096", text, "%.1f TFLOP/s at\nd = 128, N = 4096 against step 1's %.1f (%.2fx), %.1f against %.1f at d = 64 (%.2fx)" % (
+        T[("wgmma-tma",) + a], T[("wgmma",) + a], T[("wgmma-tma",) + a] / T[("wgmma",) + a], T[("wgmma-tma",) + b], T[("wgmma",) + b], T[("wgmma-tma",) + b] / T[("wgmma",) + b]))
+    top = (128, 0, 16384)
+    claim(doc, "ws at 16k tokens, d = 128", text, "563.6 here\n(%.2fx), cuDNN %.1f" % (T[("wgmma-ws",) + top] / 648, P[("cudnn",) + top]))
+    report(abs(T[("wgmma-ws",) + top] - 563.6) < 0.05, "%s: ws at d = 128, N = 16384 is 563.6" % doc)
+
+    # Nsight Compute: the table's cells against the recorded text table
+    ncu = {}
+    with open(os.path.join(H100, "phase4/phase4_ncu_450175c.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    names = ncu.get("metric", [])
+    col = {n: i for i, n in enumerate(names)}
+
+    def metric(name, kern):
+        v = ncu.get(name)
+        return float(v[col[kern]]) if v and kern in col else None
+
+    got = table(text, "| (d = 128) | wgmma-tma |")
+    kerns = ["tma128", "ws128", "pingpong128", "overlap128", "cudnn128"]
+    rowmap = {"time (ms)": "time (ms, ncu's clocks)", "tensor pipe busy": "tensor pipe busy (%)",
+              "issue slots busy": "issue slots busy (%)", "instructions (warp)": "instructions (warp)",
+              "registers / thread (at launch)": "registers / thread",
+              "pipe issue: uniform": "pipe issue: uniform (%)", "pipe issue: xu (exp2, conversions)": "pipe issue: xu (%)",
+              "stall: barrier": "stall: barrier", "stall: long scoreboard": "stall: long_scoreboard",
+              "DRAM bytes written": "DRAM bytes written"}
+    cells = []
+    for r in got or []:
+        if r[0] not in rowmap:
+            continue
+        for i, kern in enumerate(kerns):
+            cells.append((r[0] + " " + kern, r[1 + i].rstrip("%"), metric(rowmap[r[0]], kern)))
+    check_table(doc, "Nsight Compute, d = 128", got, cells)
+    got = table(text, "| (d = 64) | wgmma-tma |")
+    cells = []
+    for r in got or []:
+        for i, kern in enumerate(["tma64", "ws64", "cudnn64"]):
+            if r[0] in rowmap:
+                cells.append((r[0] + " " + kern, r[1 + i].rstrip("%"), metric(rowmap[r[0]], kern)))
+    check_table(doc, "Nsight Compute, d = 64", got, cells)
+    tb, cb = metric("tensor pipe busy (%)", "ws128"), metric("tensor pipe busy (%)", "cudnn128")
+    claim(doc, "tensor cores idle, ws against cuDNN", text,
+          "idle %.1f%% of the time against %.1f%%" % (100 - tb, 100 - cb))
+    claim(doc, "idle ratio", text, "idle %.2fx as long as cuDNN's" % ((100 - tb) / (100 - cb)))
+    claim(doc, "instructions, ws over cuDNN", text, "issues %.2fx cuDNN's instructions (%.2fx at d = 64)" % (
+        metric("instructions (warp)", "ws128") / metric("instructions (warp)", "cudnn128"),
+        metric("instructions (warp)", "ws64") / metric("instructions (warp)", "cudnn64")))
+    claim(doc, "instructions, overlap over ws", text, "issues %.2fx step 3's instructions" % (
+        metric("instructions (warp)", "overlap128") / metric("instructions (warp)", "ws128")))
+
+    # the Bc table against the blocks_compare record
+    rec = {}
+    with open(os.path.join(H100, "phase4/phase4_blocks_450175c.txt")) as f:
+        for line in f:
+            m = re.match(r"(default|alt0)\s+(--B \d+ --H \d+ --d (\d+) --N (\d+)( --causal)?)\s+wgmma-ws .*? \d+x(\d+) [\d.]+ (\d+) ", line)
+            if m:
+                rec[(int(m.group(3)), int(m.group(4)), bool(m.group(5)), int(re.search(r"--B (\d+)", m.group(2)).group(1)), int(m.group(6)))] = float(m.group(7))
+    got = table(text, "| shape | Bc = 64 | Bc = 128 |")
+    cells = []
+    for r in got or []:
+        m = re.match(r"d = (\d+), B = (\d+), N = (\d+)(, causal)?", r[0])
+        key = (int(m.group(1)), int(m.group(3)), bool(m.group(4)), int(m.group(2)))
+        a, b = rec.get(key + (64,)), rec.get(key + (128,))
+        cells += [(r[0] + " Bc=64", r[1], a), (r[0] + " Bc=128", r[2], b), (r[0] + " ratio", r[3], b / a if a and b else None)]
+    check_table(doc, "Bc = 64 against 128", got, cells)
+
+    # ptxas: the note and the spill the chapter quotes are in the recorded log
+    with open(os.path.join(CPU, "phase4/phase4_ptxas_3a33da2.txt")) as f:
+        ptx = f.read()
+    part1, part2 = ptx.split("== part 2")
+    report("C7520" in part1 and "fa2_wgmma_ws_kernelILi128ELb1ELi1ELi128E" in part1.split("C7520")[1].splitlines()[0],
+           "%s: ptxas note C7520 on the d = 128 pingpong kernel is recorded" % doc)
+    notes = [l for l in part1.splitlines() if "ILi128ELb1ELi0ELi128E" in l]   # step 3, d = 128
+    report(any("C7519" in l for l in notes) and not any("C7520" in l for l in notes),
+           "%s: step 3's kernel gets C7519 but not C7520, as the chapter says" % doc)
+    m = re.search(r"fa2_wgmma_ws_kernelILi128ELb1ELi2ELi128EEv6WgArgs\n\s+\d+ bytes stack frame, (\d+) bytes spill stores", part2)
+    report(m is not None and "ptxas spills %s bytes" % m.group(1) in text.replace("\n", " "),
+           "%s: step 5 at Bc = 128 spills as recorded" % doc)
+
+
+# ---- chapter 5: the backward's CPU records, the GPU run, sweep, peers and profiles --------
+def chapter_5():
+    doc = "05_backward.md"
+    text = chapter(doc)
+    flat = " ".join(text.split())
+    run = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase5/phase5.csv"))}
+    got = table(text.replace("```\nkernel        device", "| kernel        device"), "| kernel        device")
+    # the CPU rows are printed as a fixed-width block: compare max abs, rel L2, vs prev
+    block = re.search(r"```\nkernel +device +problem +Br x Bc +M +HBM model.*?\n(.*?)```", text, re.S)
+    cells = []
+    if block:
+        for line in block.group(1).splitlines():
+            f = line.split()
+            if f and f[0] in run and f[0] != "worked-4x2":
+                r = run[f[0]]
+                vals = [v for v in f if re.match(r"^[\d.]+e[-+]\d+$", v)]
+                for v, col in zip(vals, ["max_abs", "rel_l2", "rel_prev"]):
+                    cells.append((f[0] + " " + col, v, float(r[col])))
+    check_table(doc, "CPU rows", block, cells)
+    for k, b in (("std-bwd", "hbm_model"), ("std-bwd-fp32", "hbm_model"), ("fa2-bwd", "hbm_model")):
+        claim(doc, "bytes of " + k, flat, "{:,}".format(int(run[k][b])))
+    claim(doc, "fa2 fewer bytes than std", flat, "%.1fx fewer than `std-bwd`" % (float(run["std-bwd"]["hbm_model"]) / float(run["fa2-bwd"]["hbm_model"])))
+    with open(os.path.join(CPU, "phase5/phase5_sweep.txt")) as f:
+        wall = [l for l in f if "memory wall" in l][0]
+    m = re.search(r"([\d.]+) GB at N = (\d+), [\d.]+ GB at N = (\d+).*?: ([\d.]+) GB of", wall)
+    claim(doc, "memory wall", flat, "which is %s GB at N = %s and passes 80 GB from **N = %s** on" % (m.group(1), m.group(2), m.group(3)))
+    claim(doc, "FA2's backward at the wall", flat, "at that N and d = 64 its tensors (Q, K, V, dO in fp16; O, dQ, dK, dV, L, D in fp32) are %s GB" % m.group(4))
+    sw = rows(os.path.join(CPU, "phase5/phase5_sweep.csv"))
+    hb = {}
+    for r in sw:
+        kind = "std" if r["kernel"].startswith("std") and "fp32" not in r["kernel"] else ("fa2" if r["kernel"].startswith("fa2") else None)
+        if kind and r["d"] == "64":
+            hb[(kind, int(r["causal"]), int(r["N_q"]))] = float(r["hbm_model"] or r["hbm_formula"])
+    got = table(text, "| N | standard (fp16) | FA2 | ratio |")
+    cells = []
+    for r in got or []:
+        n = int(r[0])
+        st, f0, f1 = hb.get(("std", 0, n)), hb.get(("fa2", 0, n)), hb.get(("fa2", 1, n))
+        cells += [("N=%d std" % n, r[1], st), ("N=%d fa2" % n, r[2], f0), ("N=%d ratio" % n, r[3], st / f0),
+                  ("N=%d fa2 causal" % n, r[4], f1), ("N=%d causal ratio" % n, r[5], st / f1)]
+    check_table(doc, "bytes vs N", got, cells)
+
+    # the GPU default run
+    g = {r["kernel"]: r for r in rows(os.path.join(H100, "phase5/phase5_run_23d688f.csv")) if r["device"] == "gpu"}
+    block = re.search(r"```\nkernel +device +problem +Br x Bc +time ms.*?\n(.*?)```", text, re.S)
+    cells = []
+    for line in (block.group(1).splitlines() if block else []):
+        f = line.split()
+        if f and f[0] in g:
+            r = g[f[0]]
+            at = next(i for i, v in enumerate(f) if re.match(r"^d\d+$", v)) + 1
+            at += 1 if f[at] == "causal" else 0
+            cells += [(f[0] + " ms", f[at + 1], float(r["time_ms"])), (f[0] + " TFLOP/s", f[at + 2], float(r["tflops"]))]
+            errs = [v for v in f if re.match(r"^[\d.]+e[-+]\d+$", v)]
+            for v, col in zip(errs, ["max_abs", "rel_l2", "rel_prev"]):
+                cells.append((f[0] + " " + col, v, float(r[col])))
+    check_table(doc, "GPU default run", block, cells)
+    flop = float(g["std"]["time_ms"]) * float(g["std"]["tflops"]) * 1e-3 * 1e3   # ms x TFLOP/s = GFLOP
+    claim(doc, "the default problem's GFLOP", flat, "tiny (%.2f GFLOP)" % flop)
+
+    # the sweep and its peers
+    T = {(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"])): r
+         for r in rows(os.path.join(H100, "phase5/phase5_sweep_23d688f.csv")) if r["device"] == "gpu" and r["sweep"] == "tokens16k"}
+    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+         for r in rows(os.path.join(H100, "phase5/phase5_peers_af6fd4e.csv"))}
+    F = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+         for r in rows(os.path.join(H100, "phase5/phase5_peers_fwdbwd_af6fd4e.csv"))}
+    tf = lambda k, p: float(T[(k,) + p]["tflops"])
+    got = table(text, "| d | causal | N | std | mma | two-pass |")
+    cells = []
+    for r in got or []:
+        p = (int(r[0]), 1 if r[1] == "yes" else 0, int(r[2]))
+        lab = "d=%d causal=%d N=%d" % p
+        for i, k in enumerate(["std", "mma", "two-pass"]):
+            cells.append((lab + " " + k, r[3 + i], tf(k, p)))
+        cells += [(lab + " flash", r[6], P[("flash",) + p]), (lab + " cudnn", r[7], P[("cudnn",) + p]),
+                  (lab + " mma/flash", r[8], tf("mma", p) / P[("flash",) + p]), (lab + " mma/std", r[9], tf("mma", p) / tf("std", p))]
+    check_table(doc, "backward sweep", got, cells)
+    pts = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in (512, 1024, 2048, 4096, 8192, 16384)]
+    for n in (512, 1024, 16384):
+        claim(doc, "mma over FA2 at N = %d" % n, flat, span([tf("mma", p) / P[("flash",) + p] for p in pts if p[2] == n]))
+    claim(doc, "mma over std", flat, span([tf("mma", p) / tf("std", p) for p in pts]))
+    claim(doc, "two-pass over mma", flat, span([tf("two-pass", p) / tf("mma", p) for p in pts]))
+    a, b = T[("mma", 64, 1, 16384)], T[("noskip", 64, 1, 16384)]
+    claim(doc, "the causal skip", flat, "worth %.2fx (d = 64: %.2f ms vs %.2f ms" % (float(b["time_ms"]) / float(a["time_ms"]), float(a["time_ms"]), float(b["time_ms"])))
+    s = T[("std", 128, 0, 4096)]
+    claim(doc, "std's bytes and time", flat, "moves %.1f GiB in %.2f ms, about %.1f TB/s" % (
+        float(s["hbm_model"]) / 2 ** 30, float(s["time_ms"]), float(s["hbm_model"]) / float(s["time_ms"]) / 1e9))
+    p1, p2 = (64, 0, 4096), (128, 1, 4096)
+    claim(doc, "forward + backward", flat, "It reaches %.1f TFLOP/s at d = 64, N = 4096, non-causal, and %.1f at d = 128 causal, %.2fx and %.2fx" % (
+        tf("fwd-bwd", p1), tf("fwd-bwd", p2), tf("fwd-bwd", p1) / F[("flash",) + p1], tf("fwd-bwd", p2) / F[("flash",) + p2]))
+
+    # Nsight Compute against the recorded table
+    ncu = {}
+    with open(os.path.join(H100, "phase5/phase5_ncu_afbaa25.txt")) as f:
+        for line in f:
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and not line.startswith("#") and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    cols = {n: i for i, n in enumerate(ncu["metric"])}
+    order = ["ours_bwd128", "fa2_bwd128", "ours_bwd64", "fa2_bwd64"]
+    rowmap = {"time": ("time (ms, ncu's clocks)", 1), "tensor pipe busy": ("tensor pipe busy (%)", 1),
+              "L1 / shared memory busy": ("L1/shared busy (%)", 1), "DRAM busy": ("DRAM busy (%)", 1),
+              "shared-memory load wavefronts": ("shared ld wavefronts", 1e9), "ldmatrix instructions": ("ldmatrix instructions", 1e6),
+              "warp instructions": ("instructions (warp)", 1e9), "stall at a barrier (cycles per issued instr.)": ("stall: barrier", 1)}
+    got = table(text, "| | mma, d = 128 | FA2, d = 128 |")
+    cells = []
+    for r in got or []:
+        if r[0] in rowmap:
+            name, unit = rowmap[r[0]]
+            for i, kern in enumerate(order):
+                cell = re.sub(r"\s*(ms|%|G|M)$", "", r[1 + i])
+                cells.append((r[0] + " " + kern, cell, float(ncu[name][cols[kern]]) / unit))
+    check_table(doc, "Nsight Compute beside FA2", got, cells)
+    with open(os.path.join(H100, "phase5/phase5_probe_050c1b7.txt")) as f:
+        probe = f.read()
+    m = re.search(r"a rerun changed (\d+) of the gradient elements", probe)
+    claim(doc, "determinism probe", flat, "changed {:,} gradient elements".format(int(m.group(1))))
+
+
+# ---- chapter 6: the decode CPU records, the sweep of record and its peers, the profiles ----
+def chapter_6():
+    doc = "06_decoding.md"
+    text = chapter(doc)
+    flat = " ".join(text.split())
+    cpu = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase6/phase6.csv"))}
+    got = table(text, "| row | HBM bytes | over S = 1 |")
+    cells = []
+    names = {"phase 4's FA2 model": "fa2-model", "split S = 1": "split-S1", "split S = 2": "split-S2",
+             "split S = 8": "split-S8", "split S = 32": "split-S32"}
+    base = float(cpu["split-S1"]["hbm_model"])
+    for r in got or []:
+        b = float(cpu[names[r[0]]]["hbm_model"])
+        cells.append((r[0], r[1], b))
+        m = re.match(r"\+(\d+) \(\+([\d.]+)%\)", r[2])
+        if m:
+            cells += [(r[0] + " extra", m.group(1), b - base), (r[0] + " %", m.group(2), 100 * (b - base) / base)]
+    check_table(doc, "CPU bytes vs S", got, cells)
+    claim(doc, "CPU rows' largest max abs", flat, "at most %.2e" % max(float(r["max_abs"]) for r in cpu.values() if r["max_abs"]))
+    pct = {}
+    with open(os.path.join(CPU, "phase6/phase6_sweep.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep vsL L=\s*(\d+)\s+fa2 \d+\s+S=1 .*?S=8 \d+ \(\w+, \+([\d.]+)%\)\s+S=32 \d+ \(\w+, \+([\d.]+)%\)", line)
+            if m:
+                pct[int(m.group(1))] = (m.group(2), m.group(3))
+    claim(doc, "extra bytes over L", flat, "at S = 8 the extra bytes are %s%% of FA2's at L = 1024, %s%% at 4096 and %s%% at 262144; at S = 32, %s%%, %s%% and %s%%" % (
+        pct[1024][0], pct[4096][0], pct[262144][0], pct[1024][1], pct[4096][1], pct[262144][1]))
+
+    sw = rows(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv"))
+    gpu = [r for r in sw if r["device"] == "gpu"]
+    G = {}
+    for r in gpu:
+        if r["sweep"] == "vsL":
+            k, _, S = r["kernel"].rpartition("-S") if "-S" in r["kernel"] else (r["kernel"], "", "")
+            G[(k, int(r["B"]), int(r["H_kv"]), int(r["N_kv"]))] = (float(r["time_ms"]) * 1e3, S, float(r["gbps"]), float(r["hbm_model"]))
+    P = {(r["backend"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"])): float(r["time_ms"]) * 1e3
+         for r in rows(os.path.join(H100, "phase6/phase6_peers_da76ce8.csv"))}
+    with open(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv")) as f:
+        copy = float(re.search(r"copy_gbps: ([\d.]+)", f.read()).group(1))
+    claim(doc, "copy bandwidth", flat, "the copy bandwidth measured in the same run, %.0f GB/s" % copy)
+
+    def ours(B, hkv, L):
+        return G.get(("split-pack", B, hkv, L)) or G[("split", B, hkv, L)]
+
+    def vs_best(key):
+        return min(P[("flash",) + key], P[("cudnn",) + key]) / ours(*key)[0]
+
+    got = table(text, "| B, heads | L | fa2-mma | split-pack (S) |")
+    cells = []
+    for r in got or []:
+        B = int(r[0].split(",")[0])
+        hkv = 32 if "MHA" in r[0] else 8
+        key = (B, hkv, int(r[1]))
+        t, S, gb, _ = ours(*key)
+        lab = "%s L=%s" % (r[0], r[1])
+        m = re.match(r"([\d.]+) \((\d+)\)", r[3])
+        g = re.match(r"(\d+) \((\d+)%\)", r[4])
+        cells += [(lab + " fa2-mma", r[2], G[("fa2-mma",) + key][0]), (lab + " ours", m.group(1), t),
+                  (lab + " S", m.group(2), float(S)), (lab + " GB/s", g.group(1), gb), (lab + " % of copy", g.group(2), 100 * gb / copy),
+                  (lab + " flash", r[5], P[("flash",) + key]), (lab + " cudnn", r[6], P[("cudnn",) + key]),
+                  (lab + " vs best", r[7], vs_best(key)), (lab + " vs fa2", r[8], G[("fa2-mma",) + key][0] / t)]
+    check_table(doc, "decode sweep beside SDPA", got, cells)
+    Ls = sorted(set(k[3] for k in G))
+    keys = [(B, h, L) for B in (1, 8) for h in (32, 8) for L in Ls]
+    claim(doc, "vs best over every point", flat, "ranges from %.2f to %.2f" % (min(map(vs_best, keys)), max(map(vs_best, keys))))
+    claim(doc, "MHA at B = 1 from L = 4096 on", flat, "MHA at B = 1 is %s" % span([vs_best((1, 32, L)) for L in Ls if L >= 4096], unit=""))
+    slow = sorted([L for L in Ls if vs_best((1, 8, L)) < 0.9])
+    rest = [vs_best((1, 8, L)) for L in Ls if L not in slow]
+    claim(doc, "GQA at B = 1, the rest", flat, "(%s; %.2f at L = %d)" % (span(rest, unit=""), max(rest), max((L for L in Ls if L not in slow), key=lambda L: vs_best((1, 8, L)))))
+    claim(doc, "GQA at B = 1, the slow lengths", flat, "behind at L = %d and %d (%.2f, %.2f: %.1f and %.1f us against cuDNN's %.1f and %.1f)" % (
+        slow[0], slow[1], vs_best((1, 8, slow[0])), vs_best((1, 8, slow[1])), ours(1, 8, slow[0])[0], ours(1, 8, slow[1])[0],
+        P[("cudnn", 1, 8, slow[0])], P[("cudnn", 1, 8, slow[1])]))
+    claim(doc, "their splits", flat, "where S = %s and %s splits" % (ours(1, 8, slow[0])[1], ours(1, 8, slow[1])[1]))
+    claim(doc, "B = 8 ranges", flat, "it is %s on MHA and %s with GQA" % (span([vs_best((8, 32, L)) for L in Ls], unit=""), span([vs_best((8, 8, L)) for L in Ls], unit="")))
+    fa2 = lambda key: G[("fa2-mma",) + key][0] / ours(*key)[0]
+    claim(doc, "B = 8 gains over fa2-mma", flat, "%s (MHA), %s (GQA)" % (span([fa2((8, 32, L)) for L in Ls if L >= 4096]), span([fa2((8, 8, L)) for L in Ls if L >= 4096])))
+    claim(doc, "fa2-mma's GB/s at B = 1", flat, "at %.0f-%.0f GB/s" % (min(G[("fa2-mma", 1, h, L)][2] for h in (32, 8) for L in Ls), max(G[("fa2-mma", 1, h, L)][2] for h in (32, 8) for L in Ls)))
+    k8 = (8, 32, 262144)
+    claim(doc, "cuDNN's GB/s", flat, "faster: %.0f GB/s at B = 8" % (ours(*k8)[3] / P[("cudnn",) + k8] / 1e3))
+    a, b = G[("split", 8, 8, 65536)], G[("split-pack", 8, 8, 65536)]
+    claim(doc, "packing at B = 8", flat, "split %.1f us (%.0f \"GB/s\"), split-pack %.1f us (%.0f GB/s, %.0f%% of the copy bandwidth): packing bought %.2fx" % (
+        a[0], a[2], b[0], b[2], 100 * b[2] / copy, a[0] / b[0]))
+    a, b = G[("split", 1, 8, 65536)], G[("split-pack", 1, 8, 65536)]
+    claim(doc, "packed bytes at L = 65536", flat, "by %.2fx at L = 65536" % (a[3] / b[3]))
+    run = {r["kernel"]: r for r in rows(os.path.join(H100, "phase6/phase6_run_23d688f.csv")) if r["device"] == "gpu"}
+    claim(doc, "packed bytes, default problem", flat, "drop by %.2fx on the default problem" % (float(run["split"]["hbm_model"]) / float(run["split-pack"]["hbm_model"])))
+
+    # the splits: time vs S and the heuristic's pick
+    vs = {}
+    for r in gpu:
+        if r["sweep"] in ("vsS", "vsS-pick"):
+            vs[(r["sweep"], int(r["N_kv"]), int(r["kernel"].rpartition("-S")[2]))] = float(r["time_ms"]) * 1e3
+    got = table(text, "| L | S = 8 | S = 16 |")
+    cells = []
+    for r in got or []:
+        L = int(r[0])
+        for i, S in enumerate((8, 16, 32, 64, 128)):
+            cells.append(("L=%d S=%d" % (L, S), r[1 + i], vs.get(("vsS", L, S))))
+        m = re.match(r"S = (\d+): ([\d.]+)", r[6])
+        cells += [("L=%d pick S" % L, m.group(1), float(next(k[2] for k in vs if k[0] == "vsS-pick" and k[1] == L))),
+                  ("L=%d pick" % L, m.group(2), next(v for k, v in vs.items() if k[0] == "vsS-pick" and k[1] == L))]
+    check_table(doc, "time vs S", got, cells)
+    worst = max(next(v for k, v in vs.items() if k[0] == "vsS-pick" and k[1] == L) / min(v for k, v in vs.items() if k[0] == "vsS" and k[1] == L) for L in (16384, 65536))
+    claim(doc, "the pick against the best S", flat, "within %d%% of the best S" % (int((worst - 1) * 100) + 1))
+
+    # paged rows
+    pg = {}
+    for r in gpu:
+        if r["sweep"] == "paged":
+            pg.setdefault(int(r["B"]), []).append((r["kernel"], float(r["time_ms"]) * 1e3))
+    b1 = [t for k, t in pg[1] if k.startswith("paged")]
+    s_same = next(t for k, t in pg[1] if k.startswith("split-pack") and k.endswith("-S" + next(k for k, _ in pg[1] if k.startswith("paged")).rpartition("-S")[2]))
+    s_pick = next(t for k, t in pg[1] if k.startswith("split-pack"))
+    claim(doc, "paged at B = 1", flat, "take %.1f-%.1f us at B = 1" % (min(b1), max(b1)))
+    claim(doc, "paged over split-pack at the same S", flat, "%s the speed of `split-pack` run at the same S (%.1f us) and %s that of the contiguous row at its own pick" % (
+        span([s_same / t for t in b1]), s_same, span([s_pick / t for t in b1])))
+    b8 = [t for k, t in pg[8] if k.startswith("paged")]
+    s8 = next(t for k, t in pg[8] if k.startswith("split-pack") and k.endswith("-S" + next(k for k, _ in pg[8] if k.startswith("paged")).rpartition("-S")[2]))
+    claim(doc, "paged at B = 8", flat, "at B = 8 they take %.1f-%.1f us, %s `split-pack` at the same S = 4 (%.1f us)" % (min(b8), max(b8), span([s8 / t for t in b8]), s8))
+
+    # the two rings
+    def times(name):
+        out = {}
+        for r in rows(os.path.join(H100, "phase6/" + name)):
+            if r["device"] == "gpu" and r["time_ms"] and not r["kernel"].startswith("fa2"):
+                out[(r["kernel"].rpartition("-S")[0] or r["kernel"], r["sweep"], r["B"], r["H_kv"], r["N_kv"])] = float(r["time_ms"])
+        return out
+    t2, t3 = times("phase6_sweep_stages2_8516c60.csv"), times("phase6_sweep_stages3_8516c60.csv")
+    both = [k for k in t2 if k in t3]
+    mha = [k for k in both if k[3] == "32" and int(k[4]) >= 65536 and k[1] == "vsL"]
+    claim(doc, "3 stages over 2", flat, "ranges from %.2fx to %.2fx, and on the MHA rows from L = 65536 on from %.2fx to %.2fx" % (
+        min(t3[k] / t2[k] for k in both), max(t3[k] / t2[k] for k in both), min(t3[k] / t2[k] for k in mha), max(t3[k] / t2[k] for k in mha)))
+
+    # Nsight Compute
+    ncu = {}
+    with open(os.path.join(H100, "phase6/phase6_ncu_afbaa25.txt")) as f:
+        for line in f:
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and not line.startswith("#") and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    col = {n: i for i, n in enumerate(ncu["metric"])}
+    order = ["ours_contig", "ours_mha", "fa2_mha"]
+    rowmap = {"time": ("time (ms, ncu's clocks)", 1e-3), "registers / thread": ("registers / thread", 1), "waves": ("waves / SM", 1),
+              "DRAM bytes read": ("DRAM bytes read", 1e6), "DRAM busy": ("DRAM busy (%)", 1), "warp instructions": ("instructions (warp)", 1e6),
+              "stall, waiting on memory (cycles per issued instr.)": ("stall: long_scoreboard", 1), "stall, at a barrier": ("stall: barrier", 1)}
+    got = table(text, "| | split-pack, GQA 32:8 | split, MHA |")
+    cells = []
+    for r in got or []:
+        for i, kern in enumerate(order):
+            v = lambda name: float(ncu[name][col[kern]])
+            if r[0] in rowmap:
+                name, unit = rowmap[r[0]]
+                cells.append((r[0] + " " + kern, re.sub(r"\s*(us|%|MB|M)$", "", r[1 + i]), v(name) / unit))
+            elif r[0] == "blocks, per SM":
+                g, per = r[1 + i].split(",")
+                cells += [("grid " + kern, g, v("grid")), ("per SM " + kern, per, v("blocks / SM (limit: regs)"))]
+    check_table(doc, "decode profiles", got, cells)
+    claim(doc, "both kernels' warps", flat, "Both kernels are %d warps (%d threads)" % (
+        int(ncu["block"][col["ours_mha"]]) // 32, int(ncu["block"][col["fa2_mha"]])))
+    report(ncu["block"][col["ours_mha"]] == ncu["block"][col["fa2_mha"]], "%s: our split kernel and FA2's split-KV kernel have the same block size" % doc)
+
+
+# ---- README: the chapter table's status of 4b and the decode range ----------------------
+def readme():
+    with open(os.path.join(DOCS, "..", "README.md")) as f:
+        text = f.read()
+    flat = " ".join(text.split())
+    report("not yet profiled" not in flat, "README.md: chapter 4b's status does not say \"not yet profiled\" (it is: phase4_ncu_450175c.txt)")
+    G = {}
+    for r in rows(os.path.join(H100, "phase6/phase6_sweep_da76ce8.csv")):
+        if r["device"] == "gpu" and r["sweep"] == "vsL":
+            G[(r["kernel"].rpartition("-S")[0] or r["kernel"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"]))] = float(r["time_ms"])
+    P = {(r["backend"], int(r["B"]), int(r["H_kv"]), int(r["N_kv"])): float(r["time_ms"]) for r in rows(os.path.join(H100, "phase6/phase6_peers_da76ce8.csv"))}
+    v = {}
+    for (k, B, h, L), t in G.items():
+        if k == "split-pack" or (k == "split" and ("split-pack", B, h, L) not in G):
+            v[(B, h, L)] = min(P[("flash", B, h, L)], P[("cudnn", B, h, L)]) / t
+    sweep = rows(os.path.join(H100, "phase4/phase4_sweep_450175c.csv"))
+    T = {(r["kernel"], int(r["d"]), int(r["causal"])): float(r["tflops"]) for r in sweep
+         if r["device"] == "gpu" and r["sweep"] == "tokens16k" and r["N_q"] == "4096"}
+    Q = {(r["backend"], int(r["d"]), int(r["causal"])): float(r["tflops"]) for r in rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv")) if r["N"] == "4096"}
+    claim("README.md", "4b's wgmma-tma row", flat, "%.1f / %.1f TFLOP/s (%.2fx / %.2fx PyTorch's FA2 backend, %.2fx / %.2fx its cuDNN backend); causal %.1f / %.1f" % (
+        T[("wgmma-tma", 128, 0)], T[("wgmma-tma", 64, 0)], T[("wgmma-tma", 128, 0)] / Q[("flash", 128, 0)], T[("wgmma-tma", 64, 0)] / Q[("flash", 64, 0)],
+        T[("wgmma-tma", 128, 0)] / Q[("cudnn", 128, 0)], T[("wgmma-tma", 64, 0)] / Q[("cudnn", 64, 0)], T[("wgmma-tma", 128, 1)], T[("wgmma-tma", 64, 1)]))
+    claim("README.md", "4b's wgmma-ws row", flat, "%.1f / %.1f TFLOP/s, causal %.1f / %.1f (%.2fx / %.2fx cuDNN; causal %.2fx / %.2fx)" % (
+        T[("wgmma-ws", 128, 0)], T[("wgmma-ws", 64, 0)], T[("wgmma-ws", 128, 1)], T[("wgmma-ws", 64, 1)],
+        T[("wgmma-ws", 128, 0)] / Q[("cudnn", 128, 0)], T[("wgmma-ws", 64, 0)] / Q[("cudnn", 64, 0)],
+        T[("wgmma-ws", 128, 1)] / Q[("cudnn", 128, 1)], T[("wgmma-ws", 64, 1)] / Q[("cudnn", 64, 1)]))
+    claim("README.md", "decode beside SDPA", flat, "beside PyTorch SDPA's faster backend %s over the whole sweep (B = 1 and 8, MHA and GQA 32:8, L = 1k-256k; %s from L = 4096 on)" % (
+        span(v.values()), span([x for k, x in v.items() if k[2] >= 4096])))
+
+
+def self_test():
+    """The checker must be able to fail: the same checks on a copy of the chapters with one
+    recorded figure changed in each must fail once per chapter."""
+    global DOCS, failures, checks
+    import shutil
+    import tempfile
+    mutations = {"04b_hopper.md": "**563.6**", "05_backward.md": "| 216.4 |", "06_decoding.md": "396.7 (11)"}   # table cells
+    tmp = tempfile.mkdtemp()
+    try:
+        for name, figure in mutations.items():
+            text = chapter(name)
+            if figure not in text:
+                return False, "%s no longer quotes %s" % (name, figure)
+            changed = figure.replace("6", "7", 1)   # each figure holds a 6
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text.replace(figure, changed, 1))
+        shutil.copy(os.path.join(DOCS, "..", "README.md"), os.path.join(tmp, "README.md"))
+        saved = (DOCS, failures, checks)
+        DOCS = tmp
+        out = sys.stdout
+        sys.stdout = open(os.devnull, "w")
+        caught = []
+        try:
+            for fn in (chapter_4b, chapter_5, chapter_6):
+                before = failures
+                try:
+                    fn()
+                except Exception:
+                    failures += 1
+                caught.append(failures > before)
+        finally:
+            sys.stdout.close()
+            sys.stdout = out
+            DOCS, failures, checks = saved
+        return all(caught), "caught in %d of 3 chapters" % sum(caught)
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- every chapter: results tables followed by their command, embedded figures present ----
+def structure():
+    for name in ("04b_hopper.md", "05_backward.md", "06_decoding.md"):
+        lines = chapter(name).splitlines()
+        n, missing = 0, []
+        while n < len(lines):
+            if lines[n].startswith("|") and n + 1 < len(lines) and lines[n + 1].startswith("|---"):
+                start, n = n, n + 2
+                cells = []
+                while n < len(lines) and lines[n].startswith("|"):
+                    cells += lines[n].strip("|").split("|")
+                    n += 1
+                numeric = any(re.search(r"\d\.\d", c) for c in cells)
+                # a results table is followed by its command (```sh), or by a table that is;
+                # the map of chapters quotes the chapters' own figures
+                after = n
+                while after < len(lines) and not lines[after].strip():
+                    after += 1
+                chained = after < len(lines) and lines[after].startswith("|")
+                if numeric and not chained and not lines[start].startswith("| chapter |") and \
+                        not any(l.startswith("```sh") for l in lines[n:n + 3]):
+                    missing.append("line %d" % (start + 1))
+            else:
+                n += 1
+        report(not missing, "%s: every results table is followed by the command that reproduces it" % name, ", ".join(missing))
+        figs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", "\n".join(lines))
+        absent = [f for f in figs if not os.path.isfile(os.path.join(ROOT, "docs", f))]
+        report(figs and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)), "missing: " + ", ".join(absent) if absent else "no figure")
+        # each figure's caption (the next paragraph in italics) names the commit of its run
+        text = "\n".join(lines)
+        paras = re.split(r"\n\s*\n", text)
+        uncaptioned = []
+        for i, para in enumerate(paras):
+            if para.startswith("!["):
+                nxt = next((q for q in paras[i + 1:] if not q.startswith("![")), "")
+                if not (nxt.startswith("*") and re.search(r"\b[0-9a-f]{7}\b", nxt)):
+                    uncaptioned.append(para.split("(")[0])
+        report(not uncaptioned, "%s: each figure's caption names the commit of its run" % name, ", ".join(uncaptioned))
+        # commit hashes nowhere else: outside captions, code blocks and recorded file names
+        prose = [q for q in paras if not q.startswith("*") and not q.startswith("![")]
+        prose = re.sub(r"```.*?```", "", "\n\n".join(prose), flags=re.S)
+        prose = re.sub(r"[\w./-]*_[0-9a-f]{7}[\w.]*", "", prose)
+        hashes = [h for h in re.findall(r"\b[0-9a-f]{7}\b", prose) if re.search(r"\d", h) and re.search(r"[a-f]", h)]
+        report(not hashes, "%s: no commit hash outside figure captions and file names" % name, ", ".join(hashes))
+
+
+if __name__ == "__main__":
+    for fn in (chapter_4b, chapter_5, chapter_6, readme, structure):
+        try:
+            fn()
+        except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:
+            report(False, "%s: could not run (%s: %s)" % (fn.__name__, type(e).__name__, e))
+    ok, why = self_test()
+    report(ok, "self-test: one recorded figure changed in each chapter's copy fails its check", why)
+    print("check_chapters: %d checks, %d failed" % (checks, failures))
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,124 @@
+# tools/mutants.sh - the grader's holes, each a test (sourced by tools/tests.sh).
+#
+# A mutant is the REFERENCE source with one plausible mistake in one exercise (a line or
+# two of its solution edited), built as an exercise build (EX=1) from a copy holding only
+# the edited file, and run as a student runs it (`make <phase> run EX=1`: the default
+# problem and <phase>_EX_RUNS). It must FAIL, and every "exercises behind" line of the run
+# must name that exercise and no other: a check that names five exercises for a one-line
+# mistake in one of them has not found it.
+#
+# The edits name the K-th reference line of the exercise (tools/mkexercise --solutions)
+# and a sed command on it: a handout holds this file, and must hold no solution line
+# (tools/exercises.sh leaks), so no reference line is written here. In a handout (the
+# reference cut out) every mutant is skipped.
+#
+# MUTANT_FILTER (a grep -E pattern on "<phase> <name>") runs a few of them.
+# CPU mutants run everywhere (NO_CUDA=1). A mutant in a .cu file compiles here (the
+# edited file, nvcc -c, sm_90) and runs where a GPU is (t_gpu: skipped without one).
+
+# Write DIR/ex/FILE: FILE with each "K EDIT" applied to the K-th reference line of EX.
+mutant_write() {   # FILE EX DIR K EDIT [K EDIT ...]
+    local file=$1 ex=$2 dir=$3 k line n script="" lines=(); shift 3
+    while [ $# -ge 2 ]; do
+        k=$1
+        line=$("$BUILD/mkexercise" --only "$ex" --solutions "$file" | sed -n "${k}p")
+        n=$(awk -v ex="/* EXERCISE $ex:" -v l="$line" 'index($0, ex) { on = 1 } on && $0 == l { print NR; exit }' "$file")
+        [ -n "$line" ] && [ -n "$n" ] || { echo "no reference line $k of $ex in $file"; return 3; }
+        script+="${n}${2}"$'\n'; lines+=("$n")
+        shift 2
+    done
+    mkdir -p "$dir/ex/$(dirname "$file")"
+    sed "$script" "$file" >"$dir/ex/$file"
+    for n in "${lines[@]}"; do   # every edit must change its line
+        [ "$(sed -n "${n}p" "$file")" != "$(sed -n "${n}p" "$dir/ex/$file")" ] || { echo "an edit changed nothing (line $n of $file)"; return 3; }
+    done
+}
+
+# The run's "exercises behind" lines name EX alone (and at least one does).
+names_only() {   # EX LOG
+    local named
+    named=$(grep -E "exercises behind (this check|it): " "$2" | sed -E 's/^.*exercises behind (this check|it): //' | sort -u)
+    [ "$named" = "$1" ] && return 0
+    echo "want every FAIL to name $1 alone; the run names:"; echo "${named:-(nothing)}"; return 1
+}
+
+# Build the phase from the mutant and run it as a student does; exit 1 on anything but a
+# FAIL that names EX alone (3: the mutant does not build).
+mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
+    local phase=$1 file=$2 ex=$3 build=$4 vars=$5 dir rc=0; shift 5
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/mutant.XXXXXX")
+    mutant_write "$file" "$ex" "$dir" "$@" || return 3
+    # shellcheck disable=SC2086  # vars: make variables, one word each
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" NO_DEPS=1 $vars EX=1 \
+        EXDIR="$dir/ex" BUILD="$build" "$phase-build" >"$dir/build.log" 2>&1 ||
+        { echo "the mutant does not build:"; tail -20 "$dir/build.log"; return 3; }
+    # shellcheck disable=SC2086
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory $vars NO_DEPS=1 EX=1 EXDIR="$dir/ex" \
+        BUILD="$build" RESULTS="$dir/results" "$phase" run >"$dir/run.log" 2>&1 || rc=$?
+    grep -E 'FAIL|exercises behind|rror|Segmentation|Abort' "$dir/run.log" | head -30
+    [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
+    grep -qE 'Segmentation|core dumped|Abort' "$dir/run.log" && { echo "the run crashed"; return 1; }
+    names_only "$ex" "$dir/run.log"
+}
+
+have_reference() { [ -n "$("$BUILD/mkexercise" --only "$2" --solutions "$1" 2>/dev/null)" ]; }   # FILE EX
+
+# mutant NAME PHASE FILE EX K EDIT [K EDIT ...]: a CPU mutant (one build folder a phase).
+mutant() {
+    local name=$1 phase=$2 file=$3 ex=$4; shift 4
+    grep -qE -- "${MUTANT_FILTER:-.}" <<<"$phase $name" || return 0
+    if have_reference "$file" "$ex"; then
+        t_run "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$T_ROOT/mutants-$phase" NO_CUDA=1 "$@"
+    else t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; fi
+}
+
+# mutant_gpu NAME PHASE FILE EX K EDIT [K EDIT ...]: a mutant in a .cu file. Compiles here
+# (the edited file alone, nvcc -c for sm_90, as an exercise build); FAILs where a GPU is.
+mutant_gpu() {
+    local name=$1 phase=$2 file=$3 ex=$4; shift 4
+    grep -qE -- "${MUTANT_FILTER:-.}" <<<"$phase $name" || return 0
+    if ! have_reference "$file" "$ex"; then t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; return; fi
+    if ! command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then t_skip "mutant: $name" "nvcc not found"; return; fi
+    t_run "mutant: $name compiles (sm_90)" mutant_compiles "$file" "$ex" "$@"
+    t_gpu "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$T_ROOT/mutants-gpu-$phase" \
+        "CUDA_ARCH=${EX_CUDA_ARCH:-sm_90}" "$@"
+}
+mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]
+    local file=$1 ex=$2 dir; shift 2
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/mutant-cu.XXXXXX")
+    mutant_write "$file" "$ex" "$dir" "$@" || return 3
+    # shellcheck disable=SC2046  # one -I a phase folder
+    "${NVCC:-nvcc}" -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -DEX_BUILD=1 \
+        -c "$dir/ex/$file" -o "$dir/x.o"
+}
+
+# ---- phase 5: the FA2 backward model (bwd_cpu.c) --------------------------------------
+F5=phase5_backward/bwd_cpu.c
+mutant "bwd.recompute_P as exp(S) / exp(L) (overflows past 88)" phase5 $F5 bwd.recompute_P 1 's|expf(s - Li\[r\])|expf(s) / expf(Li[r])|'
+mutant "bwd.recompute_P without the mask" phase5 $F5 bwd.recompute_P 1 's|attn_visible(p, i0 + r, j0 + c) ? \(.*\) : 0.0f;|\1;|'
+mutant "bwd.D = rowsum(dO) (O forgotten)" phase5 $F5 bwd.D 1 's|g\[c\] \* o\[c\]|g[c]|'
+mutant "bwd.D with its sign flipped" phase5 $F5 bwd.D 1 's|+=|-=|'
+mutant "bwd.dS without D" phase5 $F5 bwd.dS 1 's| - Di\[r\]||'
+mutant "bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's|scale \* s|s|'
+mutant "bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's|+=|=|'
+mutant "bwd.causal_range off by one block" phase5 $F5 bwd.causal_range 4 's|row / Br|row / Br + 1|'
+
+# ---- phase 6: Flash-Decoding (decode_cpu.c, decode.cu) --------------------------------
+F6=phase6_decoding/decode_cpu.c
+mutant "dec.combine weighting by exp(L_s), no max subtracted" phase6 $F6 dec.combine 6 's|expf(Ls\[s\] - m)|expf(Ls[s])|' 7 's|m + logf(l)|logf(l)|'
+mutant "dec.page_lookup with / and % swapped" phase6 $F6 dec.page_lookup 1 's|j / c->page|j % c->page|' 2 's|(j % c->page)|(j / c->page)|'
+mutant "dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's|\*L = INFINITY|*L = -INFINITY|'
+mutant "dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc / S > 0 ? Tc / S : 1)|'
+FCU6=phase6_decoding/decode.cu
+mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 $FCU6 dec.combine_gpu \
+    9 's|expf(Lpart\[(size_t)s \* nrows + row\] - lmax)|expf(Lpart[(size_t)s * nrows + row])|' 12 's|lmax + logf(sum)|logf(sum)|'
+mutant_gpu "dec.page_lookup_gpu with / and % swapped" phase6 $FCU6 dec.page_lookup_gpu 1 's|(j >> page_shift(a))|(j \& (a.page - 1))|'
+
+# ---- phase 5's GPU kernels (bwd_simple.cu, bwd_mma.cu) ---------------------------------
+mutant_gpu "bwd.recompute_P_gpu as exp(S) / exp(L) (overflows past 88)" phase5 phase5_backward/bwd_simple.cu bwd.recompute_P_gpu \
+    1 's|expf(p.scale \* s - Li\[r\])|expf(p.scale * s) / expf(Li[r])|'
+FCU5=phase5_backward/bwd_mma.cu
+mutant_gpu "bwd.recompute_P_mma as 2^S / 2^L (overflows past 88)" phase5 $FCU5 bwd.recompute_P_mma \
+    1 's|bwd_ex2(fmaf(s\[n\]\[e\], sl2, -Li\[col\] \* BWD_LOG2E))|bwd_ex2(s[n][e] * sl2) / bwd_ex2(Li[col] * BWD_LOG2E)|'
+mutant_gpu "bwd.dS_mma without D" phase5 $FCU5 bwd.dS_mma 1 's| - Di\[n \* 8 + 2 \* t + e % 2\]||'
+mutant_gpu "bwd.dQ_mma without the scale" phase5 $FCU5 bwd.dQ_mma 2 's| \* p.scale||g' 4 's| \* p.scale||' 5 's| \* p.scale||'

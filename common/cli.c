@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "dump.h"
+#include "gpu.h"
 #include "path.h"
 #include <errno.h>
 #include <math.h>
@@ -44,13 +45,19 @@ static long long parse_int(const char *phase, const char *flag, const char *s,
     return v;
 }
 
-/* Inputs (fp16 bits + fp32 copies), an fp32 output, an fp64 reference output, and L. */
-static double generic_host_bytes(const attn_problem_t *p)
+/* The host memory a run allocates (problem.h, attn_host_bytes): the CPU rows' problem
+ * (attn_small_like: within the CPU bound, whatever p is), and, when a GPU runs, the GPU
+ * rows' host buffers of the whole problem p. With --cpu, or without a usable GPU, a
+ * problem far beyond this machine still runs its CPU rows on a smaller one. */
+static double host_bytes_needed(const attn_problem_t *p, const cli_spec_t *spec, bool cpu_only)
 {
-    double nq = (double)p->B * p->H * p->N_q * p->d;
-    double nkv = (double)p->B * p->H_kv * p->N_kv * p->d;
-    double nl = (double)p->B * p->H * p->N_q;
-    return nq * (2 + 4 + 4 + 8) + 2 * nkv * (2 + 4) + nl * (4 + 8);
+    bool gpu_rows = false;   /* a phase whose only kernel is "cpu" (phase 0) has none */
+    for (const char *const *k = spec->kernels; k && *k; k++) gpu_rows |= strcmp(*k, "cpu") != 0;
+    attn_problem_t pc = attn_small_like(p, INFINITY);   /* the largest the CPU rows run */
+    double need = attn_host_bytes(&pc, ATTN_HOST_CPU_ROWS);
+    char why[8];
+    if (gpu_rows && !cpu_only && gpu_available(why, sizeof why)) need += attn_host_bytes(p, ATTN_HOST_GPU_ROWS);
+    return need;
 }
 
 /* ---- output probes ---------------------------------------------------------------------
@@ -319,7 +326,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         if (!known) cli_die(ph, "unknown kernel '%s' (see --help for the list)", o->kernel);
     }
 
-    double need = generic_host_bytes(&p);
+    double need = host_bytes_needed(&p, spec, o->cpu_only);
     double have = host_memory_bytes();
     if (have > 0 && need > have)
         cli_die(ph, "this problem needs %.1f GiB of host memory but the machine has %.1f GiB",

@@ -92,13 +92,42 @@ int attn_check_rows(const attn_problem_t *p, int max_rows, int *bhi)
     return count;
 }
 
+bool attn_cpu_fits(const attn_problem_t *p, double max_flops)
+{
+    return attn_flops_fwd(p) <= max_flops && (double)p->B * p->H * p->N_q <= (double)ATTN_CPU_MAX_ROWS &&
+           (double)p->B * p->H * p->N_q * p->d <= (double)ATTN_CPU_MAX_ELEMS &&
+           (double)p->B * p->H_kv * p->N_kv * p->d <= (double)ATTN_CPU_MAX_ELEMS;
+}
+
 attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops)
 {
-    if (attn_flops_fwd(p) <= max_flops) return *p;
+    if (attn_cpu_fits(p, max_flops)) return *p;
     int G = p->H / p->H_kv, Hkv = p->H_kv < 2 ? p->H_kv : 2, big = p->N_q > p->N_kv ? p->N_q : p->N_kv;
     double f = big > 256 ? 256.0 / big : 1.0;
     int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
+    /* at most 4 heads x 256 rows x d <= 256: 2^18 elements, far inside every bound */
     return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
+}
+
+void attn_small_like_note(const char *phase, const attn_problem_t *p, const attn_problem_t *pc,
+                          double max_flops)
+{
+    if (p->B == pc->B && p->H == pc->H && p->H_kv == pc->H_kv && p->N_q == pc->N_q && p->N_kv == pc->N_kv) return;
+    char s[128];
+    attn_problem_str(pc, s, sizeof s);
+    printf("%s: the CPU rows run %s in place of this problem (%.3g FLOPs, %.0f rows, %.0f + %.0f "
+           "elements of Q and K; their bound: %.3g FLOPs, %ld rows, %ld elements a tensor)\n",
+           phase, s, attn_flops_fwd(p), (double)p->B * p->H * p->N_q, (double)p->B * p->H * p->N_q * p->d,
+           (double)p->B * p->H_kv * p->N_kv * p->d, max_flops, ATTN_CPU_MAX_ROWS, ATTN_CPU_MAX_ELEMS);
+}
+
+double attn_host_bytes(const attn_problem_t *p, attn_host_t which)
+{
+    const double nq = (double)p->B * p->H * p->N_q * p->d, nkv = (double)p->B * p->H_kv * p->N_kv * p->d;
+    const double nl = (double)p->B * p->H * p->N_q;
+    /* Q, dO, K, V: fp16 + fp32; O, dQ, dK, dV and L back in fp32 */
+    const double gpu = (2 * nq + 2 * nkv) * (2 + 4) + (2 * nq + 2 * nkv) * 4 + nl * 4;
+    return which == ATTN_HOST_GPU_ROWS ? gpu : 8 * gpu;
 }
 
 void *xmalloc(size_t n, const char *who)

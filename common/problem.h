@@ -97,11 +97,56 @@ typedef struct {
 int  attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad);
 void attn_inputs_free(attn_inputs_t *in);
 
-/* The problem a CPU model runs in place of p: p itself when its forward FLOPs are at most
- * max_flops, else one that keeps d, the mask, the GQA grouping and the N_q : N_kv ratio
- * (B = 1, at most 2 KV heads and 2 query heads a KV head, N <= 256). The CPU rows of a
- * driver stay quick whatever the GPU problem is. */
+/* The bound on a CPU row's work. FLOPs alone do not bound it: a cheap shape with many
+ * rows or a long cache (N_q = 10^6 against one key, B = 2 x 10^6 single-token sequences,
+ * 10^6 heads) costs the CPU models, the fp64 oracle and the checks time and memory per
+ * ELEMENT (every row's m, l, L and fp64 reference, every key's fp16 and fp32 copies),
+ * whatever its FLOPs. So the CPU rows also stop at:
+ *   ATTN_CPU_MAX_ROWS   query rows B * H * N_q      (per-row work: oracle row, m/l/L,
+ *                                                     the check of each row)
+ *   ATTN_CPU_MAX_ELEMS  elements of Q (= of O, dO) and of K (= of V) each
+ * Sizing (measured on the 2-core dev machine): the most expensive driver per element is
+ * phase 6 (12 CPU rows, each with its own outputs and an fp64 oracle; the ragged rows on 4
+ * copies of the batch): about 150 bytes per element of Q and 40 us per query row, 31
+ * bytes per element of K and V, most of its time drawing the inputs (Box-Muller). At
+ * these caps a cache at the element cap costs ~4 s and 0.27 GB (phase 6's default problem:
+ * K = V = 8 x 4096 x 128 = 2^22 elements; 9 s with the machine loaded by two parallel
+ * builds), 2^12 heads of 4 keys at d = 256 (both caps) ~4 s and 0.5 GB (2^13 rows: 5.7 s
+ * and 0.75 GB, hence 2^12): inside the bound of 10 s and 2 GB that every accepted
+ * problem's CPU rows keep (docs/design.md), with the default problem of every phase
+ * within the caps (phases 3-5: B = 2, H = 4, N_q = 512 is 2^12 rows). Per phase, the FLOPs bound is
+ * each driver's CPU_MAX_FLOPS (its CPU rows' cost per FLOP differs 20x between phases). */
+#define ATTN_CPU_MAX_ROWS  (1L << 12)
+#define ATTN_CPU_MAX_ELEMS (1L << 22)
+
+/* Is p within the CPU bound: forward FLOPs <= max_flops, and the rows and elements above? */
+bool attn_cpu_fits(const attn_problem_t *p, double max_flops);
+
+/* The problem a CPU model runs in place of p: p itself when attn_cpu_fits(p, max_flops),
+ * else one that keeps d, the mask, the GQA grouping and the N_q : N_kv ratio (B = 1, at
+ * most 2 KV heads and 2 query heads a KV head, N <= 256). The CPU rows of a driver stay
+ * quick and small whatever the GPU problem is. */
 attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops);
+
+/* The one line that says the CPU rows ran pc in place of p (nothing when they are the
+ * same problem): "<phase>: the CPU rows run B=1 H=2 ... in place of this problem (...)". */
+void attn_small_like_note(const char *phase, const attn_problem_t *p, const attn_problem_t *pc,
+                          double max_flops);
+
+/* Host bytes a run on p allocates, for the up-front check (cli.c, exit 2 when over the
+ * machine's memory):
+ *   ATTN_HOST_GPU_ROWS  the GPU rows' host side: Q, K, V (and dO) as fp16 bits and fp32
+ *                       copies (attn_inputs_t), O and L fetched back as fp32, and dQ, dK,
+ *                       dV fetched back in fp32 (a backward) - the inputs and what comes
+ *                       back, 6 + 4 bytes an element;
+ *   ATTN_HOST_CPU_ROWS  a CPU rows' problem (small: attn_small_like): the same, plus what
+ *                       the CPU rows keep at once: an fp64 reference and up to 12 fp32
+ *                       outputs of O and L (phase 6's rows), the gradients' three sets
+ *                       and their fp64 references (phase 5's), and 4 copies of the batch
+ *                       (phase 6's ragged rows) - a bound, 8x the GPU side's.
+ * The CPU side of the largest problem the CPU rows run (ATTN_CPU_MAX_ELEMS) is ~0.5 GB. */
+typedef enum { ATTN_HOST_GPU_ROWS, ATTN_HOST_CPU_ROWS } attn_host_t;
+double attn_host_bytes(const attn_problem_t *p, attn_host_t which);
 
 /* malloc that exits with "<who>: out of host memory" instead of returning NULL. */
 void *xmalloc(size_t n, const char *who);

@@ -158,16 +158,17 @@ static void test_check_inf(void)
     /* every tolerance is finite: tol_cpu's max abs, and a tol without one never passes */
     expect(isfinite(tc.max_abs) && tc.max_abs == TOL_CPU_MAX_ABS && isfinite(tf.max_abs),
            "check: tol_cpu and tol_fp16 have finite max-abs bounds", "a bound is not finite");
-    tol_t unbounded = { TOL_CPU_REL_L2, INFINITY };
+    tol_t unbounded = { TOL_CPU_REL_L2, INFINITY, false };
     e = err_compare(good, ref, 4, tc);
     expect(!err_pass(&e, unbounded), "check: a tolerance with an infinite max abs never passes", "passed");
 
-    /* tol_cpu's max abs bites where rel L2 is diluted: one element 2e-4 off among 10^4 */
+    /* tol_cpu's max abs bites where rel L2 is diluted: one element 8e-4 off among 10^4
+     * values of 1 .. 7 (the bound on that scale: 1e-4 x 7) */
     enum { NBIG = 10000 };
     static float big[NBIG];
     static double bigref[NBIG];
     for (int i = 0; i < NBIG; i++) { bigref[i] = 1.0 + i % 7; big[i] = (float)bigref[i]; }
-    big[4321] += 2e-4f;
+    big[4321] += 8e-4f;
     e = err_compare(big, bigref, NBIG, tc);
     err_first_bad_str(&e, 100, "O", buf, sizeof buf);
     expect(e.rel_l2 < TOL_CPU_REL_L2 && !err_pass(&e, tc) && e.first_bad == 4321 && strstr(buf, "row 43, col 21"),
@@ -178,6 +179,70 @@ static void test_check_inf(void)
     err_first_bad_str(&e, 100, "O", buf, sizeof buf);
     expect(!err_pass(&e, tc) && e.first_bad == NBIG && strstr(buf, "largest error O["),
            "check: a rel-L2-only failure reports the largest error", buf);
+}
+
+/* The rules of issue 24 (check.h): an exactly zero reference is judged by max abs alone;
+ * tol_cpu's max abs follows the output's scale (with a floor of 1); the rel L2 bounds of
+ * long sums. Each rule keeps its teeth. */
+static void test_check_scale(void)
+{
+    enum { NZ = 512 };
+    static float out[NZ];
+    static double ref[NZ];
+    tol_t tc = tol_cpu();
+    for (int i = 0; i < NZ; i++) { ref[i] = 0.0; out[i] = (i % 3 - 1) * 5e-5f; }   /* dQ with one key */
+    err_stats_t e = err_compare(out, ref, NZ, tc);
+    char buf[256];
+    err_first_bad_str(&e, 64, "dQ", buf, sizeof buf);
+    expect(e.ref_zero && err_pass(&e, tc) && isnan(e.rel_l2) && e.nan_count == 0 && strstr(buf, "no element beyond"),
+           "check: a zero reference (dQ with one key) is judged by max abs, and the reason agrees", buf);
+    out[77] = 2e-4f;
+    e = err_compare(out, ref, NZ, tc);
+    expect(e.ref_zero && !err_pass(&e, tc) && e.first_bad == 77, "check: a zero reference still fails one element 2e-4 off",
+           "passed");
+    for (int i = 0; i < NZ; i++) { ref[i] = 300.0 * sin(i + 1.0); out[i] = (float)(ref[i] * (1 + 3e-6)); }   /* dV ~ 300 */
+    e = err_compare(out, ref, NZ, tc);
+    expect(err_pass(&e, tc) && e.max_abs > 1e-4, "check: tol_cpu's max abs is on the output's scale (dV ~ 300, 1e-3 off)",
+           "an fp32-accurate large output fails");
+    out[100] = (float)(ref[100] + 0.05);
+    e = err_compare(out, ref, NZ, tc);
+    expect(!err_pass(&e, tc) && e.first_bad == 100, "check: ... and still fails one element 0.05 off (bound 1e-4 x 300)",
+           "passed");
+    tol_t tf = tol_fp16(1e-3);
+    for (int i = 0; i < NZ; i++) { ref[i] = 3.0 * sin(i + 1.0); out[i] = (float)ref[i]; }
+    out[5] = (float)(ref[5] + 2.5e-3);
+    e = err_compare(out, ref, NZ, tf);
+    expect(!err_pass(&e, tf), "check: tol_fp16's max abs stays absolute (2x pipeline + 1e-4)", "scaled");
+    expect(tol_cpu_rel_l2(512) == TOL_CPU_REL_L2 && tol_cpu_rel_l2(3000) == TOL_CPU_REL_L2 &&
+           fabs(tol_cpu_rel_l2(262144) - 3 * TOL_U32 * 512) < 1e-12 && tol_cpu_keys(262144).rel_l2 == tol_cpu_rel_l2(262144) &&
+           tol_fp16_rel_l2(4096) == TOL_FP16_REL_L2 && fabs(tol_fp16_rel_l2(262144) - sqrt(3.0) * 262144 / 33554432.0) < 1e-12,
+           "check: the rel L2 bounds of long sums: 1e-5 / 3e-3 for short ones, 3 u sqrt(n) / sqrt(3) 2^-25 n beyond",
+           "wrong values");
+}
+
+/* The CPU bound by rows and elements, not only FLOPs (problem.h). */
+static void test_cpu_bound(void)
+{
+    struct { attn_problem_t p; int fits; const char *what; } c[] = {
+        {attn_problem(1, 1, 1, 1000000, 1, 128, false), 0, "10^6 rows against 1 key"},
+        {attn_problem(2000000, 32, 8, 1, 1, 16, false), 0, "2x10^6 sequences"},
+        {attn_problem(1, 1000000, 1000000, 1024, 1024, 64, false), 0, "10^6 heads"},
+        {attn_problem(1, 1, 1, 1, 1000000, 16, false), 0, "a 10^6-key cache"},
+        {attn_problem(1, 32, 8, 1, 4096, 128, false), 1, "phase 6's default"},
+        {attn_problem(2, 4, 4, 512, 512, 64, false), 1, "phase 4's default"},
+        {attn_problem(1, 1, 1, 1, 262144, 16, false), 1, "a 2^18-key cache at d = 16"},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        attn_problem_t s = attn_small_like(&c[k].p, 8e8);
+        int same = s.B == c[k].p.B && s.H == c[k].p.H && s.N_q == c[k].p.N_q && s.N_kv == c[k].p.N_kv;
+        char name[160];
+        snprintf(name, sizeof name, "problem: the CPU bound %s %s", c[k].fits ? "keeps" : "shrinks", c[k].what);
+        expect(attn_cpu_fits(&s, 8e8) && same == c[k].fits && s.d == c[k].p.d &&
+               attn_host_bytes(&s, ATTN_HOST_CPU_ROWS) < 1e9, name, "wrong");
+    }
+    attn_problem_t big = attn_problem(1, 1000000, 1000000, 1024, 1024, 64, false);
+    expect(attn_host_bytes(&big, ATTN_HOST_GPU_ROWS) > 1e12, "problem: the GPU rows' host bytes are the whole problem's",
+           "too small");
 }
 
 static void test_problem(void)
@@ -340,6 +405,8 @@ int main(void)
     test_rng();
     test_check();
     test_check_inf();
+    test_check_scale();
+    test_cpu_bound();
     test_problem();
     test_hbm();
     test_npy();

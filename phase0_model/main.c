@@ -23,11 +23,12 @@
 #include "table.h"
 #include "worked.h"
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DUMP_MAX_FLOPS 2e10   /* the fp64 oracle does ~1 GFLOP/s: keep --dump under a minute */
+#define DUMP_MAX_FLOPS 4e9    /* the fp64 oracle does ~1 GFLOP/s: keep --dump within ~4 s (the CPU bound) */
 
 static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, int argc, char **argv)
 {
@@ -143,9 +144,13 @@ int main(int argc, char **argv)
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
     const attn_problem_t *p = &o.p;
-    if (o.dump_dir && attn_flops_fwd(p) + attn_flops_bwd(p) > DUMP_MAX_FLOPS)
-        cli_die("phase0", "--dump runs the fp64 oracle on the CPU: %.3g FLOPs is more than %.0g; "
-                "pass a smaller --B/--H/--N", attn_flops_fwd(p) + attn_flops_bwd(p), DUMP_MAX_FLOPS);
+    /* --dump runs on the problem itself: within the CPU bound on rows and elements too */
+    if (o.dump_dir && (attn_flops_fwd(p) + attn_flops_bwd(p) > DUMP_MAX_FLOPS || !attn_cpu_fits(p, INFINITY)))
+        cli_die("phase0", "--dump runs the fp64 oracle on the CPU: %.3g FLOPs (at most %.0g), %.0f rows and "
+                "%.0f + %.0f elements of Q and K (at most %ld and %ld a tensor); pass a smaller --B/--H/--N/--Nkv",
+                attn_flops_fwd(p) + attn_flops_bwd(p), DUMP_MAX_FLOPS, (double)p->B * p->H * p->N_q,
+                (double)p->B * p->H * p->N_q * p->d, (double)p->B * p->H_kv * p->N_kv * p->d,
+                ATTN_CPU_MAX_ROWS, ATTN_CPU_MAX_ELEMS);
     FILE *out = o.quiet ? NULL : stdout;
 
     /* The machine: the local GPU's bandwidth, when there is one, feeds the roofline. */

@@ -241,6 +241,7 @@ int main(int argc, char **argv)
     drv_row_t rows[4];
     int n = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
+    if (!o.quiet) attn_small_like_note(PHASE, p, &pc, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, &o);
 #if HAVE_CUDA
     if (D.gpu) {

@@ -29,7 +29,7 @@
 #include "timer.h"
 
 #define PHASE         "phase3"
-#define CPU_MAX_FLOPS 2e9           /* the CPU rows run a smaller problem like it above  */
+#define CPU_MAX_FLOPS 8e8           /* the CPU rows run a smaller problem like it above (~4 s) */
 #define DEFAULT_M     (128 * 1024)  /* --sram default: 128 KiB, of the H100's 228 KiB per SM */
 #define CHECK_ROWS    512           /* oracle rows checked per GPU run (all when fewer)  */
 #define SWEEP_ROWS    96
@@ -89,14 +89,15 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
     drv_blame(&r, "fa1.blocks");
     if (full_checks) {
         oracle_check_cpu_row(&r, &in, O, L, "fa1.ml, fa1.rescale", "fa1.ml");
-        /* the previous phases: phase 2's 1-pass attention (fp32, so the same 1e-5) and
-         * phase 1's pipeline (S, P, O rounded to fp16: its own error, 3e-3) */
+        /* the previous phases: phase 2's 1-pass attention (fp32: 1e-5, more over long
+         * caches) and phase 1's pipeline (S, P, O rounded to fp16: 3e-3, more once P is
+         * subnormal; both derived in check.h) */
         float *O2 = xmalloc(nq * sizeof(float), PHASE);
         hbm_meter_t m2;
         REF(online_attn_cpu)(&in, O2, l, &m2);
-        drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, TOL_CPU_REL_L2);
+        drv_compare_prev(&r, "phase 2's 1-pass attention", O, O2, nq, tol_cpu_rel_l2(pc->N_kv));
         REF(naive_cpu)(&in, O2, NULL, &m2);
-        drv_compare_prev(&r, "phase 1's pipeline", O, O2, nq, TOL_FP16_REL_L2);
+        drv_compare_prev(&r, "phase 1's pipeline", O, O2, nq, tol_fp16_rel_l2(pc->N_kv));
         drv_dump(o, &in, O, L, PHASE);
         free(O2);
     }
@@ -268,6 +269,7 @@ int main(int argc, char **argv)
     drv_row_t rows[8];
     int n = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
+    if (!o.quiet) attn_small_like_note(PHASE, p, &pc, CPU_MAX_FLOPS);
     rows[n++] = run_cpu(&pc, M, &o, "-", true);
 #if HAVE_CUDA
     if (D.gpu) {

@@ -25,7 +25,7 @@
 #include "fa2_rows.h"
 
 #define PHASE         FA2_PHASE
-#define CPU_MAX_FLOPS 2e9           /* the CPU rows run a smaller problem like it above   */
+#define CPU_MAX_FLOPS 8e8           /* the CPU rows run a smaller problem like it above (~4 s) */
 #define CHECK_ROWS    512           /* oracle rows checked per GPU run (all when fewer)   */
 
 static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
     drv_row_t rows[16];
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
+    if (!o.quiet) attn_small_like_note(PHASE, p, &pc, CPU_MAX_FLOPS);
     rows[n++] = fa2_cpu_row(&pc, &o, "-", true);
     drv_row_t ladder[8];
 #if HAVE_CUDA

@@ -88,7 +88,7 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
         const char *ext = ex == EX_MMA && c->ref[0] ? EX_MMA_T[t] : ex;
         /* std is the yardstick: held to the fp16 pipeline's rel L2 (its max abs is what the
          * others are measured by); the flash kernels to the 2x rule */
-        tol_t tol = { TOL_FP16_REL_L2, 0.05 };
+        tol_t tol = { TOL_FP16_REL_L2, 0.05, false };
         if (kind != K_STD) {   /* the yardstick is always there: std's, or its emulation (below) */
             tol.rel_l2 = BWD_REL_L2;
             tol.max_abs = 2.0 * c->yard[t] + TOL_ABS_SLACK;
@@ -259,7 +259,7 @@ static void check_hot(drv_row_t *rows, int n, int d, uint64_t seed)
         fetch(&h, g);
         for (int t = 0; t < 3; t++) {
             static const char *const NAME[3] = {"dQ", "dK", "dV"};
-            const err_stats_t e = err_compare(g[t], h.ref[t], n_of(p, t), (tol_t){ BWD_REL_L2, INFINITY });
+            const err_stats_t e = err_compare(g[t], h.ref[t], n_of(p, t), (tol_t){ BWD_REL_L2, INFINITY, false });
             if (e.nan_count || e.inf_mismatch || !(e.rel_l2 < BWD_REL_L2))
                 drv_fail(r, "scores near 128 (exp(S) overflows past 88): %s rel L2 %.3g vs the fp64 oracle "
                          "(%zu NaN, %zu inf), bound %.0e", NAME[t], e.rel_l2, e.nan_count, e.inf_mismatch, BWD_REL_L2);

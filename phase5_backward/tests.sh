@@ -88,3 +88,17 @@ ex_mistake "EX=1 catches bwd.dS without D" phase5 $F5 bwd.dS 1 '=dS[c] = P[c] * 
 ex_mistake "EX=1 catches bwd.recompute_P without the mask" phase5 $F5 bwd.recompute_P 1 '=P[c] = expf(s - Li[r]);'
 ex_mistake "EX=1 catches bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's/+=/=/'
 ex_mistake "EX=1 catches bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's/scale \* s/s/'
+
+# ---- bounded, and valid means PASS (issue 24): every accepted problem's CPU rows end
+# within 10 s under 2 GB (ulimit -v + timeout 10) and PASS; shapes cheap in FLOPs but
+# huge in rows or elements run a smaller problem (problem.h: ATTN_CPU_MAX_ROWS, _ELEMS)
+BOUNDED=(bash -c 'ulimit -v 2000000 && exec timeout 10 "$@"' bounded)
+t_run "phase5 CPU rows bounded and PASS: N_q = 10^6 rows against 1 key" "${BOUNDED[@]}" "$P5" --cpu --quiet --N 1000000 --Nkv 1 --H 1 --Hkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: B = 2x10^6 single-token sequences" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 2000000 --N 1 --Nkv 1 --d 16 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: H = Hkv = 10^6 heads (host check: the CPU rows' problem, not the whole)" "${BOUNDED[@]}" "$P5" --cpu --quiet --H 1000000 --Hkv 1000000 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: N_kv = 1 (dQ = 0 exactly: max abs judges it)" "${BOUNDED[@]}" "$P5" --cpu --quiet --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: N_q = 2, N_kv = 1 (dQ = 0)" "${BOUNDED[@]}" "$P5" --cpu --quiet --N 2 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: N_q = 10^5 against 1 key" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --N 100000 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: 4096 rows (the row cap) against 1 key (dV ~ 64)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 4096 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 CPU rows bounded and PASS: a 2^18-key cache at d = 16 (rel L2 of long sums, check.h)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 1 --Nkv 262144 --d 16 --csv "$T_ROOT/bound-phase5.csv"
+t_run "phase5 --Nkv 1: no FAIL line (dQ = 0: the reason and the verdict agree)" bash -c "! \"$P5\" --cpu --Nkv 1 --csv \"$T_ROOT/bound-l.csv\" | grep -q FAIL"

@@ -89,7 +89,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         drv_row_t r = dec_run_split(&in, NULL, S, dec_row_name("split-S%d", S, 0), "-", &out);
         if (S > 1) dec_check_combine(&r);   /* partials whose L_s are far apart */
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range, dec.combine", "dec.split_range, dec.combine");
-        drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, TOL_CPU_REL_L2);
+        drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, tol_cpu_rel_l2(pc->N_kv));
         drv_blame(&r, "dec.split_range, dec.combine");
         if (S == PAGED_S) drv_dump(o, &in, out.O, out.L, PHASE);
         else dec_out_free(&out);
@@ -107,7 +107,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         if (differs) drv_fail(&r, "O or L differs from split-S%d on the contiguous cache (same keys, same order)", PAGED_S);
         if (pg.faults || differs) dec_blame_also(&r, "dec.page_lookup");
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.page_lookup, dec.combine", "dec.page_lookup, dec.combine");
-        drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, TOL_CPU_REL_L2);
+        drv_compare_prev(&r, "phase 4's FA2 model", out.O, o4.O, nq, tol_cpu_rel_l2(pc->N_kv));
         dec_out_free(&out);
         dec_paged_free(&pg);
         rows[n++] = r;
@@ -139,8 +139,8 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         /* the contiguous row passed on the same keys: only the page lookup differs */
         const char *ex = !paged ? "dec.split_range, dec.combine"
                        : drv_passed(&rows[n - 1]) ? "dec.page_lookup" : "dec.split_range, dec.page_lookup, dec.combine";
-        drv_compare(&r, "vs oracle (per sequence)", "O", out.O, Oref, rq, pr.d, tol_cpu(), true, ex);
-        drv_compare(&r, "vs oracle (per sequence)", "L", out.L, Lref, rl, pr.N_q, tol_cpu(), false, ex);
+        drv_compare(&r, "vs oracle (per sequence)", "O", out.O, Oref, rq, pr.d, tol_cpu_keys(pr.N_kv), true, ex);
+        drv_compare(&r, "vs oracle (per sequence)", "L", out.L, Lref, rl, pr.N_q, tol_cpu_keys(pr.N_kv), false, ex);
         drv_blame(&r, ex);
         if (paged) dec_out_free(&out);
         else { Oc = out.O; free(out.L); }

@@ -6,7 +6,8 @@
 #include "driver.h"
 
 #define DEC_PHASE         "phase6"
-#define DEC_CPU_MAX_FLOPS 2e9     /* the CPU rows run a smaller problem like it above   */
+#define DEC_CPU_MAX_FLOPS 2e9     /* an exercise build's CPU copy of fa2-mma runs up to here */
+#define DEC_CPU_ROWS_MAX_FLOPS 8e7  /* the CPU rows run a smaller problem like it above (12 rows, ~4 s) */
 #define DEC_PAGED_S       4       /* the splits of the CPU's paged and ragged rows      */
 #define DEC_ROWS_MAX      24
 

@@ -83,7 +83,8 @@ int main(int argc, char **argv)
 
     drv_banner(&D, &o, "Flash-Decoding, KV cache split into S, combined by log-sum-exp");
     drv_row_t rows[DEC_ROWS_MAX];
-    attn_problem_t pc = attn_small_like(&o.p, DEC_CPU_MAX_FLOPS);
+    attn_problem_t pc = attn_small_like(&o.p, DEC_CPU_ROWS_MAX_FLOPS);
+    if (!o.quiet) attn_small_like_note(PHASE, &o.p, &pc, DEC_CPU_ROWS_MAX_FLOPS);
     int n = dec_cpu_rows(&pc, &o, rows), ncpu = n, S_split = 0, S_pack = 0, S_paged = 0;
 #if HAVE_CUDA
     if (D.gpu) {

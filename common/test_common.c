@@ -181,7 +181,7 @@ static void test_check_inf(void)
            "check: a rel-L2-only failure reports the largest error", buf);
 }
 
-/* The rules of issue 24 (check.h): an exactly zero reference is judged by max abs alone;
+/* The tolerance rules of check.h: an exactly zero reference is judged by max abs alone;
  * tol_cpu's max abs follows the output's scale (with a floor of 1); the rel L2 bounds of
  * long sums. Each rule keeps its teeth. */
 static void test_check_scale(void)

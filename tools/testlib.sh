@@ -140,3 +140,8 @@ t_bounded() {
     then _pass "$name (${wall} s, $(( ${kb:-0} / 1024 )) MiB)"
     else _failed "$name" "exit $rc, ${wall} s, $(( ${kb:-0} / 1024 )) MiB; bound ${secs} s, ${mib} MiB" "$log"; fi
 }
+
+# "${BOUNDED[@]}" CMD...: CMD under 2 GB of virtual memory and 10 s, the bound every
+# accepted problem's CPU rows keep (problem.h: attn_small_like); a run past it is killed
+# and its test fails. (t_bounded measures a run's wall time and peak memory instead.)
+BOUNDED=(bash -c 'ulimit -v 2000000 && exec timeout 10 "$@"' bounded)

@@ -145,3 +145,17 @@ t_bounded() {
 # accepted problem's CPU rows keep (problem.h: attn_small_like); a run past it is killed
 # and its test fails. (t_bounded measures a run's wall time and peak memory instead.)
 BOUNDED=(bash -c 'ulimit -v 2000000 && exec timeout 10 "$@"' bounded)
+
+# t_run_for "PHASES" NAME CMD...: t_run, but in an exercise build where one of PHASES is not
+# under test (run_tests.sh's TEST_PHASES) skipped with the reason: CMD needs that phase's
+# code, which is the student's there and may be unwritten (a phase's tests never need
+# another phase solved).
+t_run_for() {
+    local phases=$1 p; shift
+    if [ -n "${EX_BUILD:-}" ]; then
+        for p in $phases; do
+            [[ " ${TEST_PHASES:-} " == *" $p "* ]] || { t_skip "$1" "an exercise build: it runs $p's code (make $p test EX=1 tests it)"; return; }
+        done
+    fi
+    t_run "$@"
+}

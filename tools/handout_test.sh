@@ -9,7 +9,9 @@
 #     order, 6 first, each cut again (and rebuilt) before the next;
 #   - `make test` FAILS untouched, naming exercises, and ends "N passed, 0 failed" with
 #     every region filled.
-# CPU checks only (NO_CUDA=1): the GPU fill-ins are tried on a GPU by tools/tests.sh. One
+# CPU checks only (NO_CUDA=1), unless HANDOUT_GPU=1: then the tree is built for
+# CUDA_ARCH (default sm_90) and each run and test includes the GPU kernels and their
+# tests, as a student with a GPU meets them (on a GPU machine). One
 # build folder serves every step: in a handout every selection compiles the same files
 # (there is no exercises/ copy), and a fill or a cut gives the files a new time, so make
 # rebuilds exactly what changed.
@@ -36,12 +38,13 @@ summary() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }   # run_
 # the first FAIL line of a log and the exercises named after it
 why() { grep -m1 -E '(^| )FAIL' "$1" | tr -s ' ' | cut -c1-100; grep -m1 -oE 'exercises behind[^:]*: .*' "$1" | cut -c1-100; }
 
+gpu_flags="NO_CUDA=1"; [ -n "${HANDOUT_GPU:-}" ] && gpu_flags="CUDA_ARCH=${CUDA_ARCH:-sm_90}"
 # make in the tree as a student types it (EX=1 spelled out, as README_STUDENT.md does),
 # one build folder, no dependency installs, host code only
 mk() {   # LOG MAKE-ARGS...
     local log=$1 t0=$SECONDS rc=0; shift
     (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" \
-        NO_DEPS=1 NO_CUDA=1 BUILD="$T/b" "$@" >"$log" 2>&1) || rc=$?
+        NO_DEPS=1 $gpu_flags BUILD="$T/b" "$@" >"$log" 2>&1) || rc=$?
     took=$((SECONDS - t0))
     return $rc
 }

@@ -169,11 +169,35 @@ $(BUILD)/ref/libfa_ref.a: $(REF_OBJS)
 	$(Q)$(AR) rcs $@ $(BUILD)/ref/fa_ref.o
 -include $(REF_OBJS:.o=.d)
 
+# ---- the GPU reference library (common/ref.h, REF_GPU): every .cu source with an
+# exercise region, compiled from its solution for the build's GPUs, one object a source
+# (a phase pulls only what it borrows), each global symbol f renamed ref_f, and so is
+# every call it makes into the CPU reference (fa1_rescale -> ref_fa1_rescale). Linked
+# where another phase's GPU kernels may be cut: a handout (ref/libfa_ref_gpu.a, shipped
+# when it was made with nvcc) and a repository exercise build of more than one phase.
+REF_CU_SRC   := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.cu)) /dev/null)
+REF_GPU_OBJS := $(patsubst %.cu,$(BUILD)/ref/%.o,$(REF_CU_SRC))
+REF_GPU_LIB  := $(if $(and $(EX),$(HAVE_NVCC)),$(or $(wildcard ref/libfa_ref_gpu.a),$(if $(HANDOUT),,$(if $(filter-out 1,$(words $(SELECTED))),$(BUILD)/ref/libfa_ref_gpu.a))))
+CPPFLAGS     += $(if $(REF_GPU_LIB),-DREF_GPU_BUILD=1)
+$(BUILD)/ref/%.o: %.cu | $(BLOCKS_H)
+	@mkdir -p $(@D)
+	$(call say,REF,$<)
+	$(Q)$(NVCC) $(filter-out -DEX_BUILD=1 -DREF_GPU_BUILD=1,$(CPPFLAGS)) -I$(dir $<) -std=c++17 -O3 $(GENCODE) -MMD -MP -c $< -o $@
+$(BUILD)/ref/libfa_ref_gpu.a: $(REF_GPU_OBJS) $(BUILD)/ref/libfa_ref.a
+	$(Q)nm -g --defined-only $(REF_GPU_OBJS) $(BUILD)/ref/solutions.o | awk 'NF == 3 { print $$3 " ref_" $$3 }' \
+	    | sort -u >$(BUILD)/ref/rename_gpu.map
+	@rm -rf $(BUILD)/ref/gpu && mkdir -p $(BUILD)/ref/gpu
+	$(Q)for o in $(REF_GPU_OBJS); do \
+	    objcopy --redefine-syms=$(BUILD)/ref/rename_gpu.map --strip-debug $$o $(BUILD)/ref/gpu/$$(echo $${o#$(BUILD)/ref/} | tr / _) || exit 1; done
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $(BUILD)/ref/gpu/*.o
+-include $(REF_GPU_OBJS:.o=.d)
+
 # For each written phase: lib<phase>.a from its library sources (+ CUDA ones when nvcc
 # exists), the driver build/<phase>, and the unit tests build/test_<phase>.
 define phase_build
 $(1)_OBJS := $$(call objs_of,$$($(1)_LIB)) $$(if $$(HAVE_NVCC),$$(call objs_of,$$($(1)_CU)))
-$(1)_LINK := $(BUILD)/lib$(1).a $$(foreach u,$$($(1)_USES),$(BUILD)/lib$$(u).a) $(if $(EX),$(REF_LIB)) $(BUILD)/libcommon.a
+$(1)_LINK := $(BUILD)/lib$(1).a $$(foreach u,$$($(1)_USES),$(BUILD)/lib$$(u).a) $(if $(EX),$(REF_LIB) $(if $$($(1)_CU),$(REF_GPU_LIB))) $(BUILD)/libcommon.a
 $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	@mkdir -p $$(@D)
 	@rm -f $$@

@@ -13,6 +13,18 @@
  *                     (the Makefile's "reference library"); a handout ships it prebuilt
  *                     as ref/libfa_ref.a, object code only, so no solution is in its text.
  *
+ * A GPU row borrowed from another phase (phase 4's table shows phase 3's fa1-mma; phases
+ * 5 and 6 run phase 4's fa2-mma for the forward) calls REF_GPU(f), for the same reason:
+ *
+ *   REF_GPU(f) is ref_f    where the build links the GPU reference library
+ *                          libfa_ref_gpu.a (REF_GPU_BUILD): every .cu source with an
+ *                          exercise region, compiled from its solution for the build's
+ *                          GPUs, renamed the same way. A handout made with nvcc ships it as
+ *                          ref/libfa_ref_gpu.a; in the repository it is linked when more
+ *                          than one phase is cut (make run EX=1).
+ *   REF_GPU(f) is f        otherwise: make phaseN ... EX=1 in the repository cuts phase N
+ *                          alone, so the kernels it borrows are the solutions themselves.
+ *
  * REF_PROTO(ret, f, (args)) declares f and ref_f together. */
 #ifndef COMMON_REF_H
 #define COMMON_REF_H
@@ -22,6 +34,11 @@
 #else
 #define REF(f) f
 #define EX_BUILD_ON 0
+#endif
+#ifdef REF_GPU_BUILD
+#define REF_GPU(f) ref_##f
+#else
+#define REF_GPU(f) f
 #endif
 #define REF_PROTO(ret, f, args) ret f args; ret ref_##f args
 #endif

@@ -78,7 +78,7 @@ double naive_device_bytes(const attn_problem_t *p);
 #if HAVE_CUDA
 /* The three steps, asynchronous on the default stream: S = scale Q K^T, P = softmax(S)
  * (causal mask applied here), O = P V. */
-void naive_gpu_forward(const naive_gpu_t *g);
+REF_PROTO(void, naive_gpu_forward, (const naive_gpu_t *g));   /* REF_GPU in phases 3 and 4 */
 /* naive_gpu_forward with the gpu_timed_fn signature (ctx is a naive_gpu_t *). */
 void naive_gpu_forward_fn(void *ctx);
 /* Release the cuBLAS handle; registered with atexit() when the handle is made, so the

@@ -128,8 +128,9 @@ static inline bool fa1_mma_supports(int d)
  *        lowers), or there is no usable device; why says which.
  * The caller marks the row "n/a" (-1) or "skipped" (1) and goes on: the launchers must
  * only be called after a 0 (they check nothing, so as to cost nothing in a timed loop). */
-int fa1_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa1_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* REF_PROTO: phase 4 borrows these rows through REF_GPU (common/ref.h) */
+REF_PROTO(int, fa1_simple_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
+REF_PROTO(int, fa1_mma_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
 
 /* The last step of every *_config() of phases 3 and 4: 0 when c can run on this device,
  * else 1 with why (no device, or too little shared memory). */
@@ -138,8 +139,8 @@ static inline int fa1_config_fits(const gpu_kernel_config_t *c, char *why, size_
     if (!gpu_available(why, len)) return 1;
     return gpu_kernel_fits(c, why, len) ? 0 : 1;
 }
-void fa1_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
-                       float *o, float *l, float *m);
+REF_PROTO(void, fa1_simple_launch, (const attn_problem_t *p, const void *q, const void *k, const void *v,
+                                    float *o, float *l, float *m));
 /* fa1-mma's two variants (template instances of one kernel, fa1_mma.cu):
  *   FA1_PLAIN       Alg. 1 as written: every pass j visits every Q block (causal blocks
  *                   wholly masked are computed, and give exp(-inf) = 0);
@@ -158,8 +159,8 @@ typedef enum { FA1_PLAIN = 0, FA1_BLOCK_SKIP = 1 } fa1_variant_t;
  * heads (FA1_PLAIN: B H Tr). Free with drv_visits_free. */
 struct drv_visits;
 void fa1_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, fa1_variant_t variant);
-void fa1_mma_launch(const attn_problem_t *p, fa1_variant_t variant, const void *q, const void *k,
-                    const void *v, float *o, float *l, float *m);
+REF_PROTO(void, fa1_mma_launch, (const attn_problem_t *p, fa1_variant_t variant, const void *q, const void *k,
+                                 const void *v, float *o, float *l, float *m));
 
 /* The SRAM size the simple kernel hands to fa1_block_sizes(): 48 KiB, the shared memory
  * every CUDA GPU gives a thread block without opting in. */

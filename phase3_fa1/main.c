@@ -117,7 +117,7 @@ static void launch_fa1(void *ctx)
     if (x->k == 0) fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m);
     else fa1_mma_launch(&x->p, x->k == 1 ? FA1_BLOCK_SKIP : FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m);
 }
-static void launch_cublas(void *ctx) { naive_gpu_forward(&((const launch_t *)ctx)->naive); }
+static void launch_cublas(void *ctx) { REF_GPU(naive_gpu_forward)(&((const launch_t *)ctx)->naive); }
 
 /* All selected GPU rows of one problem. Returns the number of rows added. */
 static int run_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, int check_rows, drv_row_t *rows)

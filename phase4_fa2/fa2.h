@@ -134,11 +134,12 @@ REF_PROTO(size_t, fa2_cpu, (const attn_inputs_t *in, attn_blocks_t b, float *O, 
  * The driver marks the row "n/a" (-1) or "skipped" (1) and goes on; the launchers are
  * never called after -1 or 1 (they check nothing: they sit in the timed loop). */
 int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-void fa2_simple_launch(const attn_problem_t *p, const void *q, const void *k, const void *v,
-                       float *o, float *L);
-void fa2_mma_launch(const attn_problem_t *p, fa2_variant_t variant, const void *q,
-                    const void *k, const void *v, float *o, float *L);
+/* REF_PROTO: phases 5 and 6 borrow these through REF_GPU (common/ref.h) */
+REF_PROTO(int, fa2_mma_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
+REF_PROTO(void, fa2_simple_launch, (const attn_problem_t *p, const void *q, const void *k, const void *v,
+                                    float *o, float *L));
+REF_PROTO(void, fa2_mma_launch, (const attn_problem_t *p, fa2_variant_t variant, const void *q,
+                                 const void *k, const void *v, float *o, float *L));
 /* fa2_wgmma.cu: the same algorithm on Hopper's warpgroup MMA (wgmma), built for sm_90a
  * alone: config says 1 ("skipped", with the reason) on any other GPU. Br = Bc = 64,
  * d = 64 and 128. The steps of the Hopper ladder: 1 = wgmma with cp.async loads,

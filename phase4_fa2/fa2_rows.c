@@ -71,7 +71,7 @@ typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1
 static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
                                         "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
-static const config_fn CONFIG[] = {NULL, fa1_simple_config, fa1_mma_config, fa2_simple_config, fa2_mma_config, fa1_mma_config,
+static const config_fn CONFIG[] = {NULL, REF_GPU(fa1_simple_config), REF_GPU(fa1_mma_config), fa2_simple_config, fa2_mma_config, REF_GPU(fa1_mma_config),
                                    fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
                                    fa2_wgmma_overlap_config};
 
@@ -82,10 +82,10 @@ static void launch(void *ctx)
     const launch_t *x = ctx;
     const drv_gpu_bufs_t *b = x->b;
     switch (x->kind) {
-    case K_CUBLAS:     naive_gpu_forward(&x->naive); break;
-    case K_FA1_SIMPLE: fa1_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA1_MMA:    fa1_mma_launch(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m); break;
-    case K_FA1_PLAIN:  fa1_mma_launch(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
+    case K_CUBLAS:     REF_GPU(naive_gpu_forward)(&x->naive); break;
+    case K_FA1_SIMPLE: REF_GPU(fa1_simple_launch)(&x->p, b->Q, b->K, b->V, b->O, b->l, b->m); break;
+    case K_FA1_MMA:    REF_GPU(fa1_mma_launch)(&x->p, FA1_BLOCK_SKIP, b->Q, b->K, b->V, b->O, b->l, b->m); break;
+    case K_FA1_PLAIN:  REF_GPU(fa1_mma_launch)(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
@@ -169,7 +169,7 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     /* phase 3's fa1-mma is the previous phase: always run, a row when selected */
     gpu_kernel_config_t c3;
     char why[200];
-    kind_t k3 = fa1_mma_config(p->d, &c3, why, sizeof why) == 0 ? K_FA1_MMA : K_FA1_SIMPLE;
+    kind_t k3 = REF_GPU(fa1_mma_config)(p->d, &c3, why, sizeof why) == 0 ? K_FA1_MMA : K_FA1_SIMPLE;
     bool listed = k3 == K_FA1_SIMPLE && cli_kernel_selected(o, "fa1-simple") && simple_ok;   /* a row already */
     bool row3 = cli_kernel_selected(o, KIND_NAME[k3]) && !listed;
     drv_row_t r3 = run_kernel(in, &b, k3, FA2_FULL, KIND_NAME[k3], sweep, row3 ? o->iters : 1, check_rows,

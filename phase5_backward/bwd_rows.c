@@ -63,7 +63,7 @@ static void launch(void *ctx)
     case K_TWO_PASS: bwd_mma_launch(&x->p, BWD_TWO_PASS, a); break;
     case K_NOSKIP:   bwd_mma_launch(&x->p, BWD_NOSKIP, a); break;
     case K_FWD_BWD:  /* the training step: phase 4's forward, then this backward */
-        fa2_mma_launch(&x->p, FA2_FULL, a->Q, a->K, a->V, (float *)a->O, (float *)a->L);
+        REF_GPU(fa2_mma_launch)(&x->p, FA2_FULL, a->Q, a->K, a->V, (float *)a->O, (float *)a->L);
         bwd_mma_launch(&x->p, BWD_ATOMIC, a);
         break;
     }
@@ -215,8 +215,8 @@ static void ctx_open(bctx_t *c, const attn_inputs_t *in)
     c->a.dQ = gpu_malloc(attn_q_elems(p) * sizeof(float));
     c->a.dK = gpu_malloc(attn_kv_elems(p) * sizeof(float));
     c->a.dV = gpu_malloc(attn_kv_elems(p) * sizeof(float));
-    if (fa2_mma_supports(p->d)) fa2_mma_launch(p, FA2_FULL, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
-    else fa2_simple_launch(p, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
+    if (fa2_mma_supports(p->d)) REF_GPU(fa2_mma_launch)(p, FA2_FULL, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
+    else REF_GPU(fa2_simple_launch)(p, c->a.Q, c->a.K, c->a.V, c->fw.O, c->fw.L);
 }
 
 static void ctx_close(bctx_t *c)

@@ -163,7 +163,7 @@ void dec_set_splits(int S) { splits_override = S; }
 void dec_launch(void *ctx)
 {
     const dec_launch_t *x = ctx;
-    if (x->fa2) fa2_mma_launch(&x->p, FA2_FULL, x->a.q, x->a.k, x->a.v, x->a.o, x->a.L);
+    if (x->fa2) REF_GPU(fa2_mma_launch)(&x->p, FA2_FULL, x->a.q, x->a.k, x->a.v, x->a.o, x->a.L);
     else dec_gpu_launch(&x->p, &x->a, x->pack, x->S);
 }
 
@@ -190,7 +190,7 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     drv_row_t r = drv_row(name, "gpu", "-", p);
     gpu_kernel_config_t cfg;
     char why[200];
-    int rc = fa2 ? fa2_mma_config(p->d, &cfg, why, sizeof why) : dec_gpu_config(p->d, &cfg, why, sizeof why);
+    int rc = fa2 ? REF_GPU(fa2_mma_config)(p->d, &cfg, why, sizeof why) : dec_gpu_config(p->d, &cfg, why, sizeof why);
     if (rc == 0 && !fa2 && p->N_q > DEC_GPU_MAX_NQ) {
         snprintf(why, sizeof why, "the decode kernels take N_q <= %d (phase 4's fa2-mma is the kernel for more)", DEC_GPU_MAX_NQ);
         rc = -1;

@@ -107,6 +107,14 @@ handout)
     # student's phase is checked against them whatever state the other phases are in
     make --no-print-directory BUILD="$BUILD" "$BUILD/ref/libfa_ref.a" >/dev/null
     mkdir -p "$tree/ref"; cp "$BUILD/ref/libfa_ref.a" "$tree/ref/"
+    # and the GPU kernels a phase borrows from another (phase 4's fa1-mma row, the forward
+    # of phases 5 and 6), for the GPUs of CUDA_ARCH (the Makefile's default: sm_80 to
+    # sm_90, with PTX for newer ones); without nvcc (or with NO_CUDA=1) those rows of a
+    # student's GPU build run the student's own earlier kernels
+    if [ -z "${NO_CUDA:-}" ] && command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
+        make --no-print-directory BUILD="$BUILD" "$BUILD/ref/libfa_ref_gpu.a" >/dev/null || exit 1
+        cp "$BUILD/ref/libfa_ref_gpu.a" "$tree/ref/"
+    else echo "handout: made without nvcc: no GPU reference (ref/libfa_ref_gpu.a); a GPU row borrowed from another phase runs the student's kernel"; fi
     mkdir -p "$BUILD"
     tar -czf "$BUILD/handout.tar.gz" -C "$tmp" flash-attention-from-scratch
     echo "handout: $BUILD/handout.tar.gz ($(marked_files | wc -l) files with their solutions cut out)"

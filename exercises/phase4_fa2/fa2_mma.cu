@@ -106,10 +106,9 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         n_blocks = 0;
     }
     if (visit_all(vis)) n_blocks = Tc;
-    if (threadIdx.x == 0) visit_count(vis, i, n_blocks);   /* the driver holds it to fa2_kv_blocks() */
     /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
     const int row0 = i0 + warp * 16 * MT + g;
-    if (n_blocks == 0) {   /* every row fully masked: O = 0, L = +inf (common/problem.h) */
+    if (n_blocks == 0) {   /* every row fully masked: O = 0, L = +inf (common/problem.h); 0 visits */
         for (int e = threadIdx.x; e < BR * D; e += THREADS)
             if (i0 + e / D < p.N_q) O[(size_t)i0 * D + e] = 0.0f;
         for (int r = threadIdx.x; r < BR; r += THREADS)
@@ -325,6 +324,8 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
          * HINT: already normalised. m_i holds raw scores (times p.scale); a row with l = 0 gets
          * HINT: L = +inf. One lane of the quad (t == 0) writes L. */
     }
+    /* counted last, off the path to the first K/V block; the driver holds it to fa2_kv_blocks() */
+    if (threadIdx.x == 0) visit_count(vis, i, n_blocks);
 }
 
 /* What must hold for every row of FA2_MMA_TABLE (fa2_blocks.h). Shared memory: fa2-mma

@@ -159,7 +159,7 @@ REF_OBJS     := $(patsubst %.c,$(BUILD)/ref/%.o,$(REF_SRC))
 $(BUILD)/ref/%.o: %.c | $(BLOCKS_H)
 	@mkdir -p $(@D)
 	$(call say,REF,$<)
-	$(Q)$(CC) $(filter-out -DEX_BUILD=1,$(CPPFLAGS)) -I$(dir $<) $(ALL_CFLAGS) -g0 -c $< -o $@
+	$(Q)$(CC) $(filter-out -DEX_BUILD=1 -DREF_GPU_BUILD=1 -DREF_GPU_SOLVED=1,$(CPPFLAGS)) -I$(dir $<) $(ALL_CFLAGS) -g0 -c $< -o $@
 $(BUILD)/ref/libfa_ref.a: $(REF_OBJS)
 	$(Q)$(LD) -r -o $(BUILD)/ref/solutions.o $^
 	$(Q)nm -g --defined-only $(BUILD)/ref/solutions.o | awk '{ print $$3 " ref_" $$3 }' >$(BUILD)/ref/rename.map
@@ -174,15 +174,18 @@ $(BUILD)/ref/libfa_ref.a: $(REF_OBJS)
 # (a phase pulls only what it borrows), each global symbol f renamed ref_f, and so is
 # every call it makes into the CPU reference (fa1_rescale -> ref_fa1_rescale). Linked
 # where another phase's GPU kernels may be cut: a handout (ref/libfa_ref_gpu.a, shipped
-# when it was made with nvcc) and a repository exercise build of more than one phase.
+# when it was made with nvcc) and a repository exercise build that cuts more than one
+# phase (make run EX=1); one that cuts one phase borrows the others' own (REF_GPU_SOLVED).
 REF_CU_SRC   := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.cu)) /dev/null)
 REF_GPU_OBJS := $(patsubst %.cu,$(BUILD)/ref/%.o,$(REF_CU_SRC))
-REF_GPU_LIB  := $(if $(and $(EX),$(HAVE_NVCC)),$(or $(wildcard ref/libfa_ref_gpu.a),$(if $(HANDOUT),,$(if $(filter-out 1,$(words $(SELECTED))),$(BUILD)/ref/libfa_ref_gpu.a))))
-CPPFLAGS     += $(if $(REF_GPU_LIB),-DREF_GPU_BUILD=1)
+# The phases whose sources this exercise build cuts (their copies under EXDIR):
+CUT_PHASE_DIRS := $(foreach d,$(filter-out common,$(EX_DIRS)),$(if $(wildcard $(EXDIR)/$(d)/*),$(d)))
+REF_GPU_LIB  := $(if $(and $(EX),$(HAVE_NVCC)),$(or $(wildcard ref/libfa_ref_gpu.a),$(if $(HANDOUT),,$(if $(filter-out 0 1,$(words $(CUT_PHASE_DIRS))),$(BUILD)/ref/libfa_ref_gpu.a))))
+CPPFLAGS     += $(if $(REF_GPU_LIB),-DREF_GPU_BUILD=1,$(if $(and $(EX),$(if $(HANDOUT),,$(filter 0 1,$(words $(CUT_PHASE_DIRS))))),-DREF_GPU_SOLVED=1))
 $(BUILD)/ref/%.o: %.cu | $(BLOCKS_H)
 	@mkdir -p $(@D)
 	$(call say,REF,$<)
-	$(Q)$(NVCC) $(filter-out -DEX_BUILD=1 -DREF_GPU_BUILD=1,$(CPPFLAGS)) -I$(dir $<) -std=c++17 -O3 $(GENCODE) -MMD -MP -c $< -o $@
+	$(Q)$(NVCC) $(filter-out -DEX_BUILD=1 -DREF_GPU_BUILD=1 -DREF_GPU_SOLVED=1,$(CPPFLAGS)) -I$(dir $<) -std=c++17 -O3 $(GENCODE) -MMD -MP -c $< -o $@
 $(BUILD)/ref/libfa_ref_gpu.a: $(REF_GPU_OBJS) $(BUILD)/ref/libfa_ref.a
 	$(Q)nm -g --defined-only $(REF_GPU_OBJS) $(BUILD)/ref/solutions.o | awk 'NF == 3 { print $$3 " ref_" $$3 }' \
 	    | sort -u >$(BUILD)/ref/rename_gpu.map

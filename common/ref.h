@@ -23,7 +23,8 @@
  *                          ref/libfa_ref_gpu.a; in the repository it is linked when more
  *                          than one phase is cut (make run EX=1).
  *   REF_GPU(f) is f        otherwise: make phaseN ... EX=1 in the repository cuts phase N
- *                          alone, so the kernels it borrows are the solutions themselves.
+ *                          alone, so the kernels it borrows are the solutions themselves
+ *                          (the Makefile says so with REF_GPU_SOLVED).
  *
  * REF_PROTO(ret, f, (args)) declares f and ref_f together. */
 #ifndef COMMON_REF_H
@@ -39,6 +40,15 @@
 #define REF_GPU(f) ref_##f
 #else
 #define REF_GPU(f) f
+#endif
+/* REF_GPU_ON: is REF_GPU(f) a solution? Yes outside an exercise build, with the GPU
+ * reference library, and in a repository exercise build of one phase (REF_GPU_SOLVED: the
+ * other phases are whole). No in a handout made without nvcc: a borrowed GPU row is then
+ * not run ("n/a"), as it would run the student's own earlier kernel. */
+#if !EX_BUILD_ON || defined(REF_GPU_BUILD) || defined(REF_GPU_SOLVED)
+#define REF_GPU_ON 1
+#else
+#define REF_GPU_ON 0
 #endif
 #define REF_PROTO(ret, f, args) ret f args; ret ref_##f args
 #endif

@@ -29,6 +29,9 @@ for d in 32 64 128; do
         done
     done
 done
+# the run `make phase3 run` does, not --quiet: every row, the notes; the other
+# GPU tests are --quiet, and a table one row too long once overflowed only here
+t_gpu "phase3 gpu: the default run, not quiet, PASSes" "$P3" --csv "$T3/default.csv"
 t_gpu "phase3 gpu N_q=300 N_kv=1000 causal" "$P3" --quiet --iters 2 --B 2 --H 2 --N 300 --Nkv 1000 --d 64 --causal --csv "$T3/g.csv"
 t_gpu "phase3 gpu N_q=1000 N_kv=300 causal (masked rows)" "$P3" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 64 --causal --csv "$T3/g.csv"
 t_gpu "phase3 gpu GQA H=8 Hkv=2 d=128 causal" "$P3" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 333 --d 128 --causal --csv "$T3/g.csv"

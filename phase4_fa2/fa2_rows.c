@@ -2,6 +2,7 @@
  * a GPU each selected kernel on the whole problem and the ablation ladder, each checked
  * (main.c's header lists the checks). The --sweep is fa2_sweep.c.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     drv_visits_t vis = { 0 };   /* the blocks each tile must visit: filled below (cuBLAS, fa1-simple skip none) */
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep, &vis };
-    if (EX_BUILD_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* its code may be cut too: common/ref.h */
+    if (!REF_GPU_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* the student's own: common/ref.h */
         drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
         return r;
     }
@@ -202,6 +203,7 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     }
     free(o2); free(o3); free(o4);
     drv_gpu_free(&b);
+    assert(n <= FA2_GPU_ROWS_MAX);   /* the callers' arrays hold that many */
     return n;
 }
 
@@ -223,6 +225,7 @@ int fa2_ladder(const cli_opts_t *o, int d, drv_row_t *rows)
         { K_FA2_MMA, FA2_FULL,     "fa2-mma",      "fa2-deferred at larger blocks, one K and one V buffer" },
     };
     const int n = sizeof STEP / sizeof STEP[0];
+    _Static_assert(sizeof STEP / sizeof STEP[0] == FA2_LADDER_STEPS, "FA2_LADDER_STEPS: the ladder's rows");
     for (int k = 0; k < n; k++) {
         rows[k] = run_kernel(&in, &b, STEP[k].k, STEP[k].v, STEP[k].name, "ladder", o->iters, FA2_SWEEP_ROWS,
                              NULL, 0, NULL, false);

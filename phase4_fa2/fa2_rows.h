@@ -8,6 +8,8 @@
 #define FA2_PHASE      "phase4"
 #define FA2_FA1_M      (128 * 1024)  /* phase 3's default SRAM for its CPU model            */
 #define FA2_SWEEP_ROWS 96            /* oracle rows checked per sweep (and ladder) point     */
+#define FA2_GPU_ROWS_MAX 10          /* cublas, fa1-simple, fa1-mma, simple, mma, 5 wgmma steps */
+#define FA2_LADDER_STEPS 7           /* fa1-plain ... fa2-mma (fa2_ladder)                   */
 
 /* The CPU tile model on pc: its bytes, non-matmul count and causal range against the
  * formulas; with full_checks also O and L against the oracle and the previous phases
@@ -15,11 +17,12 @@
 drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks);
 
 #if HAVE_CUDA
-/* All selected GPU rows of one problem, check_rows oracle rows each. simple_ok: time the
- * simple kernels too. */
+/* All selected GPU rows of one problem (at most FA2_GPU_ROWS_MAX), check_rows oracle rows
+ * each. simple_ok: time the simple kernels too. */
 int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, int check_rows,
                  bool simple_ok, drv_row_t *rows);
-/* The ablation ladder at the FA2 paper's N = 4096 point (B = 4, H = 2048 / d), causal. */
+/* The ablation ladder at the FA2 paper's N = 4096 point (B = 4, H = 2048 / d), causal:
+ * FA2_LADDER_STEPS rows. */
 int fa2_ladder(const cli_opts_t *o, int d, drv_row_t *rows);
 #endif
 

@@ -76,12 +76,12 @@ int main(int argc, char **argv)
     if (o.sweep) return fa2_sweep(&D, &o);
 
     drv_banner(&D, &o, "FlashAttention-2 forward, Q outer / K-V inner");
-    drv_row_t rows[16];
+    drv_row_t rows[1 + FA2_GPU_ROWS_MAX + FA2_LADDER_STEPS];   /* the CPU row, the GPU rows, the ladder */
     int n = 0, nl = 0;
     attn_problem_t pc = attn_small_like(p, CPU_MAX_FLOPS);
     if (!o.quiet) attn_small_like_note(PHASE, p, &pc, CPU_MAX_FLOPS);
     rows[n++] = fa2_cpu_row(&pc, &o, "-", true);
-    drv_row_t ladder[8];
+    drv_row_t ladder[FA2_LADDER_STEPS];
 #if HAVE_CUDA
     if (D.gpu) {
         attn_inputs_t in;

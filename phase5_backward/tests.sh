@@ -49,6 +49,9 @@ for d in 32 64 128; do
         done
     done
 done
+# the run `make phase5 run` does, not --quiet: every row, the notes; the other
+# GPU tests are --quiet, and a table one row too long once overflowed only here
+t_gpu "phase5 gpu: the default run, not quiet, PASSes" "$P5" --causal --csv "$T5/default.csv"
 t_gpu "phase5 gpu N_q=300 N_kv=1000 causal" "$P5" --quiet --iters 2 --B 2 --H 2 --N 300 --Nkv 1000 --d 64 --causal --csv "$T5/g.csv"
 t_gpu "phase5 gpu N_q=1000 N_kv=300 causal (fully masked rows)" "$P5" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 128 --causal --csv "$T5/g.csv"
 t_gpu "phase5 gpu GQA 8:1 H=16 Hkv=2 d=128 causal" "$P5" --quiet --iters 2 --B 2 --H 16 --Hkv 2 --N 333 --d 128 --causal --csv "$T5/g.csv"

@@ -48,6 +48,9 @@ for Nq in 1 4 16; do
     done
 done
 # L = 100000: the oracle checks every row in fp64 (and phase 1's fp16 pipeline), ~ rows x L x d each
+# the run `make phase6 run` does, not --quiet: every row, the notes; the other
+# GPU tests are --quiet, and a table one row too long once overflowed only here
+t_gpu "phase6 gpu: the default run, not quiet, PASSes" "$P6" --csv "$T6/default.csv"
 t_gpu "phase6 gpu N_q=1 L=100000 GQA 32:8 d=128" "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 100000 --d 128 --csv "$T6/g.csv"
 t_gpu "phase6 gpu N_q=4 L=100000 causal GQA 8:2 d=128" "$P6" --quiet --iters 2 --H 8 --Hkv 2 --N 4 --Nkv 100000 --d 128 --causal --csv "$T6/g.csv"
 t_gpu "phase6 gpu N_q=1 L=1000 d=64 GQA 32:8 (GPU rows, CPU rows too)" "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 1000 --d 64 --csv "$T6/g.csv"

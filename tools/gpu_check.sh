@@ -16,6 +16,8 @@
 #   run       build/PHASE --csv $OUT/PHASE.csv    (the default problem, the table)
 #   profile   tools/profile.sh build/PHASE $OUT/PHASE.csv   (ncu DRAM bytes)
 #   sweep, extra                                  (as given on the phase line)
+#   handout   HANDOUT_GPU=1 HANDOUT_FILLED_ONLY=1 tools/handout_test.sh PHASE (with its GPU
+#             kernels and tests, only PHASE's regions filled: not in the default steps)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-results/gpu_check}
@@ -78,6 +80,7 @@ for p in "${want[@]}"; do
     has sweep    && step "$p-sweep"    bash -c "${SWEEP[$p]}"
     has profile  && step "$p-profile"  bash tools/profile.sh build/"$p" "$OUT/$p.csv"
     has extra    && [ -n "${EXTRA[$p]}" ] && step "$p-extra" bash -c "${EXTRA[$p]}"
+    has handout  && step "$p-handout" env HANDOUT_GPU=1 HANDOUT_FILLED_ONLY=1 CUDA_ARCH="$ARCH" JOBS=16 bash tools/handout_test.sh "$p"
 done
 has tools && step "tools-tests" env JOBS=16 EX_CUDA_ARCH="$ARCH" bash tools/run_tests.sh
 

@@ -82,6 +82,8 @@ struct Cfg2d {
     /* dQ: Br x d over QM x QD warps */
     static constexpr int QD = WARPS / QM, Q_ROWS = BR / QM, Q_COLS = D / QD;
     static constexpr int Q_MT = Q_ROWS / 16, Q_NT = Q_COLS / 8;
+    static constexpr int Q_CH = Q_NT < 4 ? Q_NT : 4;   /* n-tiles of dQ a pass (add_dq) */
+    static_assert(Q_NT % Q_CH == 0 && Q_CH % 2 == 0, "mma2d: dQ's passes split its tile evenly");
     static constexpr size_t K_OFF = 0;
     static constexpr size_t V_OFF = K_OFF + sizeof(__half) * BC * LDH;
     static constexpr size_t Q_OFF = V_OFF + sizeof(__half) * BC * LDH;      /* 2 stages */
@@ -316,14 +318,18 @@ bwd_mma2d_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
         warp_mma<C::KV_MT, C::KV_NT, BR, LDP, LDH, true, true>(dv, Ps + kv_r, dOi + kv_c);
         warp_mma<C::KV_MT, C::KV_NT, BR, LDP, LDH, true, true>(dk, dSs + kv_r, Qi + kv_c);
 
-        /* l.15: dQ_i += scale dS K_j, the warp's rows q_r.., columns q_c..; k over the Bc keys */
-        {
-            float q[C::Q_MT][C::Q_NT][4];
+        /* l.15: dQ_i += scale dS K_j, the warp's rows q_r.., columns q_c..; k over the Bc keys.
+         * In chunks of Q_CH n-tiles (32 columns): beside dK_j, dV_j's registers a whole
+         * 32 x 64 tile (d = 256) spilled on sm_80 */
+#pragma unroll
+        for (int c = 0; c < C::Q_NT; c += C::Q_CH) {
+            float q[C::Q_MT][C::Q_CH][4];
             zero_acc(q);
-            warp_mma<C::Q_MT, C::Q_NT, BC, LDP, LDH, false, true>(q, dSs + q_r * LDP, Ks + q_c);
-            add_dq<C::Q_MT, C::Q_NT, D>(dQg + q_off, q, q_r, q_c, p.N_q - i * BR, p.scale);
+            warp_mma<C::Q_MT, C::Q_CH, BC, LDP, LDH, false, true>(q, dSs + q_r * LDP, Ks + q_c + 8 * c);
+            add_dq<C::Q_MT, C::Q_CH, D>(dQg + q_off, q, q_r, q_c + 8 * c, p.N_q - i * BR, p.scale);
         }
     }
+    cp_async_wait<0>();   /* steps = 0: K_j, V_j's copies land before the block exits */
     /* l.18: dK_j = scale dS^T Q, dV_j written once (keys past N_kv not written); a block no
      * query row sees (steps = 0) writes zeros */
 #pragma unroll

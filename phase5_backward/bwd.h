@@ -155,7 +155,7 @@ REF_PROTO(size_t, bwd_fa2, (const attn_inputs_t *in, attn_blocks_t b, const floa
  * number of FAILs, *nchecks the number of checks. exercises: the names to blame. */
 int bwd_worked(FILE *out, int *nchecks);
 
-/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu) ------------------------------
+/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu) ----------------
  * Device pointers in the layouts above: Q, K, V, dO fp16; O, L (the forward's), D and the
  * gradients dQ, dK, dV fp32. Asynchronous; every launcher runs the whole backward,
  * preprocess included, so one call is one timed backward. */
@@ -182,6 +182,7 @@ void bwd_preprocess_launch(const attn_problem_t *p, const bwd_gpu_args_t *a, int
 /* As fa2.h's *_config: 0 runs here, -1 not built for d (n/a), 1 too little shared memory. */
 int bwd_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 
 /* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
  * CUDA cores, dQ_i added with fp32 atomics. */
@@ -194,6 +195,11 @@ void bwd_simple_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
  *   NOSKIP    ATOMIC without the causal skip: every Q block visited, masked elementwise */
 typedef enum { BWD_ATOMIC = 0, BWD_TWO_PASS = 1, BWD_NOSKIP = 2 } bwd_variant_t;
 void bwd_mma_launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_t *a);
+
+/* mma2d (bwd_mma2d.cu): ATOMIC's algorithm (K/V outer, causal skip, dQ with atomics) with
+ * FA2's 2-D warp grids for S/dP, dK/dV and dQ, P and dS staged in shared memory (fp16);
+ * blocks and grids per d in BWD_MMA2D_TABLE (bwd_blocks.h). */
+void bwd_mma2d_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
 
 /* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
  * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;

@@ -73,6 +73,49 @@
     X(64,  BWD_MMA_D64_BR,  BWD_MMA_BC)      \
     X(128, BWD_MMA_D128_BR, BWD_MMA_BC)
 
+/* The mma2d kernel's rows (bwd_mma2d.cu): X(d, Br, Bc, SM, KN, QM), 8 warps, FA2's blocks
+ * and warp grids on an H100 (its Flash_bwd_kernel_traits<d, kBlockM, kBlockN, 8,
+ * AtomLayoutMSdP, AtomLayoutNdKV, AtomLayoutMdQ> for >= 144 KiB of shared memory, d = 256's
+ * for >= 176 KiB):
+ *   SM  warps along Br in the S/dP grid (Br x Bc; Bc over the other 8 / SM)
+ *   KN  warps along Bc in the dK/dV grid (Bc x d; d over the other 8 / KN)
+ *   QM  warps along Br in the dQ grid (Br x d; d over the other 8 / QM)
+ * A warp's dK_j, dV_j tile lives in registers for the whole loop: Bc d / 128 floats each a
+ * thread (d = 128, 256: 2 x 64). Shared memory (bwd_mma2d.cu's picture): d = 32 130 KiB,
+ * 64 178 KiB, 128 171 KiB, 256 217 KiB, so all but d = 32 need an H100's 227 KiB (on an
+ * A100, 163 KiB, the config says skipped). Br and Bc can be set as -DBWD_MMA2D_D64_BR=64;
+ * the static_asserts of bwd_mma2d.cu check that the grids still divide them. */
+#ifndef BWD_MMA2D_D32_BR
+#define BWD_MMA2D_D32_BR 128
+#endif
+#ifndef BWD_MMA2D_D32_BC
+#define BWD_MMA2D_D32_BC 128
+#endif
+#ifndef BWD_MMA2D_D64_BR
+#define BWD_MMA2D_D64_BR 128
+#endif
+#ifndef BWD_MMA2D_D64_BC
+#define BWD_MMA2D_D64_BC 128
+#endif
+#ifndef BWD_MMA2D_D128_BR
+#define BWD_MMA2D_D128_BR 64
+#endif
+#ifndef BWD_MMA2D_D128_BC
+#define BWD_MMA2D_D128_BC 128
+#endif
+#ifndef BWD_MMA2D_D256_BR
+#define BWD_MMA2D_D256_BR 64
+#endif
+#ifndef BWD_MMA2D_D256_BC
+#define BWD_MMA2D_D256_BC 64
+#endif
+/*                        d    Br                 Bc                 SM KN QM */
+#define BWD_MMA2D_TABLE(X)                                                 \
+    X(32,  BWD_MMA2D_D32_BR,  BWD_MMA2D_D32_BC,  4, 4, 4)                 \
+    X(64,  BWD_MMA2D_D64_BR,  BWD_MMA2D_D64_BC,  4, 4, 4)                 \
+    X(128, BWD_MMA2D_D128_BR, BWD_MMA2D_D128_BC, 2, 4, 2)                 \
+    X(256, BWD_MMA2D_D256_BR, BWD_MMA2D_D256_BC, 4, 2, 2)
+
 /* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
 #define BWD_DQ_BR 64
 #define BWD_DQ_BC 64

@@ -40,11 +40,11 @@ fi
 
 # GPU: every kernel's dQ, dK, dV against the fp64 oracle (2x rule against std) and std's,
 # on the shape families of phases 1-4 (tails, N = 1, N_q != N_kv causal, fully masked
-# rows, GQA 8:1 and MQA, d = 32/64/128; simple also d = 256)
+# rows, GQA 8:1 and MQA, d = 32/64/128; simple and mma2d also d = 256)
 for d in 32 64 128; do
     for N in 1 77 256 1000; do
         for c in "" --causal; do
-            t_gpu "phase5 gpu d=$d N=$N ${c:-full} (std, simple, mma, two-pass, noskip vs oracle and std)" \
+            t_gpu "phase5 gpu d=$d N=$N ${c:-full} (std, simple, mma, mma2d, two-pass, noskip vs oracle and std)" \
                 "$P5" --quiet --iters 2 --B 2 --H 2 --N $N --d $d $c --csv "$T5/g.csv"
         done
     done
@@ -56,9 +56,22 @@ t_gpu "phase5 gpu N_q=300 N_kv=1000 causal" "$P5" --quiet --iters 2 --B 2 --H 2 
 t_gpu "phase5 gpu N_q=1000 N_kv=300 causal (fully masked rows)" "$P5" --quiet --iters 2 --B 2 --H 2 --N 1000 --Nkv 300 --d 128 --causal --csv "$T5/g.csv"
 t_gpu "phase5 gpu GQA 8:1 H=16 Hkv=2 d=128 causal" "$P5" --quiet --iters 2 --B 2 --H 16 --Hkv 2 --N 333 --d 128 --causal --csv "$T5/g.csv"
 t_gpu "phase5 gpu MQA H=8 Hkv=1 d=64 N_q != N_kv" "$P5" --quiet --iters 2 --B 3 --H 8 --Hkv 1 --N 100 --Nkv 257 --d 64 --csv "$T5/g.csv"
-t_gpu "phase5 gpu d=256 (simple; mma n/a)" "$P5" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T5/g.csv"
+t_gpu "phase5 gpu d=256 (simple, mma2d; mma n/a)" "$P5" --quiet --iters 2 --B 1 --H 2 --N 200 --d 256 --causal --csv "$T5/g.csv"
+# mma2d (bwd_mma2d.cu): its own shapes at every d it is built for: GQA 4:1 with tails in
+# both N_q and N_kv (not multiples of Br, Bc), N_q < N_kv and N_q > N_kv causal (fully
+# masked rows), and d = 256 (its 64 x 64 blocks)
+for d in 32 64 128 256; do
+    t_gpu "phase5 gpu mma2d d=$d GQA 4:1 N_q=150 N_kv=211 causal" \
+        "$P5" --quiet --iters 2 --B 2 --H 8 --Hkv 2 --N 150 --Nkv 211 --d $d --causal --kernel mma2d --csv "$T5/g.csv"
+    t_gpu "phase5 gpu mma2d d=$d N_q=333 N_kv=100 causal (fully masked rows)" \
+        "$P5" --quiet --iters 2 --B 1 --H 2 --N 333 --Nkv 100 --d $d --causal --kernel mma2d --csv "$T5/g.csv"
+    t_gpu "phase5 gpu mma2d d=$d N=1000 full" \
+        "$P5" --quiet --iters 2 --B 1 --H 2 --N 1000 --d $d --kernel mma2d --csv "$T5/g.csv"
+done
 t_gpu "phase5 gpu large problem: sampled dQ rows vs the oracle (B=4 H=16 N=2048 d=128 causal)" \
     "$P5" --quiet --iters 2 --B 4 --H 16 --N 2048 --d 128 --causal --kernel mma --csv "$T5/g.csv"
+t_gpu "phase5 gpu large problem, mma2d: sampled dQ rows vs the oracle (B=4 H=16 N=2048 d=128 causal)" \
+    "$P5" --quiet --iters 2 --B 4 --H 16 --N 2048 --d 128 --causal --kernel mma2d --csv "$T5/g.csv"
 t_gpu "phase5 gpu past the memory wall: std OOM (S, P, dP, dS: 137 GB), mma runs and passes (B=32 H=8 N=8192 d=64 causal)" bash -c "
     \"$P5\" --quiet --iters 1 --B 32 --H 8 --N 8192 --d 64 --causal --kernel mma --csv \"$T5/wall.csv\" >\"$T5/wall.log\" 2>&1
     awk -F, '!/^#/ && \$2 == \"gpu\" { v[\$1] = \$NF } END { exit !(v[\"mma\"] == \"PASS\") }' \"$T5/wall.csv\" &&
@@ -77,8 +90,8 @@ t_exit2 "phase5 rejects an unknown flag"     "$P5" --frobnicate
 # The visit counters (common/gpu.h): with the causal ranges deleted (FA_TEST_VISIT_ALL=1)
 # the gradients stay right (the mask zeroes the extra blocks), and only the counters FAIL
 # the rows that skip, naming the K/V block (two-pass: and its dQ kernel's Q blocks).
-t_gpu "phase5 gpu simple, mma, two-pass: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
-    "simple mma two-pass" "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --csv "$T5/va.csv"
+t_gpu "phase5 gpu simple, mma, mma2d, two-pass: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
+    "simple mma mma2d two-pass" "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --csv "$T5/va.csv"
 
 # The grader catches these mistakes: `make phase5 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase5_EX_RUNS adds the

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""tools/mma_emu/gen.py OUT - the host stand-ins that let a tensor-core kernel run on the CPU.
+
+Writes into OUT: mma.cuh (common/mma.cuh's loaders as they are, over an emulated ldmatrix and
+mma.sync: a warp's 32 lanes are 32 std::threads that meet at a barrier, and every lane
+computes its fragment from the PTX ISA's layouts, written here independently of mma.cuh's
+pictures), bwd_gpu.cuh (ex2.approx as exp2f), visits.cuh, cuda_check.cuh, and kernel.inc
+(phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer)."""
+import os, sys
+out = sys.argv[1]
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+rd = lambda p: open(os.path.join(root, p)).read()
+src = rd('common/mma.cuh')
+loaders = src[src.index('/* A operand: the 16x16 tile whose element (0, 0)'):src.index('/* d += a * b on the tensor cores')]
+tail = src[src.index('/* Two floats -> one f16x2 register'):src.rindex('#endif')]
+mock = r'''#pragma once
+#include "prelude.h"
+struct EmuWarp { const void *addr[32]; uint32_t a[32][4], b[32][2]; std::barrier<> *bar; };
+extern EmuWarp g_warps[64];
+inline int lane_id(void) { return threadIdx.x % 32; }
+inline EmuWarp &W() { return g_warps[threadIdx.x / 32]; }
+inline void cp_async16(void *s, const void *g, bool valid) { if (valid) memcpy(s, g, 16); else memset(s, 0, 16); }
+inline void cp_async4(void *s, const void *g, bool valid) { if (valid) memcpy(s, g, 4); else memset(s, 0, 4); }
+inline void cp_async_commit(void) {}
+template <int N> inline void cp_async_wait(void) {}
+static inline uint16_t hbits(const void *p, int i) { uint16_t v; memcpy(&v, (const char *)p + 2 * i, 2); return v; }
+/* ldmatrix.x4: lanes 8q..8q+7 address the rows of 8x8 tile q; lane l receives of tile q
+ * (row l/4, cols 2(l%4), +1), or with .trans (rows 2(l%4), +1 of col l/4) (PTX ISA) */
+inline void ldm(uint32_t r[4], const void *smem, bool trans)
+{
+    EmuWarp &w = W(); const int l = lane_id();
+    w.addr[l] = smem; w.bar->arrive_and_wait();
+    for (int q = 0; q < 4; q++) {
+        uint16_t lo, hi;
+        if (!trans) { const void *row = w.addr[8 * q + l / 4]; lo = hbits(row, 2 * (l % 4)); hi = hbits(row, 2 * (l % 4) + 1); }
+        else { lo = hbits(w.addr[8 * q + 2 * (l % 4)], l / 4); hi = hbits(w.addr[8 * q + 2 * (l % 4) + 1], l / 4); }
+        r[q] = (uint32_t)lo | ((uint32_t)hi << 16);
+    }
+    w.bar->arrive_and_wait();
+}
+inline void ldmatrix_x4(uint32_t r[4], const void *s) { ldm(r, s, false); }
+inline void ldmatrix_x4_trans(uint32_t r[4], const void *s) { ldm(r, s, true); }
+static inline float h2f(uint32_t w, int hi) { uint16_t b = hi ? (w >> 16) : (w & 0xffff); __half h; memcpy(&h, &b, 2); return __half2float(h); }
+/* mma.m16n8k16 row.col: A a0..a3 = (g | g+8, 2t | 8+2t ..), B b0, b1 = (k 2t | 8+2t .., n g),
+ * C (row g | g+8, cols 2t, 2t+1) (PTX ISA) */
+inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+    EmuWarp &w = W(); const int l = lane_id();
+    for (int i = 0; i < 4; i++) w.a[l][i] = a[i];
+    w.b[l][0] = b[0]; w.b[l][1] = b[1];
+    w.bar->arrive_and_wait();
+    float A[16][16], B[16][8];
+    for (int L = 0; L < 32; L++) {
+        const int g = L / 4, t = L % 4;
+        for (int e = 0; e < 2; e++) {
+            A[g][2 * t + e] = h2f(w.a[L][0], e);     A[g + 8][2 * t + e] = h2f(w.a[L][1], e);
+            A[g][8 + 2 * t + e] = h2f(w.a[L][2], e); A[g + 8][8 + 2 * t + e] = h2f(w.a[L][3], e);
+            B[2 * t + e][g] = h2f(w.b[L][0], e);     B[8 + 2 * t + e][g] = h2f(w.b[L][1], e);
+        }
+    }
+    w.bar->arrive_and_wait();
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; i++) {
+        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float s = 0; for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
+        d[i] += s;
+    }
+}
+'''
+dev = '__device__ __forceinline__'
+open(os.path.join(out, 'mma.cuh'), 'w').write(mock + loaders.replace(dev + ' ', 'inline ') + tail.replace(dev + ' ', 'inline '))
+g = rd('phase5_backward/bwd_gpu.cuh').replace(dev, 'inline')
+asm = '    float y;\n    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n    return y;'
+assert asm in g
+open(os.path.join(out, 'bwd_gpu.cuh'), 'w').write(g.replace(asm, '    return exp2f(x);'))
+open(os.path.join(out, 'cuda_check.cuh'), 'w').write('#pragma once\n')
+open(os.path.join(out, 'visits.cuh'), 'w').write('''#pragma once
+#include "gpu.h"
+inline bool visit_all(const gpu_visits_t &v) { return v.visit_all != 0; }
+inline void visit_count(const gpu_visits_t &v, int tile, int n) { atomicAdd(v.counts + tile, (unsigned long long)n); }
+''')
+k = rd('phase5_backward/bwd_mma2d.cu')
+k = k[:k.index('/* What must hold for every row')]
+shared = 'extern __shared__ __align__(16) unsigned char smem[];'
+assert shared in k
+k = k.replace(shared, 'unsigned char *smem = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+open(os.path.join(out, 'kernel.inc'), 'w').write(k)

@@ -1,0 +1,20 @@
+/* tools/mma_emu/prelude.h - CUDA's keywords and built-ins as plain C++ for the host emulation
+ * (run.sh): a thread block is THREADS std::threads; __syncthreads a barrier; atomics a mutex. */
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <cmath>
+#include <mutex>
+#include <barrier>
+#include <cuda_fp16.h>
+#undef __global__
+#define __global__
+#define __launch_bounds__(...)
+struct emu_dim3 { unsigned x, y, z; };
+extern thread_local emu_dim3 threadIdx, blockIdx;
+extern unsigned char *g_smem;
+extern std::barrier<> *g_block_bar;
+inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
+extern std::mutex g_atomic_mu;
+inline float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> l(g_atomic_mu); float o = *p; *p += v; return o; }
+inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { std::lock_guard<std::mutex> l(g_atomic_mu); auto o = *p; *p += v; return o; }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# tools/mma_emu/run.sh [d ...] - phase 5's mma2d kernel (bwd_mma2d.cu) run on the CPU: no GPU
+# needed. gen.py stands in for ldmatrix, mma.sync and cp.async (a warp's lanes are threads
+# meeting at barriers; the fragments from the PTX ISA's layouts); the kernel's own code and
+# common/mma.cuh's loaders run as they are, on small problems (GQA with tails, N_q < N_kv and
+# N_q > N_kv causal, full), against an fp64 backward: dQ, dK, dV rel L2 < 1e-2 and the
+# visit counts. It proves the indexing, not the speed, the races the barriers guard or the
+# hardware's atomics. Default: every d of BWD_MMA2D_TABLE. About 10 s (d = 32) to a few
+# minutes (d = 256) each, on 2 cores.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd); root=$here/../..
+out=${BUILD:-$root/build}/mma_emu
+mkdir -p "$out"
+python3 "$here/gen.py" "$out"
+CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase5_backward" -I"$root/phase4_fa2" \
+    -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
+    -x c++ "$here/bwd_mma2d_emu.cpp" -o "$out/bwd_mma2d_emu" -lpthread
+fails=0
+for d in ${@:-32 64 128 256}; do "$out/bwd_mma2d_emu" "$d" || fails=$((fails + 1)); done
+[ $fails -eq 0 ] && echo "mma_emu: PASS" || { echo "mma_emu: FAIL"; exit 1; }

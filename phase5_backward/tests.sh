@@ -9,6 +9,11 @@ t_run   "phase5 CPU rows pass (default problem)" "$P5" --cpu --quiet --csv "$T5/
 t_run   "phase5 CPU rows pass (default problem, causal)" "$P5" --cpu --quiet --causal --csv "$T5/cpu1.csv"
 t_run   "phase5 CPU rows pass (not causal, d=128, tails)" "$P5" --cpu --quiet --B 1 --H 2 --N 133 --d 128 --csv "$T5/cpu2.csv"
 t_run   "phase5 CPU rows pass (N=1)" "$P5" --cpu --quiet --B 2 --H 2 --N 1 --d 64 --causal --csv "$T5/cpu3.csv"
+# mma2d's fragment indexing without a GPU: the kernel's own code and mma.cuh's loaders on
+# emulated ldmatrix / mma.sync / cp.async (tools/mma_emu), against an fp64 backward
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+    t_run "phase5 mma2d on the CPU emulator (d = 32, 64): dQ, dK, dV and the visits against fp64" bash tools/mma_emu/run.sh 32 64
+else t_skip "phase5 mma2d on the CPU emulator" "no CUDA headers (cuda_fp16.h)"; fi
 t_run   "phase5 CPU rows pass (GQA 8:1, N_q < N_kv, causal, d=32)" "$P5" --cpu --quiet --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal --csv "$T5/cpu4.csv"
 t_run   "phase5 CPU rows pass (N_q > N_kv causal: fully masked rows)" "$P5" --cpu --quiet --B 1 --H 2 --N 150 --Nkv 40 --d 64 --causal --csv "$T5/cpu5.csv"
 t_run   "phase5 CPU rows pass (MQA H=4 Hkv=1, d=128, causal)" "$P5" --cpu --quiet --B 2 --H 4 --Hkv 1 --N 97 --d 128 --causal --csv "$T5/cpu6.csv"

@@ -272,9 +272,17 @@ $(TRAIN_LIB): $(call pic_of,tools/fa_train.c) $(BUILD)/pic/libtrain.a
 train-lib: $(if $(HAVE_NVCC),$(TRAIN_LIB),train-lib-no-nvcc)
 train-lib-no-nvcc:
 	@echo "make train-lib: needs nvcc (the library is the GPU kernels)$(if $(NO_CUDA), and NO_CUDA is set)"; exit 2
+# make train-check: the library, then tools/train_check.py (skipped without PyTorch + CUDA)
+# into $(RESULTS)/train/, then its plot (drawn even when the check FAILs; its exit code stays)
+train-check: $(if $(HAVE_NVCC),$(TRAIN_LIB))
+	@mkdir -p $(RESULTS)/train
+	@$(PYTHON) tools/train_check.py --lib $(TRAIN_LIB) --out $(RESULTS)/train/train_check.csv; rc=$$?; \
+	 $(MAKE) --no-print-directory train-plot; exit $$rc
+train-plot:
+	@bash tools/plot.sh tools/train_check.gp $(RESULTS)/train
 
 # ---- top-level goals ----------------------------------------------------------------
-.PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-plot $(PHASES) $(ACTIONS) \
+.PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
 all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common
@@ -429,6 +437,9 @@ help:
 	@echo "  make run              run every written phase"
 	@echo "  make test             build everything and run every test (last line: N passed, M failed)"
 	@echo "  make deps             install gnuplot and NumPy if missing (also run by run/test)"
+	@echo "  make train-lib        build/libfa_train.so: phase 4's forward + phase 5's backward for PyTorch (tools/fa_train.h)"
+	@echo "  make train-check      train a small GQA transformer on them and on PyTorch's SDPA (tools/train_check.py;"
+	@echo "                        needs PyTorch with CUDA, else skipped): results/train/*.csv, PASS/FAIL; make train-plot: its PNG"
 	$(if $(HANDOUT),,@echo "  make exercises        regenerate exercises/ from the EXERCISE markers")
 	$(if $(HANDOUT),,@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out")
 	@echo "  make clean            remove build/ and results/"

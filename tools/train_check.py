@@ -447,4 +447,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as e:   # a call of ours refused (fa_train_error's reason), or torch's own error
+        print(f"train_check: FAIL: {e}")
+        sys.exit(1)

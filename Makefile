@@ -273,9 +273,10 @@ train-lib: $(if $(HAVE_NVCC),$(TRAIN_LIB),train-lib-no-nvcc)
 train-lib-no-nvcc:
 	@echo "make train-lib: needs nvcc (the library is the GPU kernels)$(if $(NO_CUDA), and NO_CUDA is set)"; exit 2
 # make train-check: the library, then tools/train_check.py (skipped without PyTorch + CUDA)
-# into $(RESULTS)/train/, then its plot (drawn even when the check FAILs; its exit code stays)
+# into $(RESULTS)/train/, then its plot (drawn even when the check FAILs; its exit code stays).
+# TRAIN_ARGS: more options for the script (e.g. "--seeds 4 --steps 600", "--sync").
 train-check: $(if $(HAVE_NVCC),$(TRAIN_LIB))
-	@$(PYTHON) tools/train_check.py --lib $(TRAIN_LIB) --out $(RESULTS)/train/train_check.csv; rc=$$?; \
+	@$(PYTHON) tools/train_check.py --lib $(TRAIN_LIB) --out $(RESULTS)/train/train_check.csv $(TRAIN_ARGS); rc=$$?; \
 	 [ ! -f $(RESULTS)/train/train_check.csv ] || $(MAKE) --no-print-directory train-plot; exit $$rc
 train-plot:
 	@if [ -f $(RESULTS)/train/train_check.csv ]; then bash tools/plot.sh tools/train_check.gp $(RESULTS)/train; \
@@ -440,6 +441,7 @@ help:
 	@echo "  make train-lib        build/libfa_train.so: phase 4's forward + phase 5's backward for PyTorch (tools/fa_train.h)"
 	@echo "  make train-check      train a small GQA transformer on them and on PyTorch's SDPA (tools/train_check.py;"
 	@echo "                        needs PyTorch with CUDA, else skipped): results/train/*.csv, PASS/FAIL; make train-plot: its PNG"
+	@echo "                        (TRAIN_ARGS=\"--seeds 4 --steps 600\": options of tools/train_check.py)"
 	$(if $(HANDOUT),,@echo "  make exercises        regenerate exercises/ from the EXERCISE markers")
 	$(if $(HANDOUT),,@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out")
 	@echo "  make clean            remove build/ and results/"

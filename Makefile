@@ -243,8 +243,47 @@ $(BUILD)/gpu_info: $(call obj_of,tools/gpu_info.c) $(BUILD)/libcommon.a
 	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
 $(eval $(call c_rule,tools/gpu_info.c))
 
+# ---- make train-lib: $(BUILD)/libfa_train.so, phase 4's forward and phase 5's backward
+# behind tools/fa_train.h's C API, for tools/train_check.py (PyTorch, through ctypes). The
+# phase libraries are not position-independent, so what it needs is compiled again with
+# -fPIC into $(BUILD)/pic/, into one archive (the linker takes only what is called).
+# cudart is linked statically, so the library does not mind which one PyTorch loaded;
+# --exclude-libs keeps every archive's symbols inside: it exports fa_train_* alone.
+# -z defs: every symbol resolved now, not at dlopen time in the middle of a training script.
+TRAIN_LIB := $(BUILD)/libfa_train.so
+TRAIN_SRC := $(COMMON_SRC) $(phase3_LIB) $(phase4_LIB) $(phase5_LIB) \
+             common/gpu.cu phase4_fa2/fa2_mma.cu phase5_backward/bwd_mma.cu phase5_backward/bwd_simple.cu
+pic_of     = $(patsubst %,$(BUILD)/pic/%.o,$(basename $(1)))
+$(BUILD)/pic/%.o: %.c | $(BLOCKS_H)
+	@mkdir -p $(@D)
+	$(call say,PIC,$<)
+	$(Q)$(CC) $(CPPFLAGS) -I$(dir $<) $(ALL_CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/pic/%.o: %.cu | $(BLOCKS_H)
+	@mkdir -p $(@D)
+	$(call say,PIC,$<)
+	$(Q)$(NVCC) $(CPPFLAGS) -I$(dir $<) $(ALL_NVCCFLAGS) -Xcompiler -fPIC -MMD -MP -c $< -o $@
+$(BUILD)/pic/libtrain.a: $(call pic_of,$(TRAIN_SRC))
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $^
+$(TRAIN_LIB): $(call pic_of,tools/fa_train.c) $(BUILD)/pic/libtrain.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) -shared -Wl,-z,defs -Wl,--exclude-libs,ALL -o $@ $^ \
+	    -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+train-lib: $(if $(HAVE_NVCC),$(TRAIN_LIB),train-lib-no-nvcc)
+train-lib-no-nvcc:
+	@echo "make train-lib: needs nvcc (the library is the GPU kernels)$(if $(NO_CUDA), and NO_CUDA is set)"; exit 2
+# make train-check: the library, then tools/train_check.py (skipped without PyTorch + CUDA)
+# into $(RESULTS)/train/, then its plot (drawn even when the check FAILs; its exit code stays).
+# TRAIN_ARGS: more options for the script (e.g. "--seeds 4 --steps 600", "--sync").
+train-check: $(if $(HAVE_NVCC),$(TRAIN_LIB))
+	@$(PYTHON) tools/train_check.py --lib $(TRAIN_LIB) --out $(RESULTS)/train/train_check.csv $(TRAIN_ARGS); rc=$$?; \
+	 [ ! -f $(RESULTS)/train/train_check.csv ] || $(MAKE) --no-print-directory train-plot; exit $$rc
+train-plot:
+	@if [ -f $(RESULTS)/train/train_check.csv ]; then bash tools/plot.sh tools/train_check.gp $(RESULTS)/train; \
+	 else echo "plots skipped: no $(RESULTS)/train/train_check.csv yet (make train-check writes it)"; fi
+
 # ---- top-level goals ----------------------------------------------------------------
-.PHONY: all run test deps clean help handout exercises $(PHASES) $(ACTIONS) \
+.PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
 all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common
@@ -399,6 +438,10 @@ help:
 	@echo "  make run              run every written phase"
 	@echo "  make test             build everything and run every test (last line: N passed, M failed)"
 	@echo "  make deps             install gnuplot and NumPy if missing (also run by run/test)"
+	@echo "  make train-lib        build/libfa_train.so: phase 4's forward + phase 5's backward for PyTorch (tools/fa_train.h)"
+	@echo "  make train-check      train a small GQA transformer on them and on PyTorch's SDPA (tools/train_check.py;"
+	@echo "                        needs PyTorch with CUDA, else skipped): results/train/*.csv, PASS/FAIL; make train-plot: its PNG"
+	@echo "                        (TRAIN_ARGS=\"--seeds 4 --steps 600\": options of tools/train_check.py)"
 	$(if $(HANDOUT),,@echo "  make exercises        regenerate exercises/ from the EXERCISE markers")
 	$(if $(HANDOUT),,@echo "  make handout          build/handout.tar.gz: the student tree, solutions cut out")
 	@echo "  make clean            remove build/ and results/"
@@ -418,4 +461,4 @@ help:
 	@echo "  phases written: $(WRITTEN)"
 	@echo "  phases coming:  $(filter-out $(WRITTEN),$(PHASES))"
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/pic -name '*.d' 2>/dev/null)

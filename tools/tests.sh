@@ -118,7 +118,23 @@ done
 
 # --- the make targets a reader types --------------------------------------------------
 t_run "make help lists every target" bash -c \
-    'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
+    'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises" "make train-lib" "make train-check"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
+# the training check (optional): the library builds and exports its C API alone; the script
+# skips in one line, exit 0, where PyTorch with CUDA is missing (where it is, make train-check
+# runs it: minutes, not a test)
+if command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
+    t_run "make train-lib builds libfa_train.so exporting fa_train_* alone" bash -c '
+        make --no-print-directory -j"${JOBS:-2}" BUILD="'"$T"'/train" CUDA_ARCH=sm_90 train-lib >/dev/null || exit 1
+        syms=$(nm -D --defined-only "'"$T"'/train/libfa_train.so" | awk "{ print \$3 }" | sort | tr "\n" " ")
+        [ "$syms" = "fa_train_backward fa_train_config fa_train_error fa_train_forward fa_train_init " ] || { echo "exports: $syms"; exit 1; }'
+else t_skip "make train-lib builds libfa_train.so" "nvcc not found"; fi
+if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    t_skip "tools/train_check.py skips without PyTorch + CUDA" "PyTorch with CUDA is here: make train-check runs it"
+else
+    t_run "tools/train_check.py skips without PyTorch + CUDA (one line, exit 0)" bash -c '
+        out=$('"$PYTHON"' tools/train_check.py --out "'"$T"'/train_check.csv") && [ "$(wc -l <<<"$out")" -eq 1 ] &&
+        grep -q "^train_check: skipped: " <<<"$out" && [ ! -e "'"$T"'/train_check.csv" ]'
+fi
 for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
     dir=$(ls -d ${p}_* 2>/dev/null | head -n 1)
     if [ -f "$dir/rules.mk" ]; then

@@ -85,3 +85,26 @@ shared = 'extern __shared__ __align__(16) unsigned char smem[];'
 assert shared in k
 k = k.replace(shared, 'unsigned char *smem = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
 open(os.path.join(out, 'kernel.inc'), 'w').write(k)
+
+# Hopper: common/wgmma.cuh's host-portable half as it is (sw128_offset, the descriptor
+# builder, over an emulated shared-address space: offsets from the block's buffer), its
+# device half replaced by wgmma_emu.h; kernel_wgmma.inc is phase5_backward/bwd_wgmma.cu up
+# to its launchers. EMU_MUTATE='old=>new' plants one mistake in that kernel (run.sh
+# wgmma-mutant: the emulation must FAIL it).
+w = rd('common/wgmma.cuh')
+cut = '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)'
+assert cut in w and '__cvta_generic_to_shared(smem)' in w
+w = w[:w.index(cut)].replace('__host__ ' + dev, 'inline').replace(dev, 'inline')
+w = w.replace('__cvta_generic_to_shared(smem)', '(size_t)((const unsigned char *)smem - g_smem)')
+open(os.path.join(out, 'wgmma.cuh'), 'w').write(w + '#define FA_HAVE_WGMMA 1\n#include "wgmma_emu.h"\n#endif\n')
+k = rd('phase5_backward/bwd_wgmma.cu')
+k = k[:k.index('/* What must hold for every row of BWD_WGMMA_TABLE')]
+shared = 'extern __shared__ __align__(16) unsigned char smem_raw[];'
+assert shared in k
+k = k.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+mut = os.environ.get('EMU_MUTATE')
+if mut:
+    old, new = mut.split('=>')
+    assert k.count(old) == 1, 'EMU_MUTATE: %r must occur once in bwd_wgmma.cu' % old
+    k = k.replace(old, new)
+open(os.path.join(out, 'kernel_wgmma.inc'), 'w').write(k)

@@ -18,7 +18,7 @@ else t_skip "phase5 mma2d on the CPU emulator" "no CUDA headers (cuda_fp16.h)"; 
 # 128-byte swizzle and register A fragments emulated from the PTX ISA (wgmma_emu.h); and
 # the emulation has teeth: one planted mistake (EMU_MUTATE) must FAIL the gradients
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase5 wgmma on the CPU emulator (d = 64, 128): dQ, dK, dV and the visits against fp64" bash tools/mma_emu/run.sh wgmma 64 128
+    t_run "phase5 wgmma on the CPU emulator (d = 64, 128): dQ, dK, dV and the visits against fp64 (after phase 4's H100-verified fa2-wgmma step 1 PASSes on it)" bash tools/mma_emu/run.sh wgmma 64 128
     wgmma_mutant() {   # NAME OLD NEW: bwd_wgmma.cu with OLD replaced by NEW must FAIL on the emulator
         t_run "phase5 wgmma emulator catches $1" bash -c "
             EMU_OUT='$T5/emu-mutant' EMU_MUTATE='$2=>$3' bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1

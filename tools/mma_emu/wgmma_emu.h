@@ -108,3 +108,31 @@ inline void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t 
 {
     emu_wgmma(d, 0, a, desc_b, accumulate, 0, TRANS_B);
 }
+
+/* What fa2_wgmma.cu's other steps use (TMA, mbarriers, register reallocation, named
+ * barriers): present so that its step-1 kernel compiles here (fa2_wgmma_emu.cpp), never
+ * called by it; a call stops the emulation. */
+inline void mbar_init(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
+inline void mbar_init_fence() { emu_die("mbarriers are not emulated", 0); }
+inline void mbar_arrive_expect_tx(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
+inline void mbar_arrive(uint64_t *) { emu_die("mbarriers are not emulated", 0); }
+inline void mbar_wait(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
+inline void tma_load_3d(void *, const void *, uint64_t *, int, int, int) { emu_die("TMA is not emulated", 0); }
+template <int N> inline void setmaxnreg_dec() { emu_die("setmaxnreg is not emulated", 0); }
+template <int N> inline void setmaxnreg_inc() { emu_die("setmaxnreg is not emulated", 0); }
+inline void named_bar_sync(int, int) { emu_die("named barriers are not emulated", 0); }
+inline void named_bar_arrive(int, int) { emu_die("named barriers are not emulated", 0); }
+
+/* __shfl_xor_sync over a warp's 32 threads (full mask only), through the warp's barrier */
+struct EmuShfl { float v[32]; };
+extern EmuShfl g_shfl[64];
+inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
+{
+    if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only the full mask is emulated", mask);
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    g_shfl[w].v[l] = v;
+    g_warps[w].bar->arrive_and_wait();
+    const float r = g_shfl[w].v[l ^ lane_mask];
+    g_warps[w].bar->arrive_and_wait();
+    return r;
+}

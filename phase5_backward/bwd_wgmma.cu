@@ -51,8 +51,23 @@
  *   | K_j  Bc x d | V_j  Bc x d | Q_i  2 x Br x d | dO_i  2 x Br x d | dS^T  Bc x Br | L_i, D_i |
  *     [half 0: 128 rows][half 1]    (2 x: the two cp.async stages)     (keys x queries:
  *                                                                       Br = 64: one half)
- *   d = 128: 32 + 32 + 32 + 32 + 16 KiB + 1 KiB + 1 KiB to align = 146 KiB
- *   d =  64: 16 + 16 + 16 + 16 + 16 KiB + 1 KiB + 1 KiB             =  82 KiB
+ *   d = 128: 32 + 32 + 32 + 32 + 16 KiB + 1 KiB + 1 KiB to align = 146 KiB (149504 bytes)
+ *   d =  64: 16 + 16 + 16 + 16 + 16 KiB + 1 KiB + 1 KiB             =  82 KiB ( 83968 bytes)
+ *
+ *   one half of a tile (here dS^T: keys x 64 queries), 16-byte chunks c0..c7 of 8 fp16:
+ *
+ *     key 0   c0 c1 c2 c3 c4 c5 c6 c7     a warp's dS^T store (p_and_ds): lane (g, t) writes
+ *     key 1   c1 c0 c3 c2 c5 c4 c7 c6     word t of chunk c of key row g, which lands at
+ *     key 2   c2 c3 c0 c1 c6 c7 c4 c5     position c ^ g: the 8 rows' chunks in 8 different
+ *     ...                                 positions, 4 words each: 32 banks, no conflict
+ *     key 7   c7 c6 c5 c4 c3 c2 c1 c0     (the descriptors name this 128-byte swizzle; the
+ *     key 8   c0 c1 ...  (the pattern     tensor cores undo it on their reads)
+ *             repeats every 8 rows: 1 KiB, the descriptors' stride offset)
+ *
+ *   K-major descriptor (S^T's A = K_j, B = Q_i): start = the half + 32 bytes a k16 slice
+ *   (kk % 4), stride offset 1024 (8 rows on); MN-major (dV's and dK's B, dQ's A and B):
+ *   start = the half + 16 rows (2048 bytes) a k16 slice, stride offset 1024; the leading
+ *   offset (the next 64 columns) is never used: every wgmma here is 64 wide in M and N.
  *
  * Why Br = 64, Bc = 128 at both d (BWD_WGMMA_TABLE, bwd_blocks.h): a warpgroup's wgmma is 64
  * rows of M, so a warpgroup owns 64 keys; two warpgroups hold Bc = 128 keys. Per thread
@@ -64,9 +79,13 @@
  * one 128-byte swizzle row). ptxas (CUDA 13, sm_90a, make phase5-spills): see the table at
  * the end of this comment.
  *
- * Each product is waited for (wgmma_wait<0>) before its result is used: no overlap yet.
+ * Each product is waited for (wgmma_wait<0>) before its result is used: no overlap yet
+ * (only dV, dK's group runs on across the barrier and dQ's issue). At d = 64 the 221
+ * registers leave room for one block of 256 threads an SM although its 82 KiB would let
+ * two in: a tuning step for later.
  * tools/mma_emu/run.sh wgmma runs this kernel on the CPU (emulated wgmma, descriptors and
- * swizzle decoded from the PTX ISA's layouts) against an fp64 backward.
+ * swizzle decoded from the PTX ISA's layouts; the same emulation first reproduces phase 4's
+ * fa2-wgmma, which PASSed on an H100) against an fp64 backward.
  *
  * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 221 registers   d = 128: 254 registers
  */

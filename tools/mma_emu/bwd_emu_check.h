@@ -39,11 +39,11 @@ inline EmuBwd emu_bwd_problem(int B, int H, int Hkv, int Nq, int Nkv, int D, boo
         const double *kk = &k[((size_t)(b * Hkv + kh) * Nkv) * D], *vv = &v[((size_t)(b * Hkv + kh) * Nkv) * D];
         for (int i = 0; i < Nq; i++) {
             std::vector<double> s(Nkv), P(Nkv, 0);
-            double m = -INFINITY;
+            double mx = -INFINITY;
             for (int j = 0; j < Nkv; j++) { double a = 0; for (int e = 0; e < D; e++) a += qh[i * D + e] * kk[j * D + e]; s[j] = a * p.scale;
-                if (!causal || j <= i + shift) m = fmax(m, s[j]); }
-            double l = 0; for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift) l += exp(s[j] - m);
-            const double lse = m == -INFINITY ? INFINITY : m + log(l);
+                if (!causal || j <= i + shift) mx = fmax(mx, s[j]); }
+            double l = 0; for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift) l += exp(s[j] - mx);
+            const double lse = mx == -INFINITY ? INFINITY : mx + log(l);
             x.L[(size_t)(b * H + h) * Nq + i] = (float)lse;
             std::vector<double> o(D, 0);
             for (int j = 0; j < Nkv; j++) if ((!causal || j <= i + shift) && lse != INFINITY) { P[j] = exp(s[j] - lse); for (int e = 0; e < D; e++) o[e] += P[j] * vv[j * D + e]; }
@@ -103,7 +103,7 @@ inline int emu_bwd_verdict(const EmuBwd &x, const std::vector<unsigned long long
     int bad = 0;
     for (int j = 0; j < Tc; j++) {
         int first = 0;
-        if (p.causal && !visit_all_flag) { long row = (long)j * BC - shift; if (row < 0) row = 0; first = row >= p.N_q ? Tr : (int)(row / BR); }
+        if (p.causal && !visit_all_flag) { const long row = std::max((long)j * BC - shift, 0L); first = row >= p.N_q ? Tr : (int)(row / BR); }
         unsigned long long want = (unsigned long long)p.B * p.H * (Tr - first);
         if (counts[j] != want) { printf("    visits: block %d counted %llu, want %llu\n", j, counts[j], want); bad++; }
     }

@@ -42,16 +42,16 @@ int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal)
         const __half *q = &Q[((size_t)(b * H + h) * Nq + i) * D];
         const __half *k = &K[((size_t)(b * Hkv + h / G) * Nkv) * D], *v = &V[((size_t)(b * Hkv + h / G) * Nkv) * D];
         std::vector<double> s(Nkv);
-        double m = -INFINITY;
+        double mx = -INFINITY;
         for (int j = 0; j < Nkv; j++) {
             double a = 0; for (int e = 0; e < D; e++) a += (double)__half2float(q[e]) * __half2float(k[(size_t)j * D + e]);
-            s[j] = a * p.scale; if (!causal || j <= i + shift) m = fmax(m, s[j]);
+            s[j] = a * p.scale; if (!causal || j <= i + shift) mx = fmax(mx, s[j]);
         }
-        double l = 0; for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift) l += exp(s[j] - m);
-        rL[(size_t)(b * H + h) * Nq + i] = m == -INFINITY ? INFINITY : m + log(l);
-        if (m == -INFINITY) continue;
+        double l = 0; for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift) l += exp(s[j] - mx);
+        rL[(size_t)(b * H + h) * Nq + i] = mx == -INFINITY ? INFINITY : mx + log(l);
+        if (mx == -INFINITY) continue;
         for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift)
-            for (int e = 0; e < D; e++) rO[((size_t)(b * H + h) * Nq + i) * D + e] += exp(s[j] - m) / l * __half2float(v[(size_t)j * D + e]);
+            for (int e = 0; e < D; e++) rO[((size_t)(b * H + h) * Nq + i) * D + e] += exp(s[j] - mx) / l * __half2float(v[(size_t)j * D + e]);
     }
     const int Tr = (Nq + WG_BR - 1) / WG_BR;
     std::vector<unsigned long long> counts(Tr, 0);

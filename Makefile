@@ -455,6 +455,7 @@ help:
 	@echo "             $(wordlist 17,40,$(BLOCK_VARS))"
 	@echo "             e.g. make phase4 FA2_D64_MT=1 FA2_D64_BC=128 (phase3_fa1/fa1_blocks.h, phase4_fa2/fa2_blocks.h)"
 	@echo "  Hopper (chapter 4b): build/phase4 --kernel wgmma runs the five wgmma steps (sm_90a; skipped elsewhere)"
+	@echo "             build/phase5 --kernel wgmma: the backward on wgmma (sm_90a; tools/mma_emu/run.sh wgmma checks it on the CPU)"
 	@echo "  FA_TEST_VISIT_ALL=1 build/phaseN ...: every kernel that skips blocks visits them all (a deleted range): the"
 	@echo "             visit counters must FAIL it (tools/visits_fail.sh); tools/handout_test.sh: the handout as a student meets it"
 	@echo ""

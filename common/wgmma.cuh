@@ -76,6 +76,12 @@ __device__ __forceinline__ void wgmma_fence_regs(float (&d)[32])
 #pragma unroll
     for (int e = 0; e < 32; e++) asm volatile("" : "+f"(d[e])::"memory");
 }
+/* Tell the compiler that a register A fragment is still in use here (after the
+ * wgmma_wait of the wgmma's that read it): it must not reuse those registers before. */
+__device__ __forceinline__ void wgmma_hold_a(uint32_t (&a)[4])
+{
+    asm volatile("" : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])::"memory");
+}
 /* close the group of wgmma's issued so far; wait until at most N groups are in flight */
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -95,14 +101,15 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
     "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 
 /* D[64 x 64] (+)= A B, A and B from shared memory. accumulate = 0 overwrites D.
- * TRANS_B = 1: B is MN-major (N contiguous), as V is for O = P V. */
-template <int TRANS_B>
+ * TRANS_B = 1: B is MN-major (N contiguous), as V is for O = P V.
+ * TRANS_A = 1: A is MN-major (M contiguous: stored K x M), as dS^T is for dQ = dS K. */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_R32 ", %32, %33, p, 1, 1, 0, %35;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " FA_R32 ", %32, %33, p, 1, 1, %36, %35;\n}\n"
                  : FA_W32(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 64] (+)= A B, A from registers (mma.sync's A fragment of the warp's 16 rows),

@@ -6,6 +6,8 @@
  *                     by the tensor cores from 128-byte-swizzled shared memory
  *   rs: O = P V       P [64 x 64] from registers (mma.sync's A fragments), V [64 keys x
  *                     64] MN-major (d contiguous) from swizzled shared memory, transposed
+ *   ss, A MN-major: dQ = dS K   (phase 5's wgmma backward) dS^T stored [key][query], i.e.
+ *                     A stored K x M, read with A's transpose flag; K [keys x d] MN-major
  *
  * Each output poisoned (NaN) first; every element compared with a float64 CPU product of
  * the same fp16 inputs: max abs error <= 1e-3 x max |reference| (fp32 accumulation of 64
@@ -89,14 +91,40 @@ __global__ void __launch_bounds__(128) rs_kernel(const __half *P, const __half *
 #endif
 }
 
-/* C = A B (B_T = 0: B is [N][K], C = A B^T) on the CPU, float64, from the fp16 values */
-static void cpu_product(const __half *A, const __half *B, int b_transposed, double *C)
+/* dQ = dS K: A (dS) from dS^T stored [k][m] (MN-major, the transpose flag), B = K stored
+ * [k][n] (MN-major): both descriptors step 16 rows (2048 bytes, +128) a k16 slice */
+__global__ void __launch_bounds__(128) ss_mn_kernel(const __half *At, const __half *B, float *C)
+{
+#if FA_HAVE_WGMMA
+    __shared__ __align__(1024) unsigned char sa[T * 128], sb[T * 128];
+    tile_to_smem(sa, At);
+    tile_to_smem(sb, B);
+    fence_proxy_async();
+    __syncthreads();
+    float d[32];
+    for (int i = 0; i < 32; i++) d[i] = 0.0f;
+    const uint64_t da = wgmma_desc_sw128(sa, T * 128, 1024), db = wgmma_desc_sw128(sb, T * 128, 1024);
+    wgmma_fence();
+    for (int k = 0; k < T / 16; k++)
+        wgmma_m64n64k16_ss<1, 1>(d, da + 128 * k, db + 128 * k, k > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    acc_to_global(d, C);
+#else
+    (void)At; (void)B; (void)C;
+#endif
+}
+
+/* C = A B on the CPU, float64, from the fp16 values; A is [M][K] (a_transposed: [K][M]), B
+ * is [K][N] (b_transposed: [N][K], C = A B^T) */
+static void cpu_product(const __half *A, int a_transposed, const __half *B, int b_transposed, double *C)
 {
     for (int m = 0; m < T; m++)
         for (int n = 0; n < T; n++) {
             double s = 0;
             for (int k = 0; k < T; k++)
-                s += (double)__half2float(A[m * T + k]) * __half2float(b_transposed ? B[n * T + k] : B[k * T + n]);
+                s += (double)__half2float(a_transposed ? A[k * T + m] : A[m * T + k]) *
+                     __half2float(b_transposed ? B[n * T + k] : B[k * T + n]);
             C[m * T + n] = s;
         }
 }
@@ -153,15 +181,22 @@ int main(void)
     ss_kernel<<<1, 128>>>(dA, dB, dC);
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaMemcpy(got, dC, T * T * 4, cudaMemcpyDeviceToHost));
-    cpu_product(h[0], h[1], 1, ref);
+    cpu_product(h[0], 0, h[1], 1, ref);
     fails += check("ss (S = Q K^T, both K-major)", got, ref);
 
     CUDA_CHECK(cudaMemset(dC, 0xFF, T * T * 4));
     rs_kernel<<<1, 128>>>(dA, dV, dC);
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaMemcpy(got, dC, T * T * 4, cudaMemcpyDeviceToHost));
-    cpu_product(h[0], h[2], 0, ref);
+    cpu_product(h[0], 0, h[2], 0, ref);
     fails += check("rs (O = P V, P in registers, V MN-major)", got, ref);
+
+    CUDA_CHECK(cudaMemset(dC, 0xFF, T * T * 4));
+    ss_mn_kernel<<<1, 128>>>(dA, dV, dC);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaMemcpy(got, dC, T * T * 4, cudaMemcpyDeviceToHost));
+    cpu_product(h[0], 1, h[2], 0, ref);
+    fails += check("ss, A MN-major (dQ = dS K, dS^T stored, K MN-major)", got, ref);
 
     printf("test_wgmma: %s\n", fails ? "FAIL" : "PASS");
     return fails ? 1 : 0;

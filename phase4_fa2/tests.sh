@@ -100,7 +100,7 @@ t_gpu_fa1 "phase4 d=128 on a 99 KiB device: fa1-mma skipped with the reason, the
 if [ -x "$BUILD/test_wgmma" ] && [ -z "$(gpu_skip_reason)" ]; then
     why=$("$BUILD/test_wgmma" 2>&1 | grep -o 'skipped: .*')
     if [ -n "$why" ]; then t_skip "phase4 wgmma building block (sm_90a)" "${why#skipped: }"
-    else t_run "phase4 wgmma building block (sm_90a): S = Q K^T and O = P V against the CPU" "$BUILD/test_wgmma"; fi
+    else t_run "phase4 wgmma building block (sm_90a): S = Q K^T, O = P V and dQ = dS K (A MN-major) against the CPU" "$BUILD/test_wgmma"; fi
 else
     t_skip "phase4 wgmma building block (sm_90a)" "$( [ -x "$BUILD/test_wgmma" ] && gpu_skip_reason || echo "build/test_wgmma not built (no nvcc)")"
 fi

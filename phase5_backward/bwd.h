@@ -155,7 +155,7 @@ REF_PROTO(size_t, bwd_fa2, (const attn_inputs_t *in, attn_blocks_t b, const floa
  * number of FAILs, *nchecks the number of checks. exercises: the names to blame. */
 int bwd_worked(FILE *out, int *nchecks);
 
-/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu) ----------------
+/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu, bwd_wgmma.cu) --
  * Device pointers in the layouts above: Q, K, V, dO fp16; O, L (the forward's), D and the
  * gradients dQ, dK, dV fp32. Asynchronous; every launcher runs the whole backward,
  * preprocess included, so one call is one timed backward. */
@@ -183,6 +183,8 @@ void bwd_preprocess_launch(const attn_problem_t *p, const bwd_gpu_args_t *a, int
 int bwd_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* wgmma: 1 "skipped" with the reason on any GPU but sm_90 (it is built for sm_90a alone) */
+int bwd_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 
 /* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
  * CUDA cores, dQ_i added with fp32 atomics. */
@@ -200,6 +202,11 @@ void bwd_mma_launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args
  * FA2's 2-D warp grids for S/dP, dK/dV and dQ, P and dS staged in shared memory (fp16);
  * blocks and grids per d in BWD_MMA2D_TABLE (bwd_blocks.h). */
 void bwd_mma2d_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
+
+/* wgmma (bwd_wgmma.cu, sm_90a: H100, H200): ATOMIC's algorithm with the five products on
+ * Hopper's warpgroup MMA, keys as M (S^T, dP^T; P^T, dS^T as register A of dV, dK), dS^T
+ * through shared memory for dQ; blocks in BWD_WGMMA_TABLE (bwd_blocks.h). FA3's first step. */
+void bwd_wgmma_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
 
 /* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
  * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;

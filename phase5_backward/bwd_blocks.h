@@ -116,6 +116,18 @@
     X(128, BWD_MMA2D_D128_BR, BWD_MMA2D_D128_BC, 2, 4, 2)                 \
     X(256, BWD_MMA2D_D256_BR, BWD_MMA2D_D256_BC, 4, 2, 2)
 
+/* The wgmma kernel's rows (bwd_wgmma.cu, sm_90a): X(d, Br, Bc). Two warpgroups of 64 keys
+ * (Bc = 128), keys as wgmma's M, so S^T and dP^T are 64 keys x Br queries a warpgroup; Br =
+ * 64 (FA3's at d = 128): Br = 128 doubles S^T, dP^T to 2 x 64 registers a thread beside dK_j,
+ * dV_j's 2 x 64 at d = 128 and spills. Shared memory 82 KiB (d = 64), 146 KiB (d = 128).
+ * Br is fixed at 64 (a dS^T row is one 128-byte swizzle row); Bc must be 128 (two
+ * warpgroups; bwd_wgmma.cu's static_asserts). */
+#define BWD_WGMMA_BR 64
+#define BWD_WGMMA_BC 128
+#define BWD_WGMMA_TABLE(X)                       \
+    X(64,  BWD_WGMMA_BR, BWD_WGMMA_BC)           \
+    X(128, BWD_WGMMA_BR, BWD_WGMMA_BC)
+
 /* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
 #define BWD_DQ_BR 64
 #define BWD_DQ_BC 64

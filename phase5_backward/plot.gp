@@ -69,6 +69,7 @@ if (int(system("cat '".fs."' 2>/dev/null | grep -c ',tokens16k,'")) > 0) {
                  rows('simple', int(dd), c) using 7:14 with linespoints title 'simple', \
                  rows('mma', int(dd), c) using 7:14 with linespoints lw 2 title 'mma (dQ atomics)', \
                  rows('mma2d', int(dd), c) using 7:14 with linespoints lw 2 title 'mma2d (2-D warp grids)', \
+                 rows('wgmma', int(dd), c) using 7:14 with linespoints lw 2 title 'wgmma (Hopper, FA3 step 1)', \
                  rows('two-pass', int(dd), c) using 7:14 with linespoints title 'two-pass (deterministic)', \
                  peer(fp, 'flash', int(dd), c) using 4:8 with linespoints dt 2 title 'PyTorch SDPA flash (FA2)', \
                  peer(fp, 'cudnn', int(dd), c) using 4:8 with linespoints dt 3 title 'PyTorch SDPA cuDNN'

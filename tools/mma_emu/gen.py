@@ -5,7 +5,10 @@ Writes into OUT: mma.cuh (common/mma.cuh's loaders as they are, over an emulated
 mma.sync: a warp's 32 lanes are 32 std::threads that meet at a barrier, and every lane
 computes its fragment from the PTX ISA's layouts, written here independently of mma.cuh's
 pictures), bwd_gpu.cuh (ex2.approx as exp2f), visits.cuh, cuda_check.cuh, and kernel.inc
-(phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer)."""
+(phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
+for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
+(bwd_wgmma.cu) and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
+the emulation's check against the hardware)."""
 import os, sys
 out = sys.argv[1]
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
@@ -85,3 +88,35 @@ shared = 'extern __shared__ __align__(16) unsigned char smem[];'
 assert shared in k
 k = k.replace(shared, 'unsigned char *smem = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
 open(os.path.join(out, 'kernel.inc'), 'w').write(k)
+
+# Hopper: common/wgmma.cuh's host-portable half as it is (sw128_offset, the descriptor
+# builder, over an emulated shared-address space: offsets from the block's buffer), its
+# device half replaced by wgmma_emu.h; kernel_wgmma.inc is phase5_backward/bwd_wgmma.cu up
+# to its launchers. EMU_MUTATE='old=>new' plants one mistake in that kernel (run.sh
+# wgmma-mutant: the emulation must FAIL it).
+w = rd('common/wgmma.cuh')
+cut = '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)'
+assert cut in w and '__cvta_generic_to_shared(smem)' in w
+w = w[:w.index(cut)].replace('__host__ ' + dev, 'inline').replace(dev, 'inline')
+w = w.replace('__cvta_generic_to_shared(smem)', '(size_t)((const unsigned char *)smem - g_smem)')
+open(os.path.join(out, 'wgmma.cuh'), 'w').write(w + '#define FA_HAVE_WGMMA 1\n#include "wgmma_emu.h"\n#endif\n')
+k = rd('phase5_backward/bwd_wgmma.cu')
+k = k[:k.index('/* What must hold for every row of BWD_WGMMA_TABLE')]
+shared = 'extern __shared__ __align__(16) unsigned char smem_raw[];'
+assert shared in k
+k = k.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+mut = os.environ.get('EMU_MUTATE')
+if mut:
+    old, new = mut.split('=>')
+    assert k.count(old) == 1, 'EMU_MUTATE: %r must occur once in bwd_wgmma.cu' % old
+    k = k.replace(old, new)
+open(os.path.join(out, 'kernel_wgmma.inc'), 'w').write(k)
+
+# phase 4's fa2_wgmma.cu up to its host side: its step-1 kernel runs here (fa2_wgmma_emu.cpp)
+f = rd('phase4_fa2/fa2_wgmma.cu')
+f = f[:f.index('/* ---- host side')]
+shared = 'extern __shared__ unsigned char smem_raw[];'
+assert f.count(shared) == 2
+f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs')
+open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(f)

@@ -18,3 +18,6 @@ inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
 extern std::mutex g_atomic_mu;
 inline float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> l(g_atomic_mu); float o = *p; *p += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { std::lock_guard<std::mutex> l(g_atomic_mu); auto o = *p; *p += v; return o; }
+inline float2 atomicAdd(float2 *p, float2 v) { std::lock_guard<std::mutex> l(g_atomic_mu); float2 o = *p; p->x += v.x; p->y += v.y; return o; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }

@@ -7,15 +7,31 @@
 # visit counts. It proves the indexing, not the speed, the races the barriers guard or the
 # hardware's atomics. Default: every d of BWD_MMA2D_TABLE. About 10 s (d = 32) to a few
 # minutes (d = 256) each, on 2 cores.
+# tools/mma_emu/run.sh wgmma [d ...] - the same for phase 5's wgmma kernel (bwd_wgmma.cu),
+# with wgmma.mma_async emulated too (wgmma_emu.h: descriptors, swizzle, register A), after
+# phase 4's fa2-wgmma step 1 (PASSed on an H100) on the same emulation: its anchor.
+# EMU_MUTATE='old=>new' plants a mistake in bwd_wgmma.cu's text first (gen.py): it must FAIL.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd); root=$here/../..
-out=${BUILD:-$root/build}/mma_emu
+out=${EMU_OUT:-${BUILD:-$root/build}/mma_emu}   # EMU_OUT: a mutant builds apart
 mkdir -p "$out"
 python3 "$here/gen.py" "$out"
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
-g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase5_backward" -I"$root/phase4_fa2" \
-    -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
-    -x c++ "$here/bwd_mma2d_emu.cpp" -o "$out/bwd_mma2d_emu" -lpthread
+cxx() {   # SOURCE OUT
+    g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
+        -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
+        -x c++ "$here/$1" -o "$out/$2" -lpthread
+}
 fails=0
-for d in ${@:-32 64 128 256}; do "$out/bwd_mma2d_emu" "$d" || fails=$((fails + 1)); done
+if [ "${1:-}" = wgmma ]; then   # bwd_wgmma.cu: every d of BWD_WGMMA_TABLE, or those named after it
+    shift
+    cxx bwd_wgmma_emu.cpp bwd_wgmma_emu
+    # first the emulation itself against the hardware: phase 4's step-1 forward PASSed on an
+    # H100; here it must PASS too (unless a mutant is planted, which only the backward gets)
+    if [ -z "${EMU_MUTATE:-}" ]; then cxx fa2_wgmma_emu.cpp fa2_wgmma_emu; "$out/fa2_wgmma_emu" || fails=$((fails + 1)); fi
+    for d in ${@:-64 128}; do "$out/bwd_wgmma_emu" "$d" || fails=$((fails + 1)); done
+else
+    cxx bwd_mma2d_emu.cpp bwd_mma2d_emu
+    for d in ${@:-32 64 128 256}; do "$out/bwd_mma2d_emu" "$d" || fails=$((fails + 1)); done
+fi
 [ $fails -eq 0 ] && echo "mma_emu: PASS" || { echo "mma_emu: FAIL"; exit 1; }

@@ -1,0 +1,460 @@
+/* bwd_wgmma.cu - FlashAttention-2's backward (Alg. 2) on Hopper's warpgroup MMA
+ * (common/wgmma.cuh): the first step toward FlashAttention-3's backward (chapter 5b).
+ *
+ *   wgmma   grid (Tc, B x H_kv), 2 warpgroups (256 threads): a thread block per K/V block j
+ *           of Bc = 128 keys and KV head, the G query heads of that KV head in its loop
+ *           (GQA's dK, dV sum stays on chip); per step (query head h, Q block i of Br = 64
+ *           rows) the five products of Alg. 2 as wgmma.mma_async, Q_i, dO_i, L_i, D_i
+ *           double-buffered with cp.async, dQ_i added to HBM with fp32 atomics.
+ *                                          build/phase5 --kernel wgmma [--causal]   (sm_90a)
+ *
+ * The ladder (later steps, each a --kernel row beside this one): 2 the copy engine (TMA)
+ * for Q_i, dO_i and a producer warpgroup; 3 dQ through shared memory and one bulk reduce
+ * (FA3's dQ path) instead of element atomics; 4 overlap of the products with P and dS.
+ *
+ * Keys are the M dimension (as FA3 lays it out): warpgroup w owns keys 64 w .. 64 w + 63 of
+ * the block, and computes the TRANSPOSED scores, S^T = K_j Q_i^T and dP^T = V_j dO_i^T. Its
+ * accumulators then hold P^T and dS^T in wgmma's accumulator layout, which warp by warp is
+ * mma.sync's C layout, which is exactly the register-A layout of the next wgmma (wgmma.cuh):
+ * dV_j += P^T dO_i and dK_j += dS^T Q_i take P^T, dS^T straight from the registers.
+ *
+ *   S^T, dP^T: Bc x Br (keys x queries)       dK_j, dV_j: Bc x d (registers, whole loop)
+ *                 queries 0 .. 63                          d 0 .. 63   d 64 .. 127
+ *   keys   0      WG0 (warp 0: keys 0-15,       keys   0   WG0         WG0
+ *   keys  64      WG1  warp 1: 16-31, ...)      keys  64   WG1         WG1
+ *
+ *   dQ_i: Br x d (one product for the block, K = its 128 keys; atomics into HBM)
+ *     d = 128:      d 0 .. 63 by WG0, d 64 .. 127 by WG1, each over all 128 keys
+ *     d = 64:       all 64 columns by both: WG0 over keys 0-63, WG1 over keys 64-127
+ *                   (each adds its half of the sum: twice the atomics, as many wgmma's)
+ *
+ * Where each operand comes from, and why:
+ *
+ *   S^T  = K_j Q_i^T   A = K_j   shared (descriptor, K-major: d contiguous), this WG's rows
+ *                      B = Q_i   shared (K-major: Q_i^T's k = d runs along Q's rows)
+ *   dP^T = V_j dO_i^T  A = V_j, B = dO_i: the same
+ *   dV  += P^T dO_i    A = P^T   REGISTERS: the S^T accumulators, rounded to fp16
+ *                      B = dO_i  shared, MN-major (d contiguous: read "transposed", as V
+ *                                is for the forward's O = P V)
+ *   dK  += dS^T Q_i    A = dS^T  REGISTERS (the dP^T accumulators, made dS^T)
+ *                      B = Q_i   shared, MN-major
+ *   dQ   = dS K_j      A = dS    shared: dQ's rows are queries, but a thread holds dS^T for
+ *                                its KEYS, so dS^T goes through shared memory (fp16), stored
+ *                                as it sits in the registers, [key][query], and read as A
+ *                                with the transpose flag (MN-major A: M = query contiguous)
+ *                      B = K_j   shared, MN-major (d contiguous)
+ *
+ * Shared memory (1024-aligned; every tile 128-byte swizzled as wgmma.cuh draws it, in
+ * "halves" of 64 fp16 columns: half a of a tile of R rows starts at a R 128 bytes, row r of
+ * it at r 128, its 16-byte chunk c at position c ^ (r % 8)):
+ *
+ *   | K_j  Bc x d | V_j  Bc x d | Q_i  2 x Br x d | dO_i  2 x Br x d | dS^T  Bc x Br | L_i, D_i |
+ *     [half 0: 128 rows][half 1]    (2 x: the two cp.async stages)     (keys x queries:
+ *                                                                       Br = 64: one half)
+ *   d = 128: 32 + 32 + 32 + 32 + 16 KiB + 1 KiB + 1 KiB to align = 146 KiB (149504 bytes)
+ *   d =  64: 16 + 16 + 16 + 16 + 16 KiB + 1 KiB + 1 KiB             =  82 KiB ( 83968 bytes)
+ *
+ *   one half of a tile (here dS^T: keys x 64 queries), 16-byte chunks c0..c7 of 8 fp16:
+ *
+ *     key 0   c0 c1 c2 c3 c4 c5 c6 c7     a warp's dS^T store (p_and_ds): lane (g, t) writes
+ *     key 1   c1 c0 c3 c2 c5 c4 c7 c6     word t of chunk c of key row g, which lands at
+ *     key 2   c2 c3 c0 c1 c6 c7 c4 c5     position c ^ g: the 8 rows' chunks in 8 different
+ *     ...                                 positions, 4 words each: 32 banks, no conflict
+ *     key 7   c7 c6 c5 c4 c3 c2 c1 c0     (the descriptors name this 128-byte swizzle; the
+ *     key 8   c0 c1 ...  (the pattern     tensor cores undo it on their reads)
+ *             repeats every 8 rows: 1 KiB, the descriptors' stride offset)
+ *
+ *   K-major descriptor (S^T's A = K_j, B = Q_i): start = the half + 32 bytes a k16 slice
+ *   (kk % 4), stride offset 1024 (8 rows on); MN-major (dV's and dK's B, dQ's A and B):
+ *   start = the half + 16 rows (2048 bytes) a k16 slice, stride offset 1024; the leading
+ *   offset (the next 64 columns) is never used: every wgmma here is 64 wide in M and N.
+ *
+ * Why Br = 64, Bc = 128 at both d (BWD_WGMMA_TABLE, bwd_blocks.h): a warpgroup's wgmma is 64
+ * rows of M, so a warpgroup owns 64 keys; two warpgroups hold Bc = 128 keys. Per thread
+ * (d = 128): dK_j, dV_j 2 x 64 floats for the whole loop, S^T and dP^T 2 x 32 (Br = 64 as
+ * N), the P^T and dS^T fragments 2 x 16, dQ 32: 254 registers (ptxas, below) of the 255 that
+ * __launch_bounds__(256, 1) allows; Br = 128 would double S^T and dP^T to 2 x 64 and spill.
+ * FA3 picks the same blocks at d = 128 (64 x 128, two MMA warpgroups). d = 64 keeps them:
+ * its accumulators are half as big, and Br = 64 keeps one code path (dS^T rows of exactly
+ * one 128-byte swizzle row). ptxas (CUDA 13, sm_90a, make phase5-spills): see the table at
+ * the end of this comment.
+ *
+ * Each product is waited for (wgmma_wait<0>) before its result is used: no overlap yet
+ * (only dV, dK's group runs on across the barrier and dQ's issue). At d = 64 the 221
+ * registers leave room for one block of 256 threads an SM although its 82 KiB would let
+ * two in: a tuning step for later.
+ * tools/mma_emu/run.sh wgmma runs this kernel on the CPU (emulated wgmma, descriptors and
+ * swizzle decoded from the PTX ISA's layouts; the same emulation first reproduces phase 4's
+ * fa2-wgmma, which PASSed on an H100) against an fp64 backward.
+ *
+ * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 221 registers   d = 128: 254 registers
+ */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mma.cuh"
+#include "wgmma.cuh"
+#include "bwd.h"
+#include "bwd_gpu.cuh"
+#include "visits.cuh"
+
+#define WGB_THREADS 128          /* a warpgroup */
+#define SW_ROW 128               /* bytes of a swizzled tile row: 64 fp16 */
+#define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
+#define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
+
+/* D: head dimension; BR x BC the block (BC / 64 warpgroups, one per 64 keys). */
+template <int D, int BR, int BC>
+struct WgBwdCfg {
+    static constexpr int WGS = BC / 64, THREADS = WGS * WGB_THREADS;
+    static constexpr int HALVES = D / 64;                  /* 64-column halves of a row   */
+    static constexpr size_t KV_TILE = (size_t)BC * D * 2, Q_TILE = (size_t)BR * D * 2;
+    static constexpr size_t K_OFF = 0, V_OFF = KV_TILE;
+    static constexpr size_t Q_OFF = 2 * KV_TILE;           /* 2 stages                     */
+    static constexpr size_t DO_OFF = Q_OFF + 2 * Q_TILE;   /* 2 stages                     */
+    static constexpr size_t DS_OFF = DO_OFF + 2 * Q_TILE;  /* dS^T: BC x BR fp16           */
+    static constexpr size_t L_OFF = DS_OFF + (size_t)BC * BR * 2;   /* L, D: 2 stages each */
+    static constexpr size_t SMEM = L_OFF + 4 * sizeof(float) * BR + 1024;   /* + room to align */
+    /* dQ = dS K_j split over the warpgroups: by 64-column halves of d where there are as many
+     * halves as warpgroups (d = 128), else (d = 64) by keys, each warpgroup its own 64 */
+    static constexpr bool DQ_BY_KEYS = HALVES < WGS;
+    static constexpr int DQ_HALVES = DQ_BY_KEYS ? HALVES : HALVES / WGS;   /* a warpgroup's */
+    static constexpr int DQ_K16 = DQ_BY_KEYS ? 4 : BC / 16;                 /* its k16 slices */
+    static_assert(BR == 64, "wgmma bwd: S^T's N and a dS^T row are 64 queries (one swizzled row)");
+    static_assert(BC % 64 == 0 && D % 64 == 0, "wgmma bwd: whole 64-row warpgroups, 64-column halves");
+    static_assert(DQ_BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0, "wgmma bwd: dQ's split over the warpgroups");
+};
+
+#if FA_HAVE_WGMMA
+/* byte offset of element (r, c) of a swizzled tile of ROWS rows (halves of 64 columns) */
+template <int ROWS>
+__device__ __forceinline__ uint32_t tile_off(int r, int c)
+{
+    return (uint32_t)((c / 64) * ROWS * SW_ROW) + sw128_offset(r, c % 64);
+}
+
+/* ROWS rows of D fp16 columns, global -> swizzled shared with cp.async (rows at or past
+ * valid zero-filled, not read) */
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *src, int valid)
+{
+    constexpr int CH = D / 8;   /* 16-byte chunks a row */
+#pragma unroll
+    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
+        const int r = c / CH, ch = c % CH;
+        const bool ok = r < valid;
+        cp_async16(dst + tile_off<ROWS>(r, ch * 8), ok ? src + (size_t)r * D + ch * 8 : src, ok);
+    }
+}
+
+/* Alg. 2 l.10, l.12: S^T = K_j Q_i^T and dP^T = V_j dO_i^T for this warpgroup's 64 keys (Kw,
+ * Vw: its first row in half 0 of K_j, V_j), k over d in k16 slices: the next slice is 32
+ * bytes further in the row (the descriptor's start address + 2), the next half BC rows on.
+ * Both products one group, not waited for. */
+template <int D, int BR, int BC>
+__device__ __forceinline__ void issue_sdp(float (&s)[32], float (&dp)[32], const unsigned char *Kw,
+                                          const unsigned char *Vw, const unsigned char *Qi, const unsigned char *dOi)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint32_t kv_at = (kk / 4) * BC * SW_ROW, q_at = (kk / 4) * BR * SW_ROW;
+        const uint64_t dk = wgmma_desc_sw128(Kw + kv_at, 16, SW_GROUP) + 2 * (kk % 4);
+        const uint64_t dq = wgmma_desc_sw128(Qi + q_at, 16, SW_GROUP) + 2 * (kk % 4);
+        wgmma_m64n64k16_ss<0>(s, dk, dq, kk > 0);
+        const uint64_t dv = wgmma_desc_sw128(Vw + kv_at, 16, SW_GROUP) + 2 * (kk % 4);
+        const uint64_t ddo = wgmma_desc_sw128(dOi + q_at, 16, SW_GROUP) + 2 * (kk % 4);
+        wgmma_m64n64k16_ss<0>(dp, dv, ddo, kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* Alg. 2 l.11, l.13-14 in the registers: P^T = 2^(S^T scale log2 e - L log2 e), masked to 0
+ * where the key is past N_kv, the query past N_q or causal hides it (only in blocks that
+ * need it: mask); dS^T = P^T (dP^T - D). Element e of the accumulators is key
+ * key0 + 8 ((e % 4) / 2) of the block (key0 = 64 wg + 16 warp + g), query
+ * 8 (e / 4) + 2 t + e % 2 of Q_i (wgmma.cuh's picture). Out: P^T and dS^T as fp16 A
+ * fragments (k16 slice kk = queries 16 kk .. 16 kk + 15), and dS^T stored to dSs
+ * [key][query], a fragment word per 4 bytes: lanes g, t of a warp write rows g (8 rows, so
+ * 8 different swizzle positions of chunk n8) and words t: 32 different banks. */
+template <int BR>
+__device__ __forceinline__ void p_and_ds(float (&s)[32], float (&dp)[32], uint32_t (&pa)[BR / 16][4],
+                                         uint32_t (&dsa)[BR / 16][4], unsigned char *dSs, const float *Li,
+                                         const float *Di, const attn_problem_t &p, int q0, int key0, int j0,
+                                         bool mask, float sl2, int t)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        const int col = (e / 4) * 8 + 2 * t + e % 2, key = j0 + key0 + 8 * ((e % 4) / 2), qrow = q0 + col;
+        float pv = bwd_ex2(fmaf(s[e], sl2, -Li[col] * BWD_LOG2E));   /* L = +inf: a fully masked row, P = 0 */
+        if (mask && (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key))) pv = 0.0f;
+        s[e] = pv;
+        dp[e] = pv * (dp[e] - Di[col]);
+    }
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; kk++) {
+        c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+        c_pair_to_a(dsa[kk], dp + 8 * kk, dp + 8 * kk + 4);
+        /* word r of the fragment: key key0 + 8 (r % 2), queries 16 kk + 8 (r / 2) + 2 t, +1 */
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            *(uint32_t *)(dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)) = dsa[kk][r];
+    }
+}
+
+/* Alg. 2 l.13, l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i, k over the Br queries: A from the
+ * registers, B = dO_i, Q_i MN-major (the next k16 slice 16 rows, 2048 bytes, on; half a of
+ * d at a BR 128 bytes). One group, not waited for: pa and dsa must stay untouched until the
+ * wait (wgmma reads registers asynchronously: wgmma_hold_a after it). */
+template <int D, int BR>
+__device__ __forceinline__ void issue_dkdv(float (&dv)[D / 64][32], float (&dk)[D / 64][32],
+                                           const uint32_t (&pa)[BR / 16][4], const uint32_t (&dsa)[BR / 16][4],
+                                           const unsigned char *Qi, const unsigned char *dOi)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int a = 0; a < D / 64; a++)
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) {
+            const uint32_t at = a * BR * SW_ROW + kk * K16_ROWS_MN;
+            wgmma_m64n64k16_rs<1>(dv[a], pa[kk], wgmma_desc_sw128(dOi + at, BR * SW_ROW, SW_GROUP), 1);
+            wgmma_m64n64k16_rs<1>(dk[a], dsa[kk], wgmma_desc_sw128(Qi + at, BR * SW_ROW, SW_GROUP), 1);
+        }
+    wgmma_commit();
+}
+
+/* Alg. 2 l.15: this warpgroup's share of dQ_i = dS K_j (unscaled): A = dS from dSs, stored
+ * [key][query], i.e. K x M: MN-major A (transpose flag); B = K_j [key][d], MN-major. Its
+ * halves of d and k16 slices of keys: WgBwdCfg's DQ_* (the picture above). */
+template <int D, int BR, int BC>
+__device__ __forceinline__ void issue_dq(float (&dq)[WgBwdCfg<D, BR, BC>::DQ_HALVES][32], const unsigned char *dSs,
+                                         const unsigned char *Ks, int wg)
+{
+    using C = WgBwdCfg<D, BR, BC>;
+    wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < C::DQ_HALVES; h++) {
+        const int a = C::DQ_BY_KEYS ? h : wg * C::DQ_HALVES + h;   /* the half of d */
+#pragma unroll
+        for (int k = 0; k < C::DQ_K16; k++) {
+            const int kk = C::DQ_BY_KEYS ? wg * C::DQ_K16 + k : k;   /* keys 16 kk .. */
+            const uint64_t da = wgmma_desc_sw128(dSs + kk * K16_ROWS_MN, 16, SW_GROUP);
+            const uint64_t db = wgmma_desc_sw128(Ks + a * BC * SW_ROW + kk * K16_ROWS_MN, BC * SW_ROW, SW_GROUP);
+            wgmma_m64n64k16_ss<1, 1>(dq[h], da, db, k > 0);
+        }
+    }
+    wgmma_commit();
+}
+
+/* dQ_i += scale dS K_j in HBM (fp32 atomics: the other K/V blocks of the head add to the
+ * same rows): accumulator rows are queries 16 warp + g (+ 8), columns 64 a + 8 n8 + 2 t. */
+template <int D, int NH>
+__device__ __forceinline__ void add_dq(float *dQi, const float (&dq)[NH][32], int a0, int warp, int g, int t,
+                                       int valid, float scale)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        const int row = 16 * warp + g + 8 * x;
+        if (row >= valid) continue;   /* rows past N_q */
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) {
+                float *out = dQi + (size_t)row * D + 64 * (a0 + h) + 8 * n8 + 2 * t;
+                const float v0 = dq[h][4 * n8 + 2 * x] * scale, v1 = dq[h][4 * n8 + 2 * x + 1] * scale;
+                atomicAdd(reinterpret_cast<float2 *>(out), make_float2(v0, v1));
+            }
+    }
+}
+#endif
+
+template <int D, int BR, int BC>
+__global__ void __launch_bounds__(WgBwdCfg<D, BR, BC>::THREADS, 1)   /* up to 255 registers: dK_j, dV_j */
+bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
+                 const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis)
+{
+#if FA_HAVE_WGMMA
+    using C = WgBwdCfg<D, BR, BC>;
+    constexpr int THREADS = C::THREADS, HALVES = C::HALVES;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
+    unsigned char *dSs = smem + C::DS_OFF;
+    float *Ls = (float *)(smem + C::L_OFF), *Ds = Ls + 2 * BR;
+
+    const int wg = threadIdx.x / WGB_THREADS, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int key0 = 64 * wg + 16 * warp + g;   /* this thread's keys of the block: key0, key0 + 8 */
+    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
+    const int G = p.H / p.H_kv, Tr = (p.N_q + BR - 1) / BR;
+    const int j0 = j * BC;
+    const float sl2 = p.scale * BWD_LOG2E;
+    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
+
+    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
+    const int first = !visit_all(vis) ? bwd_first_q_block(p, j, BR, BC) : 0;
+    const int per_head = Tr - first, steps = G * per_head;
+    if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
+
+    /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
+    auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
+        const int h = kvh * G + st / per_head;
+        i = first + st % per_head;
+        l_off = ((size_t)b * p.H + h) * p.N_q + (size_t)i * BR;
+        q_off = l_off * D;
+    };
+    auto load_step = [&](int st, int stage) {   /* Q_i, dO_i, L_i, D_i into a stage */
+        int i; size_t q_off, l_off;
+        step_at(st, i, q_off, l_off);
+        const int valid = p.N_q - i * BR;
+        load_tile_sw<BR, D, THREADS>(Qs + stage * C::Q_TILE, Qg + q_off, valid);
+        load_tile_sw<BR, D, THREADS>(dOs + stage * C::Q_TILE, dOg + q_off, valid);
+        for (int r = threadIdx.x; r < 2 * BR; r += THREADS) {   /* rows past N_q: 0 (masked) */
+            const int row = r % BR;
+            const float *src = (r < BR ? Lg : Dg) + l_off + row;
+            cp_async4((r < BR ? Ls : Ds) + stage * BR + row, row < valid ? src : Lg, row < valid);
+        }
+    };
+
+    /* Alg. 2 l.6: K_j, V_j into shared memory (rows past N_kv zero), and the first step */
+    load_tile_sw<BC, D, THREADS>(Ks, Kg + kv_off + (size_t)j0 * D, p.N_kv - j0);
+    load_tile_sw<BC, D, THREADS>(Vs, Vg + kv_off + (size_t)j0 * D, p.N_kv - j0);
+    if (steps > 0) load_step(0, 0);
+    cp_async_commit();
+
+    float dk[HALVES][32], dv[HALVES][32];   /* l.7: this warpgroup's 64 rows of dK_j, dV_j */
+#pragma unroll
+    for (int a = 0; a < HALVES; a++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) dk[a][e] = dv[a][e] = 0.0f;
+
+    for (int st = 0; st < steps; st++) {                                      /* l.8 */
+        const int stage = st % 2;
+        cp_async_wait<0>();
+        fence_proxy_async();   /* the tiles were written by ordinary (cp.async) copies; the
+                                  tensor cores read them next */
+        __syncthreads();   /* this step's tiles landed and are visible to all; every warpgroup's
+                              products of the last step (the other stage, dS^T) are complete */
+        if (st + 1 < steps) { load_step(st + 1, 1 - stage); cp_async_commit(); }   /* l.9 */
+        const unsigned char *Qi = Qs + stage * C::Q_TILE, *dOi = dOs + stage * C::Q_TILE;
+        const float *Li = Ls + stage * BR, *Di = Ds + stage * BR;
+        int i; size_t q_off, l_off;
+        step_at(st, i, q_off, l_off);
+        const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);
+
+        /* l.10-14: S^T, dP^T (tensor cores), then P^T, dS^T (registers), dS^T to shared */
+        float s[32], dp[32];
+        issue_sdp<D, BR, BC>(s, dp, Ks + wg * 64 * SW_ROW, Vs + wg * 64 * SW_ROW, Qi, dOi);
+        wgmma_wait<0>();
+        wgmma_fence_regs(s);
+        wgmma_fence_regs(dp);
+        uint32_t pa[BR / 16][4], dsa[BR / 16][4];
+        p_and_ds<BR>(s, dp, pa, dsa, dSs, Li, Di, p, i * BR, key0, j0, mask, sl2, t);
+        fence_proxy_async();   /* dS^T was written by ordinary stores; the tensor cores read it */
+
+        /* l.13, l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i (A from the registers) */
+        issue_dkdv<D, BR>(dv, dk, pa, dsa, Qi, dOi);
+        __syncthreads();   /* both warpgroups' dS^T rows are in shared memory */
+
+        /* l.15: dQ_i += scale dS K_j */
+        float dq[C::DQ_HALVES][32];
+        issue_dq<D, BR, BC>(dq, dSs, Ks, wg);
+        wgmma_wait<0>();   /* dV, dK and dQ's groups */
+#pragma unroll
+        for (int a = 0; a < HALVES; a++) { wgmma_fence_regs(dv[a]); wgmma_fence_regs(dk[a]); }
+#pragma unroll
+        for (int h = 0; h < C::DQ_HALVES; h++) wgmma_fence_regs(dq[h]);
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) { wgmma_hold_a(pa[kk]); wgmma_hold_a(dsa[kk]); }
+        add_dq<D, C::DQ_HALVES>(dQg + q_off, dq, C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t,
+                                p.N_q - i * BR, p.scale);
+    }
+    cp_async_wait<0>();   /* steps = 0: K_j, V_j's copies land before the block exits */
+    /* l.18: dK_j = scale dS^T Q, dV_j written once (keys past N_kv not written); a block no
+     * query row sees (steps = 0) writes zeros */
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        const int key = j0 + key0 + 8 * x;
+        if (key >= p.N_kv) continue;
+        const size_t at = kv_off + (size_t)key * D + 2 * t;
+#pragma unroll
+        for (int a = 0; a < HALVES; a++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) {
+                const int c = 64 * a + 8 * n8;
+                *(float2 *)(dKg + at + c) = make_float2(dk[a][4 * n8 + 2 * x] * p.scale, dk[a][4 * n8 + 2 * x + 1] * p.scale);
+                *(float2 *)(dVg + at + c) = make_float2(dv[a][4 * n8 + 2 * x], dv[a][4 * n8 + 2 * x + 1]);
+            }
+    }
+#else
+    (void)p; (void)Qg; (void)Kg; (void)Vg; (void)dOg; (void)Lg; (void)Dg; (void)dQg; (void)dKg; (void)dVg; (void)vis;
+#endif
+}
+
+/* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h) */
+#define BWDWG_ASSERT_ROW(D_, BR_, BC_) \
+    static_assert(WgBwdCfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "wgmma bwd: shared memory above 227 KiB");
+BWD_WGMMA_TABLE(BWDWG_ASSERT_ROW)
+#undef BWDWG_ASSERT_ROW
+
+template <int D, int BR, int BC>
+static void launch_wg(const attn_problem_t *p, const bwd_gpu_args_t *a)
+{
+    using C = WgBwdCfg<D, BR, BC>;
+    const dim3 grid((p->N_kv + BC - 1) / BC, p->B * p->H_kv);
+    const gpu_visits_t vis = gpu_visits(grid.x);
+    bwd_preprocess_launch(p, a, 1);   /* D = rowsum(dO * O), dQ = 0 */
+    static bool attr = false;
+    if (!attr) {
+        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_kernel<D, BR, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)C::SMEM));
+        attr = true;
+    }
+    bwd_wgmma_kernel<D, BR, BC><<<grid, C::THREADS, C::SMEM>>>(
+        *p, (const __half *)a->Q, (const __half *)a->K, (const __half *)a->V, (const __half *)a->dO,
+        a->L, a->D, a->dQ, a->dK, a->dV, vis);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int bwd_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    c->name = "wgmma";
+    switch (d) {
+#define BWDWG_CONFIG_ROW(D_, BR_, BC_)                                 \
+    case D_:                                                           \
+        c->blocks.Br = BR_; c->blocks.Bc = BC_;                        \
+        c->threads = WgBwdCfg<D_, BR_, BC_>::THREADS;                  \
+        c->smem_bytes = WgBwdCfg<D_, BR_, BC_>::SMEM;                  \
+        break;
+    BWD_WGMMA_TABLE(BWDWG_CONFIG_ROW)
+#undef BWDWG_CONFIG_ROW
+    default:
+        snprintf(why, len, "kernel wgmma is built for d = 64 and 128 (bwd_blocks.h), not d = %d", d);
+        return -1;
+    }
+    if (!gpu_available(why, len)) return 1;
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        snprintf(why, len, "no CUDA device");
+        return 1;
+    }
+    if (major != 9 || minor != 0) {   /* built for sm_90a alone: wgmma exists nowhere else */
+        snprintf(why, len, "kernel wgmma needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", major, minor);
+        return 1;
+    }
+    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+}
+
+extern "C" void bwd_wgmma_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)
+{
+    switch (p->d) {
+#define BWDWG_LAUNCH_ROW(D_, BR_, BC_) case D_: launch_wg<D_, BR_, BC_>(p, a); break;
+    BWD_WGMMA_TABLE(BWDWG_LAUNCH_ROW)
+#undef BWDWG_LAUNCH_ROW
+    default: break;   /* bwd_wgmma_config() said -1 */
+    }
+}

@@ -92,21 +92,18 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
     const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
-    const int G = p.H / p.H_kv, Tr = (p.N_q + BR - 1) / BR;
     const int j0 = j * BC;
     const float sl2 = p.scale * BWD_LOG2E;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
     /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
-    const int first = SKIP && !visit_all(vis) ? bwd_first_q_block(p, j, BR, BC) : 0;
-    const int per_head = Tr - first, steps = G * per_head;
+    const bwd_steps_t sched = bwd_steps(p, j, b, kvh, BR, BC, SKIP && !visit_all(vis));
+    const int steps = sched.count;
     if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
 
     /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
     auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
-        const int h = kvh * G + st / per_head;
-        i = first + st % per_head;
-        l_off = ((size_t)b * p.H + h) * p.N_q + (size_t)i * BR;
+        sched.at(st, BR, i, l_off);
         q_off = l_off * D;
     };
     auto load_step = [&](int st, int stage) {   /* Q_i, dO_i, L_i, D_i into a stage */
@@ -115,11 +112,7 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         const int valid = p.N_q - i * BR;
         cp_async_tile<D, LDH, THREADS>(Qs + stage * BR * LDH, Qg + q_off, BR, valid);
         cp_async_tile<D, LDH, THREADS>(dOs + stage * BR * LDH, dOg + q_off, BR, valid);
-        for (int r = threadIdx.x; r < 2 * BR; r += THREADS) {
-            const int row = r % BR;
-            const float *src = (r < BR ? Lg : Dg) + l_off + row;
-            cp_async4((r < BR ? Ls : Ds) + stage * BR + row, row < valid ? src : Lg, row < valid);
-        }
+        bwd_load_ld<BR, THREADS>(Ls + stage * BR, Ds + stage * BR, Lg, Dg, l_off, valid);   /* rows past N_q: 0 */
     };
 
     /* Alg. 2 l.6: K_j, V_j into shared memory (rows past N_kv zero), and the first step */

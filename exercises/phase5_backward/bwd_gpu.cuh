@@ -1,4 +1,5 @@
-/* bwd_gpu.cuh - what the backward kernels (bwd_simple.cu, bwd_mma.cu) share on the device.
+/* bwd_gpu.cuh - what the backward kernels (bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu,
+ * bwd_wgmma.cu) share on the device.
  *
  * The causal range of a K/V block, the mirror of phase 4's fa2_kv_blocks: with the
  * bottom-right mask (common/problem.h) row r sees key c iff c <= r + (N_kv - N_q), so
@@ -19,6 +20,7 @@
 #ifndef PHASE5_BWD_GPU_CUH
 #define PHASE5_BWD_GPU_CUH
 #include "problem.h"
+#include "mma.cuh"   /* cp_async4 */
 
 /* The first of the Q blocks [first, Tr) that K/V block j (keys j Bc ..) must visit, Tr =
  * ceil(N_q / Br): 0 without a mask; Tr when no row sees the block (its dK_j, dV_j are 0). */
@@ -41,6 +43,47 @@ __device__ __forceinline__ bool bwd_block_needs_mask(const attn_problem_t &p, in
     const long last_key = (long)(j + 1) * Bc - 1;
     return last_key >= p.N_kv || (long)(i + 1) * Br > p.N_q ||
            (p.causal && last_key > (long)i * Br + (p.N_kv - p.N_q));
+}
+
+/* Alg. 2 l.8, the inner loop of a K/V-outer thread block (mma, mma2d, wgmma): under GQA the
+ * G query heads of its KV head in turn, each over the Q blocks [first, Tr) its causal range
+ * allows. Step st is (query head kvh G + st / per_head, Q block i = first + st % per_head);
+ * l_off is its first row's offset in L and D, l_off d the same in Q, dO and dQ. */
+struct bwd_steps_t {
+    int first, per_head, count;   /* count = G per_head: the steps, and the visits counted */
+    size_t head0;                 /* (b H + kvh G) N_q: the first query head's rows       */
+    int N_q;
+    __device__ __forceinline__ void at(int st, int Br, int &i, size_t &l_off) const
+    {
+        i = first + st % per_head;
+        l_off = head0 + (size_t)(st / per_head) * N_q + (size_t)i * Br;
+    }
+};
+/* skip: start at bwd_first_q_block (else every Q block: noskip, or a test's deleted range) */
+__device__ __forceinline__ bwd_steps_t bwd_steps(const attn_problem_t &p, int j, int b, int kvh, int Br, int Bc,
+                                                 bool skip)
+{
+    const int G = p.H / p.H_kv, Tr = (p.N_q + Br - 1) / Br;
+    bwd_steps_t s;
+    s.first = skip ? bwd_first_q_block(p, j, Br, Bc) : 0;
+    s.per_head = Tr - s.first;
+    s.count = G * s.per_head;
+    s.head0 = ((size_t)b * p.H + (size_t)kvh * G) * p.N_q;
+    s.N_q = p.N_q;
+    return s;
+}
+
+/* L_i and D_i of a step (its rows from l_off, `valid` of them before N_q) into one stage's
+ * Ls, Ds with cp.async; the rows past N_q get 0 (the mask hides them). */
+template <int BR, int THREADS>
+__device__ __forceinline__ void bwd_load_ld(float *Ls, float *Ds, const float *Lg, const float *Dg, size_t l_off,
+                                            int valid)
+{
+    for (int r = threadIdx.x; r < 2 * BR; r += THREADS) {
+        const int row = r % BR;
+        const float *src = (r < BR ? Lg : Dg) + l_off + row;
+        cp_async4((r < BR ? Ls : Ds) + row, row < valid ? src : Lg, row < valid);
+    }
 }
 
 /* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). P = e^(scale s - L) is computed as

@@ -20,7 +20,7 @@
 #ifndef PHASE5_BWD_GPU_CUH
 #define PHASE5_BWD_GPU_CUH
 #include "problem.h"
-#include "mma.cuh"   /* cp_async4 */
+#include "mma.cuh"   /* cp_async_tile, cp_async4 (and __half) */
 
 /* The first of the Q blocks [first, Tr) that K/V block j (keys j Bc ..) must visit, Tr =
  * ceil(N_q / Br): 0 without a mask; Tr when no row sees the block (its dK_j, dV_j are 0). */
@@ -89,6 +89,21 @@ __device__ __forceinline__ void bwd_load_ld(float *Ls, float *Ds, const float *L
         const float *src = (r < BR ? Lg : Dg) + l_off + row;
         cp_async4((r < BR ? Ls : Ds) + row, row < valid ? src : Lg, row < valid);
     }
+}
+
+/* Step st's Q_i and dO_i (rows of LDH halves, zero past N_q), L_i and D_i into one stage
+ * with cp.async: the layout of the mma kernels (wgmma's swizzled tiles load their own). */
+template <int D, int LDH, int BR, int THREADS>
+__device__ __forceinline__ void bwd_load_step(const bwd_steps_t &s, int st, __half *Qs, __half *dOs, float *Ls,
+                                              float *Ds, const __half *Qg, const __half *dOg, const float *Lg,
+                                              const float *Dg)
+{
+    int i; size_t l_off;
+    s.at(st, BR, i, l_off);
+    const int valid = s.N_q - i * BR;
+    cp_async_tile<D, LDH, THREADS>(Qs, Qg + l_off * D, BR, valid);
+    cp_async_tile<D, LDH, THREADS>(dOs, dOg + l_off * D, BR, valid);
+    bwd_load_ld<BR, THREADS>(Ls, Ds, Lg, Dg, l_off, valid);
 }
 
 /* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). P = e^(scale s - L) is computed as

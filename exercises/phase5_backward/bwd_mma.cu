@@ -107,12 +107,8 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         q_off = l_off * D;
     };
     auto load_step = [&](int st, int stage) {   /* Q_i, dO_i, L_i, D_i into a stage */
-        int i; size_t q_off, l_off;
-        step_at(st, i, q_off, l_off);
-        const int valid = p.N_q - i * BR;
-        cp_async_tile<D, LDH, THREADS>(Qs + stage * BR * LDH, Qg + q_off, BR, valid);
-        cp_async_tile<D, LDH, THREADS>(dOs + stage * BR * LDH, dOg + q_off, BR, valid);
-        bwd_load_ld<BR, THREADS>(Ls + stage * BR, Ds + stage * BR, Lg, Dg, l_off, valid);   /* rows past N_q: 0 */
+        bwd_load_step<D, LDH, BR, THREADS>(sched, st, Qs + stage * BR * LDH, dOs + stage * BR * LDH,
+                                           Ls + stage * BR, Ds + stage * BR, Qg, dOg, Lg, Dg);
     };
 
     /* Alg. 2 l.6: K_j, V_j into shared memory (rows past N_kv zero), and the first step */

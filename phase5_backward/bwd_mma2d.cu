@@ -57,8 +57,8 @@
  *
  * The rows built (BWD_MMA2D_TABLE), shared memory and ptxas's registers (CUDA 13, sm_90,
  * 255 at most with __launch_bounds__(256, 1); no spills: make phase5-spills):
- *   d = 32   Br x Bc = 128 x 128  SM KN QM = 4 4 4   133120 bytes  168 registers
- *   d = 64   128 x 128            4 4 4             182272 bytes  237 registers
+ *   d = 32   Br x Bc = 128 x 128  SM KN QM = 4 4 4   133120 bytes  164 registers
+ *   d = 64   128 x 128            4 4 4             182272 bytes  238 registers
  *   d = 128  64 x 128             2 4 2             175104 bytes  255 registers
  *   d = 256  64 x 64              4 2 2             222208 bytes  255 registers
  * tools/mma_emu runs this kernel on the CPU (emulated ldmatrix and mma.sync) against an

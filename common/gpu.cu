@@ -256,6 +256,25 @@ size_t gpu_smem_optin_bytes(void)
     return limit;
 }
 
+int gpu_config_fits(const gpu_kernel_config_t *c, int sm90a, char *why, size_t len)
+{
+    if (!gpu_available(why, len)) return 1;
+    if (sm90a) {
+        int dev = 0, major = 0, minor = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+            snprintf(why, len, "no CUDA device");
+            return 1;
+        }
+        if (major != 9 || minor != 0) {   /* wgmma exists nowhere else */
+            snprintf(why, len, "kernel %s needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", c->name, major, minor);
+            return 1;
+        }
+    }
+    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+}
+
 int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len)
 {
     size_t limit = gpu_smem_optin_bytes();

@@ -50,6 +50,11 @@ size_t gpu_smem_optin_bytes(void);
  * why ("needs 203.5 KiB of shared memory a block, this device gives 163.0 KiB"). */
 int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len);
 
+/* The last step of every kernel's *_config(): 0 when c can run here, else 1 with why (no
+ * usable device, too little shared memory, or, with sm90a set, a GPU other than compute
+ * capability 9.0: the wgmma kernels are built for sm_90a alone). */
+int gpu_config_fits(const gpu_kernel_config_t *c, int sm90a, char *why, size_t len);
+
 /* Free and total device memory in bytes. */
 int gpu_mem_info(size_t *free_bytes, size_t *total_bytes);
 

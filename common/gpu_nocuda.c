@@ -14,6 +14,8 @@ double gpu_copy_bandwidth_gbps(void) { return 0.0; }
 size_t gpu_smem_optin_bytes(void) { return 0; }
 int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len)
 { (void)c; if (why && len) snprintf(why, len, "%s", NO_GPU); return 0; }
+int gpu_config_fits(const gpu_kernel_config_t *c, int sm90a, char *why, size_t len)
+{ (void)c; (void)sm90a; if (why && len) snprintf(why, len, "%s", NO_GPU); return 1; }
 void gpu_profile_range(int on) { (void)on; }
 int gpu_mem_info(size_t *free_bytes, size_t *total_bytes) { *free_bytes = *total_bytes = 0; return -1; }
 

@@ -132,12 +132,11 @@ static inline bool fa1_mma_supports(int d)
 REF_PROTO(int, fa1_simple_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
 REF_PROTO(int, fa1_mma_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
 
-/* The last step of every *_config() of phases 3 and 4: 0 when c can run on this device,
- * else 1 with why (no device, or too little shared memory). */
+/* The last step of the *_config() of phases 3, 4 and 6: 0 when c can run on this device,
+ * else 1 with why (no device, or too little shared memory): common/gpu.h's gpu_config_fits. */
 static inline int fa1_config_fits(const gpu_kernel_config_t *c, char *why, size_t len)
 {
-    if (!gpu_available(why, len)) return 1;
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 0, why, len);
 }
 REF_PROTO(void, fa1_simple_launch, (const attn_problem_t *p, const void *q, const void *k, const void *v,
                                     float *o, float *l, float *m));

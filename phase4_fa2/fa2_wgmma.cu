@@ -646,18 +646,7 @@ static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len
         snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
         return -1;
     }
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-        snprintf(why, len, "no CUDA device");
-        return 1;
-    }
-    if (major != 9 || minor != 0) {   /* built for sm_90a alone: wgmma exists nowhere else */
-        snprintf(why, len, "kernel %s needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", c->name, major, minor);
-        return 1;
-    }
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
 }
 
 extern "C" int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 1, c, why, len); }

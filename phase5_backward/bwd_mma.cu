@@ -455,8 +455,7 @@ extern "C" int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t l
         snprintf(why, len, "kernel mma is built for d = 32, 64 and 128 (bwd_blocks.h), not d = %d (use --kernel simple)", d);
         return -1;
     }
-    if (!gpu_available(why, len)) return 1;
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 0, why, len);
 }
 
 extern "C" void bwd_mma_launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_t *a)

@@ -396,8 +396,7 @@ extern "C" int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t
         snprintf(why, len, "kernel mma2d is built for d = 32, 64, 128 and 256 (bwd_blocks.h), not d = %d", d);
         return -1;
     }
-    if (!gpu_available(why, len)) return 1;
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 0, why, len);
 }
 
 extern "C" void bwd_mma2d_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)

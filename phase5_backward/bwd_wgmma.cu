@@ -427,19 +427,7 @@ extern "C" int bwd_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t
         snprintf(why, len, "kernel wgmma is built for d = 64 and 128 (bwd_blocks.h), not d = %d", d);
         return -1;
     }
-    if (!gpu_available(why, len)) return 1;
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-        snprintf(why, len, "no CUDA device");
-        return 1;
-    }
-    if (major != 9 || minor != 0) {   /* built for sm_90a alone: wgmma exists nowhere else */
-        snprintf(why, len, "kernel wgmma needs sm_90a (Hopper: H100, H200); this GPU is sm_%d%d", major, minor);
-        return 1;
-    }
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
 }
 
 extern "C" void bwd_wgmma_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)

@@ -150,8 +150,7 @@ extern "C" int bwd_simple_config(int d, gpu_kernel_config_t *c, char *why, size_
         snprintf(why, len, "kernel simple is built for d a multiple of 8 up to 256, not d = %d", d);
         return -1;
     }
-    if (!gpu_available(why, len)) return 1;
-    return gpu_kernel_fits(c, why, len) ? 0 : 1;
+    return gpu_config_fits(c, 0, why, len);
 }
 
 extern "C" void bwd_simple_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)

@@ -60,6 +60,9 @@ def parse(argv):
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--smoke", action="store_true", help="SDPA in place of our kernels: tests the script only")
     ap.add_argument("--sync", action="store_true", help="synchronise around every call of ours (debugging)")
+    ap.add_argument("--grads", default="fp16", choices=("fp16", "fp32"),
+                    help="the dtype our dQ, dK, dV are rounded to before they reach the model: fp16 (default) as "
+                         "SDPA and the official FA2 return them for fp16 inputs, or fp32 as our kernels compute them")
     a = ap.parse_args(argv)
     if a.seeds < 2 or a.steps < 1 or a.batch < 1:
         ap.error("--seeds >= 2, --steps >= 1, --batch >= 1")
@@ -87,6 +90,7 @@ SEP, VOCAB, N = SYMBOLS, SYMBOLS + 1, 2 * HALF
 SCALE = 1.0 / math.sqrt(D_HEAD)
 HELDOUT, HELDOUT_SEED = 2048, 1_000_003
 WARMUP, LAST = 100, 100                 # lr warm-up steps; the final train loss averages LAST steps
+FP16_MIN_NORMAL = 2.0 ** -14           # 6.1e-5: below it fp16 is subnormal (fewer bits)
 ACC_FLOOR = 1e-3                        # the smallest accuracy difference the verdict resolves
 DEV = torch.device(ARGS.device)
 ATT_DTYPE = torch.float16 if ARGS.device == "cuda" else torch.float32   # CPU SDPA: fp32
@@ -155,6 +159,8 @@ class FlashAttention(torch.autograd.Function):
         dk = torch.empty(k16.shape, dtype=torch.float32, device=k16.device)
         dv = torch.empty_like(dk)
         LIB.call(LIB.l.fa_train_backward, ctx.shape, (q16, k16, v16, o, L, do16, D, dq, dk, dv))
+        if ARGS.grads == "fp16":   # what an fp16 attention hands back (SDPA's, FA2's): the same rounding
+            dq, dk, dv = (g.to(torch.float16) for g in (dq, dk, dv))
         return tuple(g.to(t) for g, t in zip((dq, dk, dv), ctx.dtypes))
 
 
@@ -302,10 +308,15 @@ def grad_check():
         q, k, v = model.blocks[0].qkv(model.embed(inp))
     g = torch.Generator(device=DEV).manual_seed(1)
     rnd = [torch.randn(t.shape, generator=g, device=DEV) for t in (q, k, v)]
+    do_loss = loss_dO(inp)
     ok, rows = True, []
-    for name, qkv in (("layer-0 Q, K, V of the seed-0 model", (q, k, v)), ("N(0, 1) Q, K, V", rnd)):
+    cases = (("layer-0 Q, K, V of the seed-0 model", (q, k, v), None),
+             ("N(0, 1) Q, K, V", rnd, None),
+             ("layer-0 Q, K, V, the loss's own dO", (q, k, v), do_loss))   # informational: see below
+    for name, qkv, do in cases:
         base = [t.detach().to(torch.float16).contiguous() for t in qkv]
-        do = torch.randn(base[0].shape, generator=g, device=DEV).to(torch.float16)
+        if do is None:
+            do = torch.randn(base[0].shape, generator=g, device=DEV).to(torch.float16)
         res = {}
         for who, fn in (("ours", attn_ours), ("sdpa", attn_sdpa), ("fp32", attn_ref)):
             leaves = [t.clone().requires_grad_(True) for t in base]
@@ -314,10 +325,35 @@ def grad_check():
             res[who] = [o.detach().float()] + [t.grad.float() for t in leaves]
         for i, t in enumerate(("O", "dQ", "dK", "dV")):
             r_os, r_of, r_sf = (rel_l2(res[a][i], res[b][i]) for a, b in (("ours", "sdpa"), ("ours", "fp32"), ("sdpa", "fp32")))
+            tiny = (res["fp32"][i].abs() < FP16_MIN_NORMAL).float().mean().item()
+            if name.startswith("layer-0 Q, K, V, the loss"):
+                # The training loss's dO is tiny (a mean over B x 64 tokens): most gradients fall
+                # below fp16's smallest normal number, where fp16 keeps fewer bits. Both fp16
+                # results lose them alike; the rows show how much, and do not enter the verdict.
+                rows.append((name, t, r_os, r_of, r_sf, None, tiny))
+                continue
             good = r_os < 1e-2 and math.isfinite(r_os)
             ok &= good
-            rows.append((name, t, r_os, r_of, r_sf, good))
+            rows.append((name, t, r_os, r_of, r_sf, good, tiny))
     return ok, rows
+
+
+def loss_dO(inp):
+    """The dO that layer 0's attention receives from the seed-0 model's training loss on the
+    first batch (SDPA's forward), in fp16, as training hands it to the backward."""
+    seen = {}
+
+    def attn_keep(q, k, v):
+        o = attn_sdpa(q, k, v)
+        if "o" not in seen:
+            o.retain_grad()
+            seen["o"] = o
+        return o
+    model = build(0, attn_keep)
+    _, tgt = make_batch(torch.Generator().manual_seed(0), ARGS.batch)
+    loss, _ = loss_of(model, inp, tgt)
+    loss.backward()
+    return seen["o"].grad.detach().to(torch.float16).contiguous()
 
 
 def mean(x):
@@ -366,10 +402,13 @@ def main():
 
     gok, grows = grad_check()
     print("\ngradients on one batch (B=%d H=%d H_kv=%d N=%d d=%d causal), rel L2:" % (ARGS.batch, H, H_KV, N, D_HEAD))
-    print(f"  {'inputs':38s} {'':3s} {'ours vs SDPA':>12s} {'ours vs fp32':>12s} {'SDPA vs fp32':>12s}")
-    for name, t, a, b, c, good in grows:
-        print(f"  {name:38s} {t:3s} {a:12.2e} {b:12.2e} {c:12.2e}  {'ok' if good else 'FAIL (>= 1e-2)'}")
-    worst = max(r[2] for r in grows)
+    print(f"  {'inputs':38s} {'':3s} {'ours vs SDPA':>12s} {'ours vs fp32':>12s} {'SDPA vs fp32':>12s} {'< 6.1e-5':>9s}")
+    for name, t, a, b, c, good, tiny in grows:
+        print(f"  {name:38s} {t:3s} {a:12.2e} {b:12.2e} {c:12.2e} {100 * tiny:8.1f}%  "
+              f"{'info' if good is None else 'ok' if good else 'FAIL (>= 1e-2)'}")
+    print(f"  (< 6.1e-5: the share of the fp32 result below fp16's smallest normal; ours hands back "
+          f"{ARGS.grads} gradients; the loss's-dO rows are information, not part of the check)")
+    worst = max(r[2] for r in grows if r[5] is not None)
     print(f"gradient check: {'PASS' if gok else 'FAIL'} (ours vs SDPA: worst rel L2 {worst:.2e}, limit 1e-2)")
 
     runs = {}   # (impl, seed) -> (losses, final)
@@ -427,9 +466,12 @@ def main():
             f"steps {ARGS.steps}; AdamW lr {ARGS.lr} (warm-up {WARMUP}, cosine to 0.1x), clip 1.0; held-out "
             f"{HELDOUT} examples (seed {HELDOUT_SEED})",
             f"ours: {'SDPA (SMOKE TEST: not our kernels)' if ARGS.smoke else 'libfa_train.so: fa2_mma_launch(FA2_FULL) + bwd_mma_launch(BWD_ATOMIC)'}"
+            f" (gradients handed back in {ARGS.grads})"
             f"; sdpa: torch.nn.functional.scaled_dot_product_attention(is_causal, enable_gqa), its own backend choice",
-            "gradient check: " + "; ".join(f"{t} {a:.2e}" for name, t, a, b, c, good in grows[:4]) + " (layer-0 batch), "
-            + "; ".join(f"{t} {a:.2e}" for name, t, a, b, c, good in grows[4:]) + " (N(0,1)): rel L2 ours vs SDPA",
+            "gradient check: " + "; ".join(f"{r[1]} {r[2]:.2e}" for r in grows[:4]) + " (layer-0 batch), "
+            + "; ".join(f"{r[1]} {r[2]:.2e}" for r in grows[4:8]) + " (N(0,1)): rel L2 ours vs SDPA; with the loss's dO "
+            "(information): " + "; ".join(f"{r[1]} ours {r[3]:.2e} SDPA {r[4]:.2e} vs fp32, {100 * r[6]:.0f}% below 6.1e-5"
+                                          for r in grows[8:]),
             noise, f"verdict: {verdict}"]
     cols = [f"{i}_seed{s}" for i in ("ours", "sdpa") for s in seeds]
     body = "step," + ",".join(cols) + "\n" + "".join(

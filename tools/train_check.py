@@ -17,7 +17,11 @@ PyTorch with CUDA imports, and otherwise prints one line saying it skipped and e
 2. The model: a small causal transformer (pre-LayerNorm, 2 layers, d_model 256, 8 query
    heads over 2 KV heads (GQA, nothing repeated for our kernels), head dimension d = 64,
    learned positions, MLP 4x, fp32 weights). Attention takes fp16 Q, K, V and gives fp16 O
-   both ways: ours is our fp32 O rounded to fp16, SDPA's is its own fp16 output.
+   both ways: ours is our fp32 O rounded to fp16, SDPA's is its own fp16 output; the
+   gradients come back in fp16 both ways (--grads). The loss is scaled as fp16 training
+   scales it (torch.amp.GradScaler, --loss-scale): unscaled, this model's dQ, dK, dV lie
+   below fp16's smallest normal number (6.1e-5), where fp16 keeps fewer bits, and the two
+   backwards lose different amounts of them (the gradient check's last rows measure it).
 3. The task needs attention: reverse a sequence. Each example is 64 random symbols of 16,
    a separator, then the same 64 reversed; the model reads N = 128 tokens (two K/V blocks
    or more in both kernels: the causal skip runs) and is scored on the 64 predictions of the
@@ -48,8 +52,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):   # bad input: one line on stderr, exit 2 (as every driver here)
+        print(f"train_check: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def parse(argv):
-    ap = argparse.ArgumentParser(description="train a small transformer on our kernels and on SDPA")
+    ap = OneLineParser(description="train a small transformer on our kernels and on SDPA")
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libfa_train.so"))
     ap.add_argument("--out", default="results/train/train_check.csv")
     ap.add_argument("--seeds", type=int, default=6, help="seeds a side (>= 2: the noise needs two)")
@@ -60,18 +70,32 @@ def parse(argv):
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--smoke", action="store_true", help="SDPA in place of our kernels: tests the script only")
     ap.add_argument("--sync", action="store_true", help="synchronise around every call of ours (debugging)")
+    ap.add_argument("--loss-scale", default="dynamic",
+                    help="dynamic (default): torch.amp.GradScaler (start 2^16, doubled after 100 clean steps, "
+                         "halved and the step skipped on an overflow), as fp16 training keeps its gradients "
+                         "above fp16's smallest normal number; a number: that static scale; 1: no scaling (this "
+                         "model's attention gradients then fall below fp16's normal range: the gradient check's "
+                         "last rows)")
     ap.add_argument("--grads", default="fp16", choices=("fp16", "fp32"),
                     help="the dtype our dQ, dK, dV are rounded to before they reach the model: fp16 (default) as "
                          "SDPA and the official FA2 return them for fp16 inputs, or fp32 as our kernels compute them")
     a = ap.parse_args(argv)
     if a.seeds < 2 or a.steps < 1 or a.batch < 1:
         ap.error("--seeds >= 2, --steps >= 1, --batch >= 1")
+    if a.loss_scale != "dynamic":
+        try:
+            ok = float(a.loss_scale) >= 1.0 and math.isfinite(float(a.loss_scale))
+        except ValueError:
+            ok = False
+        if not ok:
+            ap.error(f"--loss-scale: 'dynamic' or a number >= 1, not '{a.loss_scale}'")
     if a.device == "cpu" and not a.smoke:
         ap.error("our kernels need CUDA: --device cpu only with --smoke")
     return a
 
 
 ARGS = parse(sys.argv[1:])
+LOSS_SCALE0 = 2.0 ** 16 if ARGS.loss_scale == "dynamic" else float(ARGS.loss_scale)   # the scale at step 0
 try:
     import torch
     import torch.nn as nn
@@ -249,6 +273,14 @@ def build(seed, attn):
     return Model(attn).to(DEV)
 
 
+def make_scaler():
+    """--loss-scale: a GradScaler that grows (dynamic), or one that never changes (a number)."""
+    if ARGS.loss_scale == "dynamic":
+        return torch.amp.GradScaler(DEV.type, init_scale=LOSS_SCALE0, growth_interval=100)
+    return torch.amp.GradScaler(DEV.type, init_scale=LOSS_SCALE0, growth_factor=1.0, backoff_factor=1.0,
+                                enabled=LOSS_SCALE0 != 1.0)
+
+
 def train(seed, attn):
     """One run: per-step losses (list), the final numbers (dict)."""
     model = build(seed, attn)
@@ -257,6 +289,8 @@ def train(seed, attn):
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / WARMUP) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / ARGS.steps)))))
     losses = torch.empty(ARGS.steps, device=DEV)
+    scaler = make_scaler()
+    skipped = 0   # steps the scaler skipped (a scaled gradient overflowed fp16)
     if DEV.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.time()
@@ -264,9 +298,13 @@ def train(seed, attn):
         inp, tgt = make_batch(gen, ARGS.batch)
         loss, _ = loss_of(model, inp, tgt)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)                  # the true gradients, before the clip
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        scale_before = scaler.get_scale()
+        scaler.step(opt)                      # skipped when a scaled gradient overflowed
+        scaler.update()
+        skipped += int(scaler.get_scale() < scale_before)
         sched.step()
         losses[step] = loss.detach()
     if DEV.type == "cuda":
@@ -275,7 +313,7 @@ def train(seed, attn):
     losses = losses.cpu().tolist()
     ev = evaluate(model)
     ev.update(train_loss=sum(losses[-LAST:]) / len(losses[-LAST:]), mean_loss=sum(losses) / len(losses), seconds=secs,
-              finite=all(math.isfinite(x) for x in losses))
+              finite=all(math.isfinite(x) for x in losses), skipped=skipped)
     return losses, ev
 
 
@@ -339,8 +377,8 @@ def grad_check():
 
 
 def loss_dO(inp):
-    """The dO that layer 0's attention receives from the seed-0 model's training loss on the
-    first batch (SDPA's forward), in fp16, as training hands it to the backward."""
+    """The dO that layer 0's attention receives from the seed-0 model's training loss (times
+    --loss-scale) on the first batch (SDPA's forward), in fp16, as training hands it over."""
     seen = {}
 
     def attn_keep(q, k, v):
@@ -352,7 +390,7 @@ def loss_dO(inp):
     model = build(0, attn_keep)
     _, tgt = make_batch(torch.Generator().manual_seed(0), ARGS.batch)
     loss, _ = loss_of(model, inp, tgt)
-    loss.backward()
+    (loss * LOSS_SCALE0).backward()   # as training starts
     return seen["o"].grad.detach().to(torch.float16).contiguous()
 
 
@@ -407,7 +445,7 @@ def main():
         print(f"  {name:38s} {t:3s} {a:12.2e} {b:12.2e} {c:12.2e} {100 * tiny:8.1f}%  "
               f"{'info' if good is None else 'ok' if good else 'FAIL (>= 1e-2)'}")
     print(f"  (< 6.1e-5: the share of the fp32 result below fp16's smallest normal; ours hands back "
-          f"{ARGS.grads} gradients; the loss's-dO rows are information, not part of the check)")
+          f"{ARGS.grads} gradients; the loss's-dO rows (loss scale {LOSS_SCALE0:g}) are information, not part of the check)")
     worst = max(r[2] for r in grows if r[5] is not None)
     print(f"gradient check: {'PASS' if gok else 'FAIL'} (ours vs SDPA: worst rel L2 {worst:.2e}, limit 1e-2)")
 
@@ -416,13 +454,14 @@ def main():
     nparams = sum(p.numel() for p in build(0, attn_sdpa).parameters())
     print(f"\ntraining: {LAYERS} layers, d_model {D_MODEL}, {H} query heads over {H_KV} KV heads, d = {D_HEAD}, "
           f"{nparams / 1e6:.2f}M parameters; reverse {HALF} symbols of {SYMBOLS}; batch {ARGS.batch}, "
-          f"{ARGS.steps} steps, AdamW lr {ARGS.lr}; seeds {seeds}, ours and SDPA each")
+          f"{ARGS.steps} steps, loss scale {ARGS.loss_scale}, AdamW lr {ARGS.lr}; seeds {seeds}, ours and SDPA each")
     for seed in seeds:
         for impl, fn in (("ours", attn_ours), ("sdpa", attn_sdpa)):
             losses, fin = train(seed, fn)
             runs[impl, seed] = (losses, fin)
             print(f"  {impl:4s} seed {seed}: loss {losses[0]:.3f} -> {fin['train_loss']:.4f} (mean of the last {LAST}), "
-                  f"held-out token accuracy {fin['token_acc']:.4f}, {fin['seconds']:.1f} s", flush=True)
+                  f"held-out token accuracy {fin['token_acc']:.4f}, {fin['skipped']} steps skipped (overflow), "
+                  f"{fin['seconds']:.1f} s", flush=True)
 
     # the verdict
     keys = (("mean_loss", "mean training loss"), ("heldout_loss", "held-out loss"), ("token_acc", "held-out token accuracy"))
@@ -463,7 +502,7 @@ def main():
     meta = [f"model: {LAYERS} layers, d_model {D_MODEL}, {H} query heads over {H_KV} KV heads (GQA), d = {D_HEAD}, "
             f"causal, {nparams} parameters, fp32 weights, attention fp16 in and out",
             f"task: reverse {HALF} symbols of {SYMBOLS} (loss on the {HALF} reversed tokens); batch {ARGS.batch}; "
-            f"steps {ARGS.steps}; AdamW lr {ARGS.lr} (warm-up {WARMUP}, cosine to 0.1x), clip 1.0; held-out "
+            f"steps {ARGS.steps}; loss scale {ARGS.loss_scale} (dynamic: GradScaler from 2^16, growth interval 100; a number: static); AdamW lr {ARGS.lr} (warm-up {WARMUP}, cosine to 0.1x), clip 1.0; held-out "
             f"{HELDOUT} examples (seed {HELDOUT_SEED})",
             f"ours: {'SDPA (SMOKE TEST: not our kernels)' if ARGS.smoke else 'libfa_train.so: fa2_mma_launch(FA2_FULL) + bwd_mma_launch(BWD_ATOMIC)'}"
             f" (gradients handed back in {ARGS.grads})"
@@ -479,9 +518,9 @@ def main():
         for st in range(ARGS.steps))
     write_atomic(ARGS.out, header(meta) + body)
     base, ext = os.path.splitext(ARGS.out)
-    summ = "impl,seed,mean_loss,train_loss,heldout_loss,token_acc,seq_acc,seconds\n" + "".join(
+    summ = "impl,seed,mean_loss,train_loss,heldout_loss,token_acc,seq_acc,seconds,skipped\n" + "".join(
         f"{i},{s},{runs[i, s][1]['mean_loss']:.6g},{runs[i, s][1]['train_loss']:.6g},{runs[i, s][1]['heldout_loss']:.6g},{runs[i, s][1]['token_acc']:.5f},"
-        f"{runs[i, s][1]['seq_acc']:.5f},{runs[i, s][1]['seconds']:.2f}\n" for i in ("ours", "sdpa") for s in seeds)
+        f"{runs[i, s][1]['seq_acc']:.5f},{runs[i, s][1]['seconds']:.2f},{runs[i, s][1]['skipped']}\n" for i in ("ours", "sdpa") for s in seeds)
     write_atomic(base + "_summary" + ext, header(meta) + summ)
     print(f"wrote {ARGS.out} (per-step loss) and {base}_summary{ext}; {time.time() - t_start:.0f} s in all")
     print(f"train_check: {verdict}")

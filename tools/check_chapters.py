@@ -368,6 +368,85 @@ def chapter_5():
         probe = f.read()
     m = re.search(r"a rerun changed (\d+) of the gradient elements", probe)
     claim(doc, "determinism probe", flat, "changed {:,} gradient elements".format(int(m.group(1))))
+    chapter_5_mma2d_wgmma(doc, text, flat)
+    chapter_5_training(doc, flat)
+
+
+def chapter_5_training(doc, flat):
+    """the training check of record: its per-step losses, its summary and its header"""
+    base = os.path.join(H100, "train/train_check")
+    summ = rows(base + "_summary_845f2c3.csv")
+    mean = {i: [float(r["mean_loss"]) for r in summ if r["impl"] == i] for i in ("ours", "sdpa")}
+    claim(doc, "ours' mean training loss", flat, "mean training loss, %.3f," % (sum(mean["ours"]) / len(mean["ours"])))
+    claim(doc, "SDPA's spread", flat, "SDPA's spread (%.3f-%.3f)" % (min(mean["sdpa"]), max(mean["sdpa"])))
+    acc = min(float(r["token_acc"]) for r in summ)
+    claim(doc, "every run learned", flat, "held-out token accuracy %.4f" % acc)
+    steps = rows(base + "_845f2c3.csv")
+    first = {c: next(int(r["step"]) for r in steps if float(r[c]) < 0.1) for c in steps[0] if c != "step"}
+    for i in ("ours", "sdpa"):
+        v = [s for c, s in first.items() if c.startswith(i)]
+        claim(doc, "%s below 0.1 at" % i, flat, "at steps %d-%d" % (min(v), max(v)))
+    with open(base + "_summary_845f2c3.csv") as f:
+        head = f.read()
+    m = re.search(r"worst rel L2 ([\d.e+-]+) <", head)
+    claim(doc, "gradient check", flat, "worst relative L2 %s" % m.group(1).replace("e-0", "e-0"))
+    info = dict((t, (float(a), float(b))) for t, a, b in re.findall(r"(d[QKV]) ours ([\d.e+-]+) SDPA ([\d.e+-]+) vs fp32", head))
+    claim(doc, "SDPA's errors with the loss's dO", flat, "off by a relative L2 of %.2f, %.2f and %.2g" % (info["dQ"][1], info["dK"][1], info["dV"][1]))
+    claim(doc, "ours' errors with the loss's dO", flat, "by %.2f, %.2f and %.2g" % (info["dQ"][0], info["dK"][0], info["dV"][0]))
+
+
+def sweep_log(path):
+    """a --sweep's printed tokens16k lines: {(kernel, d, causal, N): time in ms}"""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
+            if m:
+                for k, t in re.findall(r"(\S+) ([\d.]+) ms", m.group(4)):
+                    out[(k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))] = float(t)
+    return out
+
+
+def chapter_5_mma2d_wgmma(doc, text, flat):
+    """FA2's warp layout and Hopper's first step: ratios of times to SDPA flash and cuDNN"""
+    T = sweep_log(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt"))
+    sweep_only = dict(T)
+    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
+        if r["device"] == "gpu":
+            T[(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))] = float(r["time_ms"])
+    F = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["time_ms"])
+         for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv"))}
+    tf = {}
+    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
+        if r["device"] == "gpu":
+            tf[(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))] = float(r["tflops"])
+    with open(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
+            if m:
+                for k, v in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
+                    tf[(k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))] = float(v)
+    got = table(text, "| d | causal | N | mma / FA2 | mma2d / FA2 |")
+    cells = []
+    for r in got or []:
+        p = (int(r[0]), int(r[1] == "yes"), int(r[2]))
+        lab = "d=%d %s N=%d" % (p[0], r[1], p[2])
+        for i, (k, peer) in enumerate((("mma", "flash"), ("mma2d", "flash"), ("wgmma", "flash"), ("wgmma", "cudnn"))):
+            if r[3 + i] == "-":
+                if (k,) + p in T:
+                    cells.append((lab + " " + k + " printed '-' but recorded", "", None))
+                continue
+            t = T.get((k,) + p)
+            cells.append((lab + " " + k + "/" + peer, r[3 + i], None if t is None else F[(peer,) + p] / t))
+        cells.append((lab + " wgmma TFLOP/s", r[7], tf.get(("wgmma",) + p)))
+    check_table(doc, "mma2d and wgmma beside FA2 and cuDNN", got, cells)
+    for d in (64, 128):
+        r = [sweep_only[("mma",) + p[1:]] / t for p, t in sweep_only.items() if p[0] == "mma2d" and p[1] == d]
+        claim(doc, "mma2d over mma at d = %d" % d, flat, span(r) + (" as fast as `mma`" if d == 128 else "") + " at d = %d" % d)
+    r = [F[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128]
+    claim(doc, "wgmma over FA2 at d = 128", flat, span(r) + " FA2's speed at every N measured")
+    r = [F[("cudnn",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128 and p[3] >= 2048]
+    claim(doc, "wgmma against cuDNN at d = 128", flat, "at %s of cuDNN's from N = 2048 on" % span(r))
 
 
 # ---- chapter 6: the decode CPU records, the sweep of record and its peers, the profiles ----

@@ -174,6 +174,25 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *tensor_map, u
                  : "memory");
 }
 
+/* ---- bulk reductions (no tensor map): shared memory added into global ---------------------
+ * cp.reduce.async.bulk adds `bytes` (a multiple of 16, both addresses 16-byte aligned) of
+ * fp32 from shared memory into global memory, element by element, in the copy engine: one
+ * instruction where a warp would issue bytes / 8 float2 atomics. Each thread tracks its own
+ * bulk groups: commit closes one; wait_group.read N returns when at most N of the thread's
+ * groups still read their shared source (it may be written again), wait_group N when at
+ * most N are still in flight at all. The source was written by ordinary stores:
+ * fence_proxy_async() and a barrier first. */
+__device__ __forceinline__ void bulk_reduce_add_f32(float *gdst, const void *ssrc, uint32_t bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+                 ::"l"(gdst), "r"(smem_u32(ssrc)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+
 /* ---- warp specialisation ----------------------------------------------------------------
  * setmaxnreg moves registers between the warpgroups of a block: a producer that only
  * issues copies gives most of its registers back (dec), the consumers take them (inc).

@@ -184,7 +184,7 @@ int bwd_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* wgmma: 1 "skipped" with the reason on any GPU but sm_90 (it is built for sm_90a alone) */
-int bwd_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int bwd_wgmma_config(int d, bool dq_bulk, gpu_kernel_config_t *c, char *why, size_t len);
 
 /* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
  * CUDA cores, dQ_i added with fp32 atomics. */
@@ -205,8 +205,10 @@ void bwd_mma2d_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
 
 /* wgmma (bwd_wgmma.cu, sm_90a: H100, H200): ATOMIC's algorithm with the five products on
  * Hopper's warpgroup MMA, keys as M (S^T, dP^T; P^T, dS^T as register A of dV, dK), dS^T
- * through shared memory for dQ; blocks in BWD_WGMMA_TABLE (bwd_blocks.h). FA3's first step. */
-void bwd_wgmma_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
+ * through shared memory for dQ; blocks in BWD_WGMMA_TABLE (bwd_blocks.h). FA3's first step.
+ * dq_bulk (wgmma-dq): dQ_i's partial sums through a shared fp32 tile and one bulk reduce
+ * (cp.reduce.async.bulk .add.f32) a row, FA3's dQ path, in place of float2 atomics. */
+void bwd_wgmma_launch(const attn_problem_t *p, bool dq_bulk, const bwd_gpu_args_t *a);
 
 /* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
  * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;

@@ -104,8 +104,9 @@
 #define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
 #define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
 
-/* D: head dimension; BR x BC the block (BC / 64 warpgroups, one per 64 keys). */
-template <int D, int BR, int BC>
+/* D: head dimension; BR x BC the block (BC / 64 warpgroups, one per 64 keys); BULK: dQ_i
+ * through shared memory and bulk reductions (wgmma-dq) instead of float2 atomics. */
+template <int D, int BR, int BC, bool BULK = false>
 struct WgBwdCfg {
     static constexpr int WGS = BC / 64, THREADS = WGS * WGB_THREADS;
     static constexpr int HALVES = D / 64;                  /* 64-column halves of a row   */
@@ -115,12 +116,21 @@ struct WgBwdCfg {
     static constexpr size_t DO_OFF = Q_OFF + 2 * Q_TILE;   /* 2 stages                     */
     static constexpr size_t DS_OFF = DO_OFF + 2 * Q_TILE;  /* dS^T: BC x BR fp16           */
     static constexpr size_t L_OFF = DS_OFF + (size_t)BC * BR * 2;   /* L, D: 2 stages each */
-    static constexpr size_t SMEM = L_OFF + 4 * sizeof(float) * BR + 1024;   /* + room to align */
+    static constexpr size_t DQ_OFF = L_OFF + 4 * sizeof(float) * BR;   /* BULK: dQ tiles      */
     /* dQ = dS K_j split over the warpgroups: by 64-column halves of d where there are as many
      * halves as warpgroups (d = 128), else (d = 64) by keys, each warpgroup its own 64 */
     static constexpr bool DQ_BY_KEYS = HALVES < WGS;
     static constexpr int DQ_HALVES = DQ_BY_KEYS ? HALVES : HALVES / WGS;   /* a warpgroup's */
     static constexpr int DQ_K16 = DQ_BY_KEYS ? 4 : BC / 16;                 /* its k16 slices */
+    /* BULK: a stage holds one fp32 Br x d tile of dQ_i a partial sum (by keys: one a
+     * warpgroup; by halves of d: one, each warpgroup its columns), rows padded by 32 bytes so
+     * that a warp's float2 stores (8 rows x 4 columns pairs) fill 2 wavefronts, not 8; two
+     * stages, so that step st writes one while step st - 1's bulk reduce still reads the other */
+    static constexpr int DQ_TILES = BULK ? (DQ_BY_KEYS ? WGS : 1) : 0;
+    static constexpr int DQ_PITCH = D * 4 + 32;                             /* bytes a row   */
+    static constexpr size_t DQ_TILE = (size_t)BR * DQ_PITCH;
+    static constexpr size_t SMEM = DQ_OFF + 2 * DQ_TILES * DQ_TILE + 1024;  /* + room to align */
+    static_assert(DQ_PITCH % 16 == 0 && DQ_OFF % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
     static_assert(BR == 64, "wgmma bwd: S^T's N and a dS^T row are 64 queries (one swizzled row)");
     static_assert(BC % 64 == 0 && D % 64 == 0, "wgmma bwd: whole 64-row warpgroups, 64-column halves");
     static_assert(DQ_BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0, "wgmma bwd: dQ's split over the warpgroups");
@@ -267,15 +277,33 @@ __device__ __forceinline__ void add_dq(float *dQi, const float (&dq)[NH][32], in
             }
     }
 }
+
+/* wgmma-dq: this warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows
+ * (WgBwdCfg::DQ_PITCH), rows and columns as add_dq's; the bulk reduce adds the tile's rows. */
+template <int D, int NH, int PITCH>
+__device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[NH][32], int a0, int warp, int g, int t,
+                                         float scale)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++)
+                *(float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t)) =
+                    make_float2(dq[h][4 * n8 + 2 * x] * scale, dq[h][4 * n8 + 2 * x + 1] * scale);
+    }
+}
 #endif
 
-template <int D, int BR, int BC>
-__global__ void __launch_bounds__(WgBwdCfg<D, BR, BC>::THREADS, 1)   /* up to 255 registers: dK_j, dV_j */
+template <int D, int BR, int BC, bool BULK>
+__global__ void __launch_bounds__(WgBwdCfg<D, BR, BC, BULK>::THREADS, 1)   /* up to 255 registers: dK_j, dV_j */
 bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
                  const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis)
 {
 #if FA_HAVE_WGMMA
-    using C = WgBwdCfg<D, BR, BC>;
+    using C = WgBwdCfg<D, BR, BC, BULK>;
     constexpr int THREADS = C::THREADS, HALVES = C::HALVES;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
@@ -283,6 +311,9 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
     unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
     unsigned char *dSs = smem + C::DS_OFF;
     float *Ls = (float *)(smem + C::L_OFF), *Ds = Ls + 2 * BR;
+    unsigned char *dQs = smem + C::DQ_OFF;   /* BULK: 2 stages x DQ_TILES tiles */
+    /* BULK: thread bulk_row < DQ_TILES x Br adds row bulk_row % Br of tile bulk_row / Br */
+    const bool bulk_issuer = BULK && (int)threadIdx.x < C::DQ_TILES * BR;
 
     const int wg = threadIdx.x / WGB_THREADS, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -325,6 +356,7 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
 
     for (int st = 0; st < steps; st++) {                                      /* l.8 */
         const int stage = st % 2;
+        if (bulk_issuer) bulk_wait_read<1>();   /* step st - 2's reduce has read this stage's dQ tile */
         cp_async_wait<0>();
         fence_proxy_async();   /* the tiles were written by ordinary (cp.async) copies; the
                                   tensor cores read them next */
@@ -361,9 +393,25 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
         for (int h = 0; h < C::DQ_HALVES; h++) wgmma_fence_regs(dq[h]);
 #pragma unroll
         for (int kk = 0; kk < BR / 16; kk++) { wgmma_hold_a(pa[kk]); wgmma_hold_a(dsa[kk]); }
-        add_dq<D, C::DQ_HALVES>(dQg + q_off, dq, C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t,
-                                p.N_q - i * BR, p.scale);
+        if constexpr (BULK) {   /* FA3's dQ path: the tile to shared memory, one bulk add a row */
+            unsigned char *tiles = dQs + stage * C::DQ_TILES * C::DQ_TILE;
+            store_dq<D, C::DQ_HALVES, C::DQ_PITCH>(tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0), dq,
+                                                   C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t, p.scale);
+            fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
+            __syncthreads();       /* every warpgroup's share of the tile is in */
+            if (bulk_issuer) {
+                const int row = threadIdx.x % BR, tile = threadIdx.x / BR;
+                if (row < p.N_q - i * BR)   /* rows past N_q: not added */
+                    bulk_reduce_add_f32(dQg + q_off + (size_t)row * D, tiles + tile * C::DQ_TILE + row * C::DQ_PITCH,
+                                        D * sizeof(float));
+                bulk_commit();
+            }
+        } else {
+            add_dq<D, C::DQ_HALVES>(dQg + q_off, dq, C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t,
+                                    p.N_q - i * BR, p.scale);
+        }
     }
+    if (bulk_issuer) bulk_wait<0>();   /* the last reduces done before the block's shared memory goes */
     cp_async_wait<0>();   /* steps = 0: K_j, V_j's copies land before the block exits */
     /* l.18: dK_j = scale dS^T Q, dV_j written once (keys past N_kv not written); a block no
      * query row sees (steps = 0) writes zeros */
@@ -386,54 +434,59 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
 #endif
 }
 
-/* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h) */
-#define BWDWG_ASSERT_ROW(D_, BR_, BC_) \
-    static_assert(WgBwdCfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "wgmma bwd: shared memory above 227 KiB");
+/* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h), both dQ paths */
+#define BWDWG_ASSERT_ROW(D_, BR_, BC_)                                                                         \
+    static_assert(WgBwdCfg<D_, BR_, BC_, false>::SMEM <= SMEM_OPTIN_SM90, "wgmma bwd: shared memory above 227 KiB"); \
+    static_assert(WgBwdCfg<D_, BR_, BC_, true>::SMEM <= SMEM_OPTIN_SM90, "wgmma-dq bwd: shared memory above 227 KiB");
 BWD_WGMMA_TABLE(BWDWG_ASSERT_ROW)
 #undef BWDWG_ASSERT_ROW
 
-template <int D, int BR, int BC>
+template <int D, int BR, int BC, bool BULK>
 static void launch_wg(const attn_problem_t *p, const bwd_gpu_args_t *a)
 {
-    using C = WgBwdCfg<D, BR, BC>;
+    using C = WgBwdCfg<D, BR, BC, BULK>;
     const dim3 grid((p->N_kv + BC - 1) / BC, p->B * p->H_kv);
     const gpu_visits_t vis = gpu_visits(grid.x);
     bwd_preprocess_launch(p, a, 1);   /* D = rowsum(dO * O), dQ = 0 */
     static bool attr = false;
     if (!attr) {
-        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_kernel<D, BR, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_kernel<D, BR, BC, BULK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)C::SMEM));
         attr = true;
     }
-    bwd_wgmma_kernel<D, BR, BC><<<grid, C::THREADS, C::SMEM>>>(
+    bwd_wgmma_kernel<D, BR, BC, BULK><<<grid, C::THREADS, C::SMEM>>>(
         *p, (const __half *)a->Q, (const __half *)a->K, (const __half *)a->V, (const __half *)a->dO,
         a->L, a->D, a->dQ, a->dK, a->dV, vis);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" int bwd_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+extern "C" int bwd_wgmma_config(int d, bool dq_bulk, gpu_kernel_config_t *c, char *why, size_t len)
 {
-    c->name = "wgmma";
+    c->name = dq_bulk ? "wgmma-dq" : "wgmma";
     switch (d) {
-#define BWDWG_CONFIG_ROW(D_, BR_, BC_)                                 \
-    case D_:                                                           \
-        c->blocks.Br = BR_; c->blocks.Bc = BC_;                        \
-        c->threads = WgBwdCfg<D_, BR_, BC_>::THREADS;                  \
-        c->smem_bytes = WgBwdCfg<D_, BR_, BC_>::SMEM;                  \
+#define BWDWG_CONFIG_ROW(D_, BR_, BC_)                                                                     \
+    case D_:                                                                                               \
+        c->blocks.Br = BR_; c->blocks.Bc = BC_;                                                            \
+        c->threads = WgBwdCfg<D_, BR_, BC_>::THREADS;                                                      \
+        c->smem_bytes = dq_bulk ? WgBwdCfg<D_, BR_, BC_, true>::SMEM : WgBwdCfg<D_, BR_, BC_, false>::SMEM; \
         break;
     BWD_WGMMA_TABLE(BWDWG_CONFIG_ROW)
 #undef BWDWG_CONFIG_ROW
     default:
-        snprintf(why, len, "kernel wgmma is built for d = 64 and 128 (bwd_blocks.h), not d = %d", d);
+        snprintf(why, len, "kernel %s is built for d = 64 and 128 (bwd_blocks.h), not d = %d", c->name, d);
         return -1;
     }
     return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
 }
 
-extern "C" void bwd_wgmma_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)
+extern "C" void bwd_wgmma_launch(const attn_problem_t *p, bool dq_bulk, const bwd_gpu_args_t *a)
 {
     switch (p->d) {
-#define BWDWG_LAUNCH_ROW(D_, BR_, BC_) case D_: launch_wg<D_, BR_, BC_>(p, a); break;
+#define BWDWG_LAUNCH_ROW(D_, BR_, BC_)                               \
+    case D_:                                                         \
+        if (dq_bulk) launch_wg<D_, BR_, BC_, true>(p, a);            \
+        else launch_wg<D_, BR_, BC_, false>(p, a);                   \
+        break;
     BWD_WGMMA_TABLE(BWDWG_LAUNCH_ROW)
 #undef BWDWG_LAUNCH_ROW
     default: break;   /* bwd_wgmma_config() said -1 */

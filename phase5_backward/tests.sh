@@ -25,6 +25,8 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
             rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -qE '^  d=64 .*: FAIL$' '$T5/mutant.log'"
     }
     wgmma_mutant "dV = P^T dO_i with dO_i's transpose flag dropped" 'wgmma_m64n64k16_rs<1>(dv[a]' 'wgmma_m64n64k16_rs<0>(dv[a]'
+    wgmma_mutant "wgmma-dq's two partial dQ tiles (d = 64, by keys) stored into one" \
+        'tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0)' 'tiles + 0'
     wgmma_mutant "dS^T stored unswizzled" 'dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)' \
         'dSs + (key0 + 8 * (r % 2)) * 128 + 2 * (16 * kk + 8 * (r / 2) + 2 * t)'
     t_run "phase5 wgmma emulator catches dQ = dS K_j with dS^T's transpose flag dropped (reads past shared memory)" bash -c "
@@ -67,7 +69,7 @@ fi
 for d in 32 64 128; do
     for N in 1 77 256 1000; do
         for c in "" --causal; do
-            t_gpu "phase5 gpu d=$d N=$N ${c:-full} (std, simple, mma, mma2d, wgmma, two-pass, noskip vs oracle and std)" \
+            t_gpu "phase5 gpu d=$d N=$N ${c:-full} (std, simple, mma, mma2d, wgmma, wgmma-dq, two-pass, noskip vs oracle and std)" \
                 "$P5" --quiet --iters 2 --B 2 --H 2 --N $N --d $d $c --csv "$T5/g.csv"
         done
     done
@@ -100,22 +102,26 @@ wgmma5_skip_reason() {
     echo "$why"
 }
 WG5_WHY=$(wgmma5_skip_reason)
-wgmma5_case() {   # NAME ARGS...: the wgmma row (and std's, the yardstick) PASS
-    local name=$1; shift
+wgmma5_case() {   # KERNEL NAME ARGS...: the KERNEL row (wgmma, wgmma-dq; and std's, the yardstick) PASS
+    local k=$1 name=$2; shift 2
     if [ -n "$WG5_WHY" ]; then t_skip "$name" "$WG5_WHY"; return; fi
-    t_run "$name" bash -c "\"\$0\" --kernel wgmma --iters 2 \"\$@\" --csv '$T5/wg.csv' >'$T5/wg.log' 2>&1; rc=\$?; cat '$T5/wg.log'
-        [ \$rc -eq 0 ] && awk '\$1 == \"wgmma\" && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 1 && !bad) }' '$T5/wg.log'" "$P5" "$@"
+    t_run "$name" bash -c "\"\$0\" --kernel $k --iters 2 \"\$@\" --csv '$T5/wg.csv' >'$T5/wg.log' 2>&1; rc=\$?; cat '$T5/wg.log'
+        [ \$rc -eq 0 ] && awk '\$1 == \"$k\" && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 1 && !bad) }' '$T5/wg.log'" "$P5" "$@"
 }
-for d in 64 128; do
-    wgmma5_case "phase5 gpu wgmma d=$d GQA 4:1 N_q=150 N_kv=211 causal" --B 2 --H 8 --Hkv 2 --N 150 --Nkv 211 --d $d --causal
-    wgmma5_case "phase5 gpu wgmma d=$d N_q=333 N_kv=100 causal (fully masked rows)" --B 1 --H 2 --N 333 --Nkv 100 --d $d --causal
-    wgmma5_case "phase5 gpu wgmma d=$d N=1000 full" --B 1 --H 2 --N 1000 --d $d
-    wgmma5_case "phase5 gpu wgmma d=$d N=1" --B 2 --H 2 --N 1 --d $d --causal
+for k in wgmma wgmma-dq; do
+    for d in 64 128; do
+        wgmma5_case $k "phase5 gpu $k d=$d GQA 4:1 N_q=150 N_kv=211 causal" --B 2 --H 8 --Hkv 2 --N 150 --Nkv 211 --d $d --causal
+        wgmma5_case $k "phase5 gpu $k d=$d N_q=333 N_kv=100 causal (fully masked rows)" --B 1 --H 2 --N 333 --Nkv 100 --d $d --causal
+        wgmma5_case $k "phase5 gpu $k d=$d N=1000 full" --B 1 --H 2 --N 1000 --d $d
+        wgmma5_case $k "phase5 gpu $k d=$d N=1" --B 2 --H 2 --N 1 --d $d --causal
+    done
+    wgmma5_case $k "phase5 gpu $k large problem: sampled dQ rows (B=4 H=16 N=2048 d=128 causal)" --B 4 --H 16 --N 2048 --d 128 --causal
 done
-wgmma5_case "phase5 gpu wgmma large problem: sampled dQ rows (B=4 H=16 N=2048 d=128 causal)" --B 4 --H 16 --N 2048 --d 128 --causal
-if [ -n "$WG5_WHY" ]; then t_skip "phase5 gpu wgmma: a deleted causal range FAILs on the visit counters" "$WG5_WHY"
-else t_run "phase5 gpu wgmma: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "wgmma" \
-    "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --kernel wgmma --csv "$T5/vaw.csv"; fi
+for k in wgmma wgmma-dq; do
+    if [ -n "$WG5_WHY" ]; then t_skip "phase5 gpu $k: a deleted causal range FAILs on the visit counters" "$WG5_WHY"
+    else t_run "phase5 gpu $k: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "$k" \
+        "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --kernel $k --csv "$T5/vaw.csv"; fi
+done
 t_gpu "phase5 gpu large problem: sampled dQ rows vs the oracle (B=4 H=16 N=2048 d=128 causal)" \
     "$P5" --quiet --iters 2 --B 4 --H 16 --N 2048 --d 128 --causal --kernel mma --csv "$T5/g.csv"
 t_gpu "phase5 gpu large problem, mma2d: sampled dQ rows vs the oracle (B=4 H=16 N=2048 d=128 causal)" \
@@ -127,7 +133,7 @@ t_gpu "phase5 gpu past the memory wall: std OOM (S, P, dP, dS: 137 GB), mma runs
 t_gpu "phase5 gpu two-pass is bit-identical on a rerun, every kernel row PASS (wgmma: or skipped off sm_90)" bash -c "
     \"$P5\" --iters 2 --B 2 --H 4 --N 700 --d 64 --causal --csv \"$T5/det.csv\" >\"$T5/det.log\" &&
     grep -q 'two-pass: none, checked bit for bit' \"$T5/det.log\" &&
-    awk -F, '!/^#/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\" && !(\$1 == \"wgmma\" && \$NF == \"skipped\")) bad++ } END { exit !(n >= 6 && !bad) }' \"$T5/det.csv\""
+    awk -F, '!/^#/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\" && !(\$1 ~ /^wgmma/ && \$NF == \"skipped\")) bad++ } END { exit !(n >= 6 && !bad) }' \"$T5/det.csv\""
 t_exit2 "phase5 rejects an unknown kernel"   "$P5" --kernel flash
 t_exit2 "phase5 rejects d=48"                "$P5" --d 48
 t_exit2 "phase5 rejects H % Hkv != 0"        "$P5" --H 6 --Hkv 4

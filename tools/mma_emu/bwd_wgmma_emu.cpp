@@ -1,5 +1,6 @@
 /* tools/mma_emu/bwd_wgmma_emu.cpp - bwd_wgmma_kernel (phase5_backward/bwd_wgmma.cu) on the
- * CPU (run.sh wgmma): each row of BWD_WGMMA_TABLE on small problems, every thread block in
+ * CPU (run.sh wgmma): each row of BWD_WGMMA_TABLE on small problems, with both dQ paths
+ * (float2 atomics: wgmma; a shared tile and bulk reductions: wgmma-dq), every thread block in
  * turn as THREADS host threads, wgmma.mma_async emulated from the PTX ISA's layouts
  * (wgmma_emu.h: descriptors, the 128-byte swizzle, register A fragments), cp.async as a
  * copy, against an fp64 backward (bwd_emu_check.h) and the visit counts. Exit 1 on any FAIL. */
@@ -17,10 +18,11 @@ EmuWg g_wgs[8];
 #include "kernel_wgmma.inc"
 #include "bwd_emu_check.h"
 
-template <int D, int BR, int BC>
+template <int D, int BR, int BC, bool BULK>
 int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, int visit_all_flag)
 {
-    using C = WgBwdCfg<D, BR, BC>;
+    using C = WgBwdCfg<D, BR, BC, BULK>;
+    printf("  %s (dQ by %s)\n", BULK ? "wgmma-dq" : "wgmma", BULK ? "a shared tile and bulk reductions" : "float2 atomics");
     EmuBwd x = emu_bwd_problem(B, H, Hkv, Nq, Nkv, D, causal);
     const int Tc = (Nkv + BC - 1) / BC;
     std::vector<unsigned long long> counts(Tc, 0);
@@ -36,7 +38,7 @@ int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, int visit_all_flag)
         [&] { for (int w = 0; w < C::WGS; w++) { bars.push_back(new std::barrier<>(128)); g_wgs[w].bar = bars.back(); } },
         [&] { for (auto *b : bars) delete b; bars.clear(); },
         [&](int) {
-            bwd_wgmma_kernel<D, BR, BC>(x.p, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), x.L.data(),
+            bwd_wgmma_kernel<D, BR, BC, BULK>(x.p, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), x.L.data(),
                                         x.Dv.data(), x.dQ.data(), x.dK.data(), x.dV.data(), vis);
         });
     free(smem);
@@ -46,13 +48,16 @@ int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, int visit_all_flag)
 int main(int argc, char **argv)
 {
     int which = argc > 1 ? atoi(argv[1]) : 64, fails = 0, ran = 0;
-#define ROW(D_, BR_, BC_)                                                                         \
-    if (which == D_) {                                                                            \
-        ran = 1;                                                                                  \
-        fails += run<D_, BR_, BC_>(1, 4, 2, 150, 211, true, 0);   /* GQA 2:1, tails, N_q < N_kv */ \
-        fails += run<D_, BR_, BC_>(1, 2, 1, 333, 100, true, 0);   /* N_q > N_kv: fully masked rows */ \
-        fails += run<D_, BR_, BC_>(1, 1, 1, 200, 200, false, 0);  /* full, tails */                \
-        fails += run<D_, BR_, BC_>(1, 2, 2, 130, 130, true, 1);   /* every Q block (visit_all) */  \
+#define ROW(D_, BR_, BC_)                                                                              \
+    if (which == D_) {                                                                                 \
+        ran = 1;                                                                                       \
+        fails += run<D_, BR_, BC_, false>(1, 4, 2, 150, 211, true, 0);   /* GQA 2:1, tails, N_q < N_kv */ \
+        fails += run<D_, BR_, BC_, false>(1, 2, 1, 333, 100, true, 0);   /* N_q > N_kv: fully masked rows */ \
+        fails += run<D_, BR_, BC_, false>(1, 1, 1, 200, 200, false, 0);  /* full, tails */                \
+        fails += run<D_, BR_, BC_, false>(1, 2, 2, 130, 130, true, 1);   /* every Q block (visit_all) */  \
+        fails += run<D_, BR_, BC_, true>(1, 4, 2, 150, 211, true, 0);    /* wgmma-dq: the same shapes */   \
+        fails += run<D_, BR_, BC_, true>(1, 2, 1, 333, 100, true, 0);                                     \
+        fails += run<D_, BR_, BC_, true>(1, 1, 1, 200, 200, false, 0);                                    \
     }
     BWD_WGMMA_TABLE(ROW)
     if (!ran) { printf("no row of BWD_WGMMA_TABLE for d = %d\n", which); return 1; }

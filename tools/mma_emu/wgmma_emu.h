@@ -38,6 +38,20 @@ inline void wgmma_hold_a(uint32_t (&)[4]) {}
 inline void wgmma_commit() {}
 template <int N> inline void wgmma_wait() {}
 inline void fence_proxy_async() {}
+/* bulk reductions: done at issue (an atomic add per float), so a missing wait goes unseen */
+inline void bulk_reduce_add_f32(float *g, const void *s, uint32_t bytes)
+{
+    if (bytes % 16 || (uintptr_t)g % 16 || ((const unsigned char *)s - g_smem) % 16) {
+        fprintf(stderr, "wgmma_emu: bulk reduce of %u bytes not 16-byte aligned\n", bytes); exit(1);
+    }
+    if ((const unsigned char *)s < g_smem || (const unsigned char *)s + bytes > g_smem + g_smem_bytes) {
+        fprintf(stderr, "wgmma_emu: bulk reduce source outside shared memory\n"); exit(1);
+    }
+    for (uint32_t i = 0; i < bytes / 4; i++) atomicAdd(g + i, ((const float *)s)[i]);
+}
+inline void bulk_commit() {}
+template <int N> inline void bulk_wait_read() {}
+template <int N> inline void bulk_wait() {}
 
 [[noreturn]] inline void emu_die(const char *what, uint64_t v)
 {

@@ -395,6 +395,43 @@ def chapter_5_training(doc, flat):
     claim(doc, "ours' errors with the loss's dO", flat, "by %.2f, %.2f and %.2g" % (info["dQ"][0], info["dK"][0], info["dV"][0]))
 
 
+def chapter_5b():
+    """the Hopper backward's step 1 at d = 128 beside mma2d, SDPA flash and cuDNN"""
+    doc = "05b_hopper_backward.md"
+    text = chapter(doc)
+    flat = " ".join(text.split())
+    tf, ms = {}, {}
+    with open(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
+            if m:
+                for k, t, v in re.findall(r"(\S+) ([\d.]+) ms ([\d.]+) TFLOP/s", m.group(4)):
+                    key = (k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))
+                    tf[key], ms[key] = float(v), float(t)
+    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
+        if r["device"] == "gpu":
+            key = (r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))
+            tf[key], ms[key] = float(r["tflops"]), float(r["time_ms"])
+    for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv")):
+        key = (r["backend"], int(r["d"]), int(r["causal"]), int(r["N"]))
+        tf[key], ms[key] = float(r["tflops"]), float(r["time_ms"])
+    got = table(text, "| causal | N | wgmma | mma2d | SDPA flash |")
+    cells = []
+    for r in got or []:
+        p = (128, int(r[0] == "yes"), int(r[1]))
+        lab = "d=128 %s N=%d" % (r[0], p[2])
+        for i, k in enumerate(("wgmma", "mma2d", "flash", "cudnn")):
+            cells.append((lab + " " + k, r[2 + i], tf.get((k,) + p)))
+        w = ms.get(("wgmma",) + p)
+        cells.append((lab + " wgmma/flash", r[6], None if w is None else ms[("flash",) + p] / w))
+        cells.append((lab + " wgmma/cudnn", r[7], None if w is None else ms[("cudnn",) + p] / w))
+    check_table(doc, "step 1 beside mma2d, SDPA flash and cuDNN (d = 128)", got, cells)
+    r = [ms[("cudnn",) + k[1:]] / t for k, t in ms.items() if k[0] == "wgmma" and k[1] == 128 and k[3] >= 4096]
+    claim(doc, "step 1 against cuDNN from N = 4096", flat, "From N = 4096 on it runs at %s of cuDNN's speed" % span(r))
+    with open(os.path.join(ROOT, "README.md")) as f:
+        claim("README.md", "chapter 5b's step 1 against cuDNN", " ".join(f.read().split()), "%s cuDNN's from N = 4096" % span(r))
+
+
 def sweep_log(path):
     """a --sweep's printed tokens16k lines: {(kernel, d, causal, N): time in ms}"""
     out = {}
@@ -682,7 +719,7 @@ def self_test():
 
 # ---- every chapter: results tables followed by their command, embedded figures present ----
 def structure():
-    for name in ("04b_hopper.md", "05_backward.md", "06_decoding.md"):
+    for name in ("04b_hopper.md", "05_backward.md", "05b_hopper_backward.md", "06_decoding.md"):
         lines = chapter(name).splitlines()
         n, missing = 0, []
         while n < len(lines):
@@ -707,7 +744,11 @@ def structure():
         report(not missing, "%s: every results table is followed by the command that reproduces it" % name, ", ".join(missing))
         figs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", "\n".join(lines))
         absent = [f for f in figs if not os.path.isfile(os.path.join(ROOT, "docs", f))]
-        report(figs and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)), "missing: " + ", ".join(absent) if absent else "no figure")
+        # 5b: its figures come with its sweep of record as a CSV (the plots read CSVs); until
+        # then it may have none, but any it embeds must be recorded files
+        need = name != "05b_hopper_backward.md"
+        report((figs or not need) and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)),
+               "missing: " + ", ".join(absent) if absent else "no figure")
         # each figure's caption (the next paragraph in italics) names the commit of its run
         text = "\n".join(lines)
         paras = re.split(r"\n\s*\n", text)
@@ -727,7 +768,7 @@ def structure():
 
 
 if __name__ == "__main__":
-    for fn in (chapter_4b, chapter_5, chapter_6, readme, structure):
+    for fn in (chapter_4b, chapter_5, chapter_5b, chapter_6, readme, structure):
         try:
             fn()
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:

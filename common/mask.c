@@ -1,5 +1,5 @@
 /* mask.c - FlashMask's column-sparse masks (mask.h): the twelve masks of the paper's
- * Fig. 1 / Sec. 5 built as four run vectors, the CLI spec, the dense expansion for the
+ * Fig. 1(a) built as four run vectors, the CLI spec, the dense expansion for the
  * oracle, and the block rule that sorts tiles into skipped, unmasked and partial.
  *
  * Each constructor states its mask on POSITIONS: the key j and the query's position
@@ -132,7 +132,8 @@ static int check_lengths(const char *name, const int *lens, int n, int N_kv, cha
     if (n < 1) return fail(why, len, "mask '%s' needs at least one length.", name);
     long long sum = 0;
     for (int k = 0; k < n; k++) {
-        if (lens[k] < 1) return fail(why, len, "mask '%s': length %d is %d; lengths must be at least 1.", name, k + 1, lens[k]);
+        if (lens[k] < 1)
+            return fail(why, len, "mask '%s': length %d is %d; lengths must be at least 1.", name, k + 1, lens[k]);
         sum += lens[k];
     }
     if (sum > N_kv)
@@ -396,7 +397,8 @@ int mask_qk_sparse(attn_mask_t *m, int N_q, int N_kv, const int *offsets, const 
     if (n < 1) return fail(why, len, "mask 'qk_sparse' needs at least one span OFFSET,LENGTH.");
     long long end = 0;
     for (int k = 0; k < n; k++) {
-        if (lens[k] < 1) return fail(why, len, "mask 'qk_sparse': span %d has length %d; lengths must be at least 1.", k + 1, lens[k]);
+        if (lens[k] < 1)
+            return fail(why, len, "mask 'qk_sparse': span %d has length %d; lengths must be at least 1.", k + 1, lens[k]);
         if (offsets[k] < end)
             return fail(why, len, "mask 'qk_sparse': span %d starts at %d, inside or before the previous span "
                         "(spans must increase and not overlap, or a column would need more than two runs).",
@@ -574,7 +576,7 @@ void mask_dense(const attn_mask_t *m, unsigned char *out)
 
 size_t mask_bytes(const attn_mask_t *m) { return 4 * (size_t)m->N_kv * sizeof(int32_t); }
 
-/* ---- the block preprocessing and the tile rule (FlashMask Sec. 4.2) ----------------- */
+/* ---- the block preprocessing and the tile rule (FlashMask Sec. 4) --------------------- */
 int mask_blocks(const attn_mask_t *m, int Bc, mask_blocks_t *b)
 {
     memset(b, 0, sizeof *b);

@@ -1,8 +1,9 @@
 /* mask.h - attention masks as FlashMask stores them: two masked runs per key column.
  *
  * FlashMask (Wang et al., "FlashMask: Efficient and Rich Mask Extension of
- * FlashAttention", arXiv 2410.01359, ICLR 2025, Sec. 4.1) observes that in the masks
- * used in practice the MASKED query rows of one key column j form at most two runs:
+ * FlashAttention", arXiv 2410.01359, ICLR 2025, Sec. 4 and Fig. 1(b)) observes that in
+ * the masks used in practice the MASKED query rows of one key column j form at most two
+ * runs:
  *
  *            key column j
  *                 |
@@ -28,8 +29,9 @@
  * constructor. One mask serves every batch and head of a problem (FlashMask allows one
  * set of vectors per batch and head; the tutorial needs one).
  *
- * The block rule (FlashMask Sec. 4.2): for each Bc-wide column block, the min and the max
- * of each vector over the block's columns (mask_blocks). A Br x Bc tile of rows [r0, r1)
+ * The block rule (FlashMask Sec. 4, its preprocessing and block skipping): for each
+ * Bc-wide column block, the min and the max of each vector over the block's columns
+ * (mask_blocks). A Br x Bc tile of rows [r0, r1)
  *   - is FULLY MASKED when, for one of the two runs, [r0, r1) lies inside that run in
  *     every column: r0 >= max start and r1 <= min end - the kernel skips it;
  *   - is UNMASKED when, for both runs, [r0, r1) misses the run in every column:
@@ -118,7 +120,7 @@ void mask_dense(const attn_mask_t *m, unsigned char *out);
 size_t mask_bytes(const attn_mask_t *m);
 static inline double mask_dense_bytes(const attn_mask_t *m) { return (double)m->N_q * m->N_kv; }
 
-/* ---- the block preprocessing (FlashMask Sec. 4.2) ---------------------------------- */
+/* ---- the block preprocessing (FlashMask Sec. 4) -------------------------------------- */
 typedef struct {
     int Bc, n_blocks;          /* n_blocks = ceil(N_kv / Bc); the last may be a tail */
     int32_t *lts_min, *lts_max, *lte_min, *lte_max;

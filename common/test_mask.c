@@ -2,7 +2,7 @@
  * twelve masks, built from its CLI spec on square, wide, tall, tailed and one-element
  * shapes, against a definition written here directly on (row, key) - not through
  * mask.c's runs; causal against problem.h's attn_visible; the tile rule (FlashMask
- * Sec. 4.2) against a brute-force look at every tile; the refused specs.
+ * Sec. 4) against a brute-force look at every tile; the refused specs.
  * Prints "PASS name" / "FAIL name: why" per test; exit 1 on any failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +100,8 @@ static int add(tcase_t *out, int n, int kind, int nv, const int *v)
     }
     return n + 1;
 }
-#define ADD(kind, ...) do { const int v_[] = { __VA_ARGS__ }; n = add(out, n, kind, (int)(sizeof v_ / sizeof v_[0]), v_); } while (0)
+#define ADD(kind, ...) \
+    do { const int v_[] = { __VA_ARGS__ }; n = add(out, n, kind, (int)(sizeof v_ / sizeof v_[0]), v_); } while (0)
 
 /* The cases of one shape (parameters scaled to N_kv so that every one is valid). */
 static int cases_for(int N_kv, tcase_t *out)
@@ -236,7 +237,8 @@ static void test_random_eviction(void)
     int ok = !mask_parse("random_eviction:7,32", 100, 130, &a, e, sizeof e) &&
              !mask_parse("random_eviction:7,32", 100, 130, &b, e, sizeof e) &&
              !mask_parse("random_eviction:8,32", 100, 130, &c, e, sizeof e);
-    int same = ok && !memcmp(a.lts, b.lts, 4 * sizeof(int32_t) * 130), other = ok && memcmp(a.lts, c.lts, 4 * sizeof(int32_t) * 130);
+    int same = ok && !memcmp(a.lts, b.lts, 4 * sizeof(int32_t) * 130);
+    int other = ok && memcmp(a.lts, c.lts, 4 * sizeof(int32_t) * 130);
     if (ok) { mask_free(&a); mask_free(&b); mask_free(&c); }
     expect(same && other, "mask: random_eviction: same seed same mask, another seed another", "seeds do not behave");
 }
@@ -294,7 +296,8 @@ static void test_tiles(void)
                 }
                 long want = (long)((N_q + Br - 1) / Br) * b.n_blocks;
                 if ((cen.fully_masked != nf || cen.partial != np || cen.unmasked != nu || nf + np + nu != want) && !bad[k]++)
-                    snprintf(first[k], sizeof first[k], "'%s' on %dx%d, %dx%d tiles: census %ld/%ld/%ld, tiles say %ld/%ld/%ld",
+                    snprintf(first[k], sizeof first[k],
+                             "'%s' on %dx%d, %dx%d tiles: census %ld/%ld/%ld, tiles say %ld/%ld/%ld",
                              cs[t].spec, N_q, N_kv, Br, Bc, cen.fully_masked, cen.partial, cen.unmasked, nf, np, nu);
                 mask_blocks_free(&b);
             }
@@ -355,10 +358,12 @@ static void test_bytes_and_round_trip(void)
     size_t bytes = ok ? mask_bytes(&m) : 0;
     double dense = ok ? mask_dense_bytes(&m) : 0;
     if (ok) {
-        printf("  causal_document on 8192 x 8192: %zu bytes of vectors, %.0f bytes dense (%.0fx)\n", bytes, dense, dense / (double)bytes);
+        printf("  causal_document on 8192 x 8192: %zu bytes of vectors, %.0f bytes dense (%.0fx)\n",
+               bytes, dense, dense / (double)bytes);
         mask_free(&m);
     }
-    expect(ok && bytes == 16 * 8192 && dense == 8192.0 * 8192.0, "mask: the vectors take 16 * N_kv bytes (128 KiB at 8192), dense N_q * N_kv",
+    expect(ok && bytes == 16 * 8192 && dense == 8192.0 * 8192.0,
+           "mask: the vectors take 16 * N_kv bytes (128 KiB at 8192), dense N_q * N_kv",
            "wrong byte counts");
     /* a mask's spec builds the same mask again */
     static const char *specs[] = { "sliding:5", "document:3,4", "prefix_lm_document:1,3,2,4", "qk_sparse:2,3,9,1",
@@ -367,7 +372,8 @@ static void test_bytes_and_round_trip(void)
         if (mask_parse(specs[t], 17, 23, &m, e, sizeof e)) { snprintf(why, sizeof why, "%s: %s", specs[t], e); break; }
         if (mask_parse(m.spec, 17, 23, &r, e, sizeof e)) snprintf(why, sizeof why, "%s -> '%s': %s", specs[t], m.spec, e);
         else {
-            if (memcmp(m.lts, r.lts, 4 * 23 * sizeof(int32_t))) snprintf(why, sizeof why, "%s -> '%s' builds another mask", specs[t], m.spec);
+            if (memcmp(m.lts, r.lts, 4 * 23 * sizeof(int32_t)))
+                snprintf(why, sizeof why, "%s -> '%s' builds another mask", specs[t], m.spec);
             mask_free(&r);
         }
         mask_free(&m);
@@ -403,10 +409,12 @@ static void test_bad_specs(void)
         int rc = mask_parse(BAD[t].spec, BAD[t].N_q, BAD[t].N_kv, &m, why, sizeof why);
         size_t L = strlen(why);
         printf("  '%s' (%dx%d): %s\n", BAD[t].spec, BAD[t].N_q, BAD[t].N_kv, why);
-        const char *wrong = rc == 0 ? "accepted" : L == 0 ? "no reason given" : strchr(why, '\n') ? "a reason of more than one line"
+        const char *wrong = rc == 0 ? "accepted" : L == 0 ? "no reason given"
+                          : strchr(why, '\n') ? "a reason of more than one line"
                           : why[L - 1] != '.' ? "the reason is not one sentence ending with '.'"
                           : mask_live_allocations() != before || m.lts ? "something was left allocated" : NULL;
-        if (wrong && !bad[0]) snprintf(bad, sizeof bad, "'%s' on %dx%d: %s (%s)", BAD[t].spec, BAD[t].N_q, BAD[t].N_kv, wrong, why);
+        if (wrong && !bad[0])
+            snprintf(bad, sizeof bad, "'%s' on %dx%d: %s (%s)", BAD[t].spec, BAD[t].N_q, BAD[t].N_kv, wrong, why);
         if (rc == 0) mask_free(&m);
     }
     char name[120];

@@ -230,6 +230,11 @@ $(eval $(call c_rule,common/test_common.c))
 $(BUILD)/test_common: $(call obj_of,common/test_common.c) $(BUILD)/libcommon.a
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
+# test_mask: FlashMask's column-sparse masks (common/mask.h) against direct definitions
+$(eval $(call c_rule,common/test_mask.c))
+$(BUILD)/test_mask: $(call obj_of,common/test_mask.c) $(BUILD)/libcommon.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
 
 # The tools written in C (the exercise generator).
 $(BUILD)/mkexercise: tools/mkexercise.c
@@ -286,7 +291,7 @@ train-plot:
 .PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

@@ -1,5 +1,6 @@
 # common/tests.sh - tests of the shared library (sourced by tools/run_tests.sh)
 t_units "$BUILD/test_common"
+t_units "$BUILD/test_mask"   # FlashMask's column-sparse masks (common/mask.h)
 
 # --- cli_parse: outputs that cannot be written are refused before any work -------------
 # Each: exit 2, exactly one line on stderr naming the problem, nothing on stdout.

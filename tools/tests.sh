@@ -100,7 +100,7 @@ t_run "host code builds with -Wall -Wextra -Werror" make --no-print-directory -j
       CFLAGS="-O1 -g -Werror -fsanitize=address,undefined -fno-omit-frame-pointer" \
       LDLIBS="-lm -fsanitize=address,undefined" all
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-for prog in "$SAN"/test_phase* "$SAN"/test_common; do
+for prog in "$SAN"/test_phase* "$SAN"/test_common "$SAN"/test_mask; do
     [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog")" "$prog"
 done
 for prog in "$SAN"/phase?; do

@@ -78,7 +78,7 @@ t_run "ncu_compare table reads recorded raw profiles (chapter 5's rows)" bash -c
     grep -qE "^time \(ms.* 15\.53 +10\.95$" <<<"$out" && grep -qE "^shared ld wavefronts +1\.813e\+09 +1\.210e\+09$" <<<"$out"'
 t_fail "ncu_compare table refuses a CSV with no profiled launch" bash -c '
     f="'"$T"'/empty_ncu.csv"; printf "\"ID\",\"Kernel Name\"\n" >"$f"; '"$PYTHON"' tools/ncu_compare.py table "$f"'
-t_run "chapters 4b, 5, 6 quote their recorded files (tools/check_chapters.py)" "$PYTHON" tools/check_chapters.py
+t_run "chapters 4b, 5, 5b, 6 quote their recorded files (tools/check_chapters.py)" "$PYTHON" tools/check_chapters.py
 
 t_run "make handout writes the student tarball" make --no-print-directory BUILD="$BUILD" NO_CUDA=1 handout
 # with nvcc, the handout carries the GPU reference (one arch here, to keep it quick): the

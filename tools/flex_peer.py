@@ -245,7 +245,7 @@ def cli(args):
         print(f"flex_peer: {e}", file=sys.stderr)
         return 2
     del specs
-    return main(args, mode=mode)
+    return main(args, phase=f"peer (flex, {mode})", mode=mode)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ run a shape (out of memory, unsupported) gets an empty time and the reason.
 
 The CSV opens with the project's metadata header (common/csv.c's '#' lines: GPU, CUDA,
 git commit, date, host, CPU, the command), then a '# peer:' line naming the torch version.
+tools/flex_peer.py times FlexAttention with this file's time_mode, flops, row and header.
 Note: SDPA's is_causal=True is the TOP-LEFT aligned mask (row i sees keys j <= i); the
 project's mask is bottom-right aligned. The two agree on the square (N_q = N_kv) shapes
 timed here.

@@ -107,7 +107,7 @@ def measure(B, H, Hkv, N, d, mask, mode, device="cuda", dtype=torch.float16, tim
     k, v), when given, sees the first output (tools/flex_peer.py --cpu-smoke)."""
     grad = mode != "fwd"
     t, note = float("nan"), ""
-    bm = q = k = v = do = None
+    bm = q = k = v = do = o = None
     try:
         q = torch.randn(B, H, N, d, device=device, dtype=dtype, requires_grad=grad)
         k, v = (torch.randn(B, Hkv, N, d, device=device, dtype=dtype, requires_grad=grad) for _ in range(2))
@@ -121,7 +121,7 @@ def measure(B, H, Hkv, N, d, mask, mode, device="cuda", dtype=torch.float16, tim
             check(o, q, k, v)
         if grad:
             torch.autograd.grad(o, (q, k, v), do)            # compiles the backward (untimed)
-        del o
+        o = None
         if device == "cuda":
             torch.cuda.synchronize()
         compile_s = time.perf_counter() - t0
@@ -131,7 +131,7 @@ def measure(B, H, Hkv, N, d, mask, mode, device="cuda", dtype=torch.float16, tim
               flush=True)
     except Exception as e:
         note = root_note(e)
-    del bm, q, k, v, do
+    del bm, q, k, v, do, o   # the shape's tensors go before the next shape's
     torch._dynamo.reset()
     if device == "cuda":
         torch.cuda.empty_cache()

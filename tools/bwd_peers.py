@@ -7,8 +7,12 @@ and writes nothing.
 
 Shapes: the FA2 paper's setting: fp16, hidden 2048 (H = 2048 / d), B x N = 16k tokens,
 N = 512..16384, d = 64 and 128, causal and not. Each shape twice: the backward alone
-(mode bwd, "<backend>" rows) and a forward with its backward (mode fwdbwd,
-"<backend>-fwdbwd" rows: the training step). Timing, CSV and header: tools/sdpa_peer.py.
+(mode bwd, "<backend>" rows in OUT.csv) and a forward with its backward (mode fwdbwd: the
+training step, "<backend>" rows in OUT_fwdbwd.csv). Backends: SDPA flash and cuDNN, then
+FlexAttention ("flex" rows in both files, tools/flex_peer.py: torch.compile'd
+flex_attention, after every SDPA row, under a '# peer:' line of its own; FA_PEERS_FLEX=0
+leaves them out, and a torch without flex_attention says so in one line). Timing, CSV and
+header: tools/sdpa_peer.py.
 """
 import os
 import sys
@@ -30,6 +34,13 @@ if __name__ == "__main__":
     out = sys.argv[1]
     points = sys.argv[2] if len(sys.argv) == 3 else None
     base, ext = os.path.splitext(out)
+    flex = os.environ.get("FA_PEERS_FLEX", "1") != "0"
+    if flex:
+        import flex_peer
     sdpa_peer.main([out] + list(shapes(points)), backends=("flash", "cudnn"), phase="phase5 (peers, backward)", mode="bwd")
+    if flex:
+        flex_peer.main([out] + list(shapes(points)), mode="bwd", append=True)
     sdpa_peer.main([base + "_fwdbwd" + ext] + list(shapes(points)), backends=("flash", "cudnn"),
                    phase="phase5 (peers, forward + backward)", mode="fwdbwd")
+    if flex:
+        flex_peer.main([base + "_fwdbwd" + ext] + list(shapes(points)), mode="fwdbwd", append=True)

@@ -15,6 +15,7 @@ run a shape (out of memory, unsupported) gets an empty time and the reason.
 
 The CSV opens with the project's metadata header (common/csv.c's '#' lines: GPU, CUDA,
 git commit, date, host, CPU, the command), then a '# peer:' line naming the torch version.
+tools/flex_peer.py times FlexAttention with this file's time_mode, flops, row and header.
 Note: SDPA's is_causal=True is the TOP-LEFT aligned mask (row i sees keys j <= i); the
 project's mask is bottom-right aligned. The two agree on the square (N_q = N_kv) shapes
 timed here.
@@ -83,7 +84,14 @@ def cpu_name():
     return platform.processor() or "unknown"
 
 
-def header(phase, argv):
+def peer_line(what="scaled_dot_product_attention", date=None):
+    """The header's '# peer:' line: what was timed, with the torch version, GPU and date
+    (tools/flex_peer.py writes its own where its rows follow SDPA's in one file)."""
+    date = date or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"# peer: torch {torch.__version__} {what} | gpu: {torch.cuda.get_device_name(0)} | date: {date}\n"
+
+
+def header(phase, argv, peer="scaled_dot_product_attention"):
     """The metadata header every CSV of the project opens with (common/csv.c's format):
     phase, GPU, CUDA, git commit, date, host, CPU, the command; then the peer's own line.
     PyTorch does not report clocks, the driver or the copy bandwidth: those say unknown."""
@@ -97,8 +105,48 @@ def header(phase, argv):
         f"{l2 if l2 is not None else 'unknown'} | global_mem_bytes: {p.total_memory} | copy_gbps: unknown\n",
         f"# git: {git_commit()} | date: {date} | host: {platform.node() or 'unknown'} | cpu: {cpu_name()}\n",
         "# command: python3 " + " ".join(argv) + "\n",
-        f"# peer: torch {torch.__version__} scaled_dot_product_attention | gpu: {p.name} | date: {date}\n",
+        peer_line(peer, date),
     ])
+
+
+COLUMNS = "backend,B,H,N,d,causal,time_ms,tflops,note\n"
+MODE_FLOPS = {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}   # a backward is 2.5 forwards (FA2's count)
+
+
+def flops(B, H, N, d, causal, mode):
+    """The FLOPs a row's TFLOP/s counts: 4 B H N^2 d for the forward (two N x N x d
+    matmuls a head, H the query heads, GQA or not), half of it causal, times MODE_FLOPS."""
+    return 4.0 * B * H * N * N * d / (2 if causal else 1) * MODE_FLOPS[mode]
+
+
+def time_mode(fwd, inputs, do, mode, timer=None):
+    """Time one mode of an attention callable fwd() (inputs: the tensors the gradients are
+    taken of, do: the output's gradient): "fwd" times fwd(); "bwd" the backward alone,
+    torch.autograd.grad of one saved forward (retain_graph: the same graph every run);
+    "fwdbwd" a forward and its backward. timer: time_ms unless given."""
+    timer = timer or time_ms
+    if mode == "fwd":
+        return timer(fwd)
+    if mode == "bwd":
+        o = fwd()
+        try:
+            return timer(lambda: torch.autograd.grad(o, inputs, do, retain_graph=True))
+        finally:
+            del o
+    return timer(lambda: torch.autograd.grad(fwd(), inputs, do))
+
+
+def note_of(e):
+    """An exception as a row's note: its first line, 80 characters, no commas."""
+    return ((str(e).splitlines() or [type(e).__name__])[0] or type(e).__name__)[:80].replace(",", ";")
+
+
+def row(name, B, H, N, d, causal, t, fl, note, H_kv=None):
+    """One row as printed (NaN where not measured); the CSV gets it with "nan" emptied.
+    H_kv: a column after H (tools/flex_peer.py's GQA rows), none when None."""
+    tf = fl / (t * 1e-3) / 1e12 if t == t else float("nan")
+    hkv = "" if H_kv is None else f"{H_kv},"
+    return f"{name},{B},{H},{hkv}{N},{d},{causal},{t:.4f},{tf:.2f},{note}"
 
 
 BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
@@ -115,44 +163,35 @@ def main(argv=None, backends=("math", "flash"), phase="peer", command=None, mode
     if len(argv) < 2 or not torch.cuda.is_available():
         print("usage: sdpa_peer.py OUT.csv B,H,N,d,causal ... (needs a CUDA device)")
         sys.exit(0 if not torch.cuda.is_available() else 2)
-    out = open(argv[0], "w")
-    out.write(header(phase, command))
-    out.write("backend,B,H,N,d,causal,time_ms,tflops,note\n")
-    for spec in argv[1:]:
-        B, H, N, d, causal = (int(x) for x in spec.split(","))
-        q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
-        flops = 4.0 * B * H * N * N * d / (2 if causal else 1) * {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}[mode]
-        if mode != "fwd":
-            for x in (q, k, v):
-                x.requires_grad_(True)
-            do = torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
-        for name in backends:
-            backend = getattr(SDPBackend, BACKENDS[name], None)
-            note, t = "", float("nan")
-            try:
-                if backend is None:
-                    raise RuntimeError(f"this torch has no SDPBackend.{BACKENDS[name]}")
-                with sdpa_kernel(backend):
-                    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))  # noqa: E731
-                    if mode == "fwd":
-                        t = time_ms(sdpa)
-                    elif mode == "bwd":
-                        o = sdpa()
-                        t = time_ms(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
-                        del o
-                    else:
-                        t = time_ms(lambda: torch.autograd.grad(sdpa(), (q, k, v), do))
-            except Exception as e:
-                note = str(e).splitlines()[0][:80].replace(",", ";")
+    with open(argv[0], "w") as out:
+        out.write(header(phase, command))
+        out.write(COLUMNS)
+        for spec in argv[1:]:
+            B, H, N, d, causal = (int(x) for x in spec.split(","))
+            q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
+            fl = flops(B, H, N, d, causal, mode)
+            do = None
+            if mode != "fwd":
+                for x in (q, k, v):
+                    x.requires_grad_(True)
+                do = torch.randn(B, H, N, d, device="cuda", dtype=torch.float16)
+            for name in backends:
+                backend = getattr(SDPBackend, BACKENDS[name], None)
+                note, t = "", float("nan")
+                try:
+                    if backend is None:
+                        raise RuntimeError(f"this torch has no SDPBackend.{BACKENDS[name]}")
+                    with sdpa_kernel(backend):
+                        sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))  # noqa: E731
+                        t = time_mode(sdpa, (q, k, v), do, mode)
+                except Exception as e:
+                    note = note_of(e)
+                torch.cuda.empty_cache()
+                line = row(name, B, H, N, d, causal, t, fl, note)
+                print("sdpa_peer:", line, flush=True)
+                out.write(line.replace("nan", "") + "\n")
+            del q, k, v, do
             torch.cuda.empty_cache()
-            tf = flops / (t * 1e-3) / 1e12 if t == t else float("nan")
-            line = f"{name},{B},{H},{N},{d},{causal},{t:.4f},{tf:.2f},{note}"
-            print("sdpa_peer:", line, flush=True)
-            out.write(line.replace("nan", "") + "\n")
-        del q, k, v
-        if mode != "fwd":
-            del do
-        torch.cuda.empty_cache()
 
 
 def once(mode, backend, spec):

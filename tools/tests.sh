@@ -135,6 +135,27 @@ else
         out=$('"$PYTHON"' tools/train_check.py --out "'"$T"'/train_check.csv") && [ "$(wc -l <<<"$out")" -eq 1 ] &&
         grep -q "^train_check: skipped: " <<<"$out" && [ ! -e "'"$T"'/train_check.csv" ]'
 fi
+# the peers (optional): the scripts compile; FlexAttention's peer skips in one line, exit 0,
+# writing nothing where PyTorch with CUDA is missing (where it is, make phase4/5 sweep runs
+# it through peers.py and bwd_peers.py: minutes, not a test); a bad command line is one
+# stderr line, exit 2; --cpu-smoke runs its code path on the CPU (no result)
+t_run "peer scripts compile (sdpa_peer, flex_peer, peers, bwd_peers, decode_peers)" \
+    "$PYTHON" -m py_compile tools/sdpa_peer.py tools/flex_peer.py tools/peers.py tools/bwd_peers.py tools/decode_peers.py
+if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+    t_skip "tools/flex_peer.py skips without PyTorch + CUDA" "PyTorch with CUDA is here: make phase4/5 sweep runs it"
+else
+    t_run "tools/flex_peer.py skips without PyTorch + CUDA (one line, exit 0, no CSV)" bash -c '
+        out=$('"$PYTHON"' tools/flex_peer.py --mode bwd "'"$T"'/flex_peer.csv" 1,4,2,256,64,1 1,4,256,64,0) &&
+        [ "$(wc -l <<<"$out")" -eq 1 ] && grep -q "^flex_peer: skipped: " <<<"$out" && [ ! -e "'"$T"'/flex_peer.csv" ]'
+fi
+if "$PYTHON" -c "import torch.nn.attention.flex_attention" >/dev/null 2>&1; then
+    t_exit2_says "tools/flex_peer.py refuses a bad spec (exit 2, one line)" "spec is B,H,N,d,causal" \
+        "$PYTHON" tools/flex_peer.py "$T/flex_bad.csv" 1,2,3
+    if command -v "${CXX:-g++}" >/dev/null 2>&1; then
+        t_run "tools/flex_peer.py --cpu-smoke: masks agree with SDPA on the CPU, the error path notes" bash -c '
+            '"$PYTHON"' tools/flex_peer.py --cpu-smoke 2>&1 | tee /dev/stderr | grep -q "^flex_peer: SMOKE passed$"'
+    else t_skip "tools/flex_peer.py --cpu-smoke" "no C++ compiler for inductor on the CPU"; fi
+else t_skip "tools/flex_peer.py command line and --cpu-smoke" "no torch with flex_attention"; fi
 for p in phase0 phase1 phase2 phase3 phase4 phase5 phase6; do
     dir=$(ls -d ${p}_* 2>/dev/null | head -n 1)
     if [ -f "$dir/rules.mk" ]; then

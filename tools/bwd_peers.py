@@ -10,8 +10,9 @@ N = 512..16384, d = 64 and 128, causal and not. Each shape twice: the backward a
 (mode bwd, "<backend>" rows in OUT.csv) and a forward with its backward (mode fwdbwd: the
 training step, "<backend>" rows in OUT_fwdbwd.csv). Backends: SDPA flash and cuDNN, then
 FlexAttention ("flex" rows in both files, tools/flex_peer.py: torch.compile'd
-flex_attention, after every SDPA row, under a '# peer:' line of its own; FA_PEERS_FLEX=0
-leaves them out, and a torch without flex_attention says so in one line). Timing, CSV and
+flex_attention, after every SDPA row, under a '# peer:' line of its own) when
+FA_PEERS_FLEX=1: off by default, because each shape compiles (minutes for a sweep); a torch
+without flex_attention says so in one line. Timing, CSV and
 header: tools/sdpa_peer.py.
 """
 import os
@@ -34,7 +35,7 @@ if __name__ == "__main__":
     out = sys.argv[1]
     points = sys.argv[2] if len(sys.argv) == 3 else None
     base, ext = os.path.splitext(out)
-    flex = os.environ.get("FA_PEERS_FLEX", "1") != "0"
+    flex = os.environ.get("FA_PEERS_FLEX", "0") == "1"
     if flex:
         import flex_peer
     sdpa_peer.main([out] + list(shapes(points)), backends=("flash", "cudnn"), phase="phase5 (peers, backward)", mode="bwd")

@@ -17,7 +17,7 @@ median of 10 CUDA-event timed runs after 3 warm-up runs; "fwd" the forward, "bwd
 backward alone (torch.autograd.grad of one saved forward, 2.5x the forward's FLOPs),
 "fwdbwd" a forward and its backward (3.5x); causal counts half of 4 B H N^2 d (H: the query
 heads, GQA or not). tools/peers.py and tools/bwd_peers.py append these rows to their
-SDPA files (set FA_PEERS_FLEX=0 to leave them out).
+SDPA files when FA_PEERS_FLEX=1 (off by default: every shape compiles, minutes a sweep).
 
 flex_attention is compiled once per shape (dynamic=False, fullgraph=True: a shape that
 cannot compile fails rather than running flex's unfused eager fallback), and that first

@@ -12,8 +12,8 @@ Shapes: the FA2 paper's setting the phase-4 sweep uses: fp16, hidden 2048 (H = 2
 B x N = 16k tokens, N = 512..16384, d = 64, 128 and 256, causal and not. Backends: PyTorch's
 SDPA flash (FlashAttention-2 inside PyTorch) and cuDNN; then FlexAttention ("flex" rows,
 tools/flex_peer.py: torch.compile'd flex_attention, after every SDPA row, under a '# peer:'
-line of its own; FA_PEERS_FLEX=0 leaves them out, and a torch without flex_attention says
-so in one line). The timing and the CSV format are tools/sdpa_peer.py's (this file only
+line of its own) when FA_PEERS_FLEX=1: off by default, because each shape compiles (minutes
+for a sweep); a torch without flex_attention says so in one line). The timing and the CSV format are tools/sdpa_peer.py's (this file only
 picks the shapes and the backends), and so is the CSV's metadata header (common/csv.c's
 format: GPU, git commit, date, the command).
 """
@@ -47,6 +47,6 @@ if __name__ == "__main__":
         print("usage: peers.py OUT.csv [POINTS]")
         sys.exit(2)
     sdpa_peer.main([sys.argv[1]] + list(shapes(sys.argv[2] if len(sys.argv) == 3 else None)), backends=("flash", "cudnn"), phase="phase4 (peers)")
-    if os.environ.get("FA_PEERS_FLEX", "1") != "0":
+    if os.environ.get("FA_PEERS_FLEX", "0") == "1":
         import flex_peer
         flex_peer.main([sys.argv[1]] + list(shapes(sys.argv[2] if len(sys.argv) == 3 else None)), mode="fwd", append=True)

@@ -142,7 +142,7 @@ fi
 t_run "peer scripts compile (sdpa_peer, flex_peer, peers, bwd_peers, decode_peers)" \
     "$PYTHON" -m py_compile tools/sdpa_peer.py tools/flex_peer.py tools/peers.py tools/bwd_peers.py tools/decode_peers.py
 if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
-    t_skip "tools/flex_peer.py skips without PyTorch + CUDA" "PyTorch with CUDA is here: make phase4/5 sweep runs it"
+    t_skip "tools/flex_peer.py skips without PyTorch + CUDA" "PyTorch with CUDA is here: tools/flex_peer.py, or FA_PEERS_FLEX=1 with peers.py / bwd_peers.py, runs it"
 else
     t_run "tools/flex_peer.py skips without PyTorch + CUDA (one line, exit 0, no CSV)" bash -c '
         out=$('"$PYTHON"' tools/flex_peer.py --mode bwd "'"$T"'/flex_peer.csv" 1,4,2,256,64,1 1,4,256,64,0) &&

@@ -10,6 +10,8 @@
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
 #   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
 #           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
+#   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
+#         wgmma-dq) and mma2d, d=128 and d=64
 #
 # $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
 # ncu_SET.txt, the side-by-side table; the tables are printed last.
@@ -71,6 +73,18 @@ set_hopper() {
     pair cudnn64      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,32,32,4096,4096,64,0
     table hopper tma128 ws128 pingpong128 overlap128 cudnn128 tma64 ws64 cudnn64
 }
+set_bwdh() {
+    local wg='bwd_wgmma_kernel<\(int\)' s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
+    pair wgmma128     "${wg}128, \(int\)64, \(int\)128, \(bool\)0" build/phase5 --kernel wgmma    $s128 $(q)
+    pair wgmmadq128   "${wg}128, \(int\)64, \(int\)128, \(bool\)1" build/phase5 --kernel wgmma-dq $s128 $(q)
+    pair mma2d128     'bwd_mma2d_kernel<\(int\)128,'                 build/phase5 --kernel mma2d    $s128 $(q)
+    pair fa2b128      'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
+    pair cudnnb128    'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,16,16,8192,8192,128,0
+    pair wgmma64      "${wg}64, \(int\)64, \(int\)128, \(bool\)0"  build/phase5 --kernel wgmma    $s64 $(q)
+    pair wgmmadq64    "${wg}64, \(int\)64, \(int\)128, \(bool\)1"  build/phase5 --kernel wgmma-dq $s64 $(q)
+    pair cudnnb64     'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,32,32,8192,8192,64,0
+    table bwdh wgmma128 wgmmadq128 mma2d128 fa2b128 cudnnb128 wgmma64 wgmmadq64 cudnnb64
+}
 table() {
     local s=$1; shift
     local files=(); for n in "$@"; do [ -s "$T/$n.csv" ] && files+=("$T/$n.csv"); done
@@ -82,7 +96,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec, hopper)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec, hopper, bwdh)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

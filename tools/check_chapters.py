@@ -400,21 +400,7 @@ def chapter_5b():
     doc = "05b_hopper_backward.md"
     text = chapter(doc)
     flat = " ".join(text.split())
-    tf, ms = {}, {}
-    with open(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt")) as f:
-        for line in f:
-            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
-            if m:
-                for k, t, v in re.findall(r"(\S+) ([\d.]+) ms ([\d.]+) TFLOP/s", m.group(4)):
-                    key = (k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))
-                    tf[key], ms[key] = float(v), float(t)
-    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
-        if r["device"] == "gpu":
-            key = (r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))
-            tf[key], ms[key] = float(r["tflops"]), float(r["time_ms"])
-    for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv")):
-        key = (r["backend"], int(r["d"]), int(r["causal"]), int(r["N"]))
-        tf[key], ms[key] = float(r["tflops"]), float(r["time_ms"])
+    ms, tf, _ = backward_records()
     got = table(text, "| causal | N | wgmma | mma2d | SDPA flash |")
     cells = []
     for r in got or []:
@@ -432,37 +418,33 @@ def chapter_5b():
         claim("README.md", "chapter 5b's step 1 against cuDNN", " ".join(f.read().split()), "%s cuDNN's from N = 4096" % span(r))
 
 
-def sweep_log(path):
-    """a --sweep's printed tokens16k lines: {(kernel, d, causal, N): time in ms}"""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
-            if m:
-                for k, t in re.findall(r"(\S+) ([\d.]+) ms", m.group(4)):
-                    out[(k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))] = float(t)
-    return out
-
-
-def chapter_5_mma2d_wgmma(doc, text, flat):
-    """FA2's warp layout and Hopper's first step: ratios of times to SDPA flash and cuDNN"""
-    T = sweep_log(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt"))
-    sweep_only = dict(T)
-    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
-        if r["device"] == "gpu":
-            T[(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))] = float(r["time_ms"])
-    F = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["time_ms"])
-         for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv"))}
-    tf = {}
-    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
-        if r["device"] == "gpu":
-            tf[(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))] = float(r["tflops"])
+def backward_records():
+    """phase 5's measured backward: the sweep's printed tokens16k lines (20 of its 24 points),
+    the d = 128 causal rows run apart, and SDPA's peers of the same lease. Returns ({key: ms},
+    {key: TFLOP/s}, {key: ms} of the sweep's lines alone); key = (kernel or peer backend, d,
+    causal, N)."""
+    ms, tf = {}, {}
     with open(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt")) as f:
         for line in f:
             m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
             if m:
-                for k, v in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
-                    tf[(k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))] = float(v)
+                for k, t, v in re.findall(r"(\S+) ([\d.]+) ms ([\d.]+) TFLOP/s", m.group(4)):
+                    key = (k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))
+                    ms[key], tf[key] = float(t), float(v)
+    sweep = dict(ms)
+    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
+        if r["device"] == "gpu":
+            key = (r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))
+            ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
+    for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv")):
+        key = (r["backend"], int(r["d"]), int(r["causal"]), int(r["N"]))
+        ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
+    return ms, tf, sweep
+
+
+def chapter_5_mma2d_wgmma(doc, text, flat):
+    """FA2's warp layout and Hopper's first step: ratios of times to SDPA flash and cuDNN"""
+    T, tf, sweep_only = backward_records()   # times of our kernels and the peers alike
     got = table(text, "| d | causal | N | mma / FA2 | mma2d / FA2 |")
     cells = []
     for r in got or []:
@@ -474,15 +456,15 @@ def chapter_5_mma2d_wgmma(doc, text, flat):
                     cells.append((lab + " " + k + " printed '-' but recorded", "", None))
                 continue
             t = T.get((k,) + p)
-            cells.append((lab + " " + k + "/" + peer, r[3 + i], None if t is None else F[(peer,) + p] / t))
+            cells.append((lab + " " + k + "/" + peer, r[3 + i], None if t is None else T[(peer,) + p] / t))
         cells.append((lab + " wgmma TFLOP/s", r[7], tf.get(("wgmma",) + p)))
     check_table(doc, "mma2d and wgmma beside FA2 and cuDNN", got, cells)
     for d in (64, 128):
         r = [sweep_only[("mma",) + p[1:]] / t for p, t in sweep_only.items() if p[0] == "mma2d" and p[1] == d]
         claim(doc, "mma2d over mma at d = %d" % d, flat, span(r) + (" as fast as `mma`" if d == 128 else "") + " at d = %d" % d)
-    r = [F[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128]
+    r = [T[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128]
     claim(doc, "wgmma over FA2 at d = 128", flat, span(r) + " FA2's speed at every N measured")
-    r = [F[("cudnn",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128 and p[3] >= 2048]
+    r = [T[("cudnn",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128 and p[3] >= 2048]
     claim(doc, "wgmma against cuDNN at d = 128", flat, "at %s of cuDNN's from N = 2048 on" % span(r))
 
 

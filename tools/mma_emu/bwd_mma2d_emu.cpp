@@ -3,12 +3,7 @@
  * THREADS host threads, against an fp64 backward (bwd_emu_check.h), and its visit counts
  * against the causal range. Exit 1 on any FAIL. */
 #include "prelude.h"
-thread_local emu_dim3 threadIdx, blockIdx;
-unsigned char *g_smem;
-std::barrier<> *g_block_bar;
-std::mutex g_atomic_mu;
 #include "mma.cuh"
-EmuWarp g_warps[64];
 #include "kernel.inc"
 #include "bwd_emu_check.h"
 

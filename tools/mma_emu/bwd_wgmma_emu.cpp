@@ -6,15 +6,8 @@
  * copy, against an fp64 backward (bwd_emu_check.h) and the visit counts. Exit 1 on any FAIL. */
 #include "prelude.h"
 #include <cstdlib>
-thread_local emu_dim3 threadIdx, blockIdx;
-unsigned char *g_smem;
-size_t g_smem_bytes;
-std::barrier<> *g_block_bar;
-std::mutex g_atomic_mu;
 #include "mma.cuh"
-EmuWarp g_warps[64];
 #include "wgmma.cuh"
-EmuWg g_wgs[8];
 #include "kernel_wgmma.inc"
 #include "bwd_emu_check.h"
 

@@ -11,16 +11,8 @@
 #include <thread>
 #include <random>
 #include <cstdio>
-thread_local emu_dim3 threadIdx, blockIdx;
-unsigned char *g_smem;
-size_t g_smem_bytes;
-std::barrier<> *g_block_bar;
-std::mutex g_atomic_mu;
 #include "mma.cuh"
-EmuWarp g_warps[64];
 #include "wgmma.cuh"
-EmuWg g_wgs[8];
-EmuShfl g_shfl[64];
 #include "kernel_fa2_wgmma.inc"
 
 template <int D>

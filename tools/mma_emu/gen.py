@@ -19,7 +19,7 @@ tail = src[src.index('/* Two floats -> one f16x2 register'):src.rindex('#endif')
 mock = r'''#pragma once
 #include "prelude.h"
 struct EmuWarp { const void *addr[32]; uint32_t a[32][4], b[32][2]; std::barrier<> *bar; };
-extern EmuWarp g_warps[64];
+inline EmuWarp g_warps[64];
 inline int lane_id(void) { return threadIdx.x % 32; }
 inline EmuWarp &W() { return g_warps[threadIdx.x / 32]; }
 inline void cp_async16(void *s, const void *g, bool valid) { if (valid) memcpy(s, g, 16); else memset(s, 0, 16); }

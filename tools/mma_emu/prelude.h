@@ -11,11 +11,11 @@
 #define __global__
 #define __launch_bounds__(...)
 struct emu_dim3 { unsigned x, y, z; };
-extern thread_local emu_dim3 threadIdx, blockIdx;
-extern unsigned char *g_smem;
-extern std::barrier<> *g_block_bar;
+inline thread_local emu_dim3 threadIdx, blockIdx;   /* C++17 inline variables: one definition for every program */
+inline unsigned char *g_smem;
+inline std::barrier<> *g_block_bar;
 inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
-extern std::mutex g_atomic_mu;
+inline std::mutex g_atomic_mu;
 inline float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> l(g_atomic_mu); float o = *p; *p += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { std::lock_guard<std::mutex> l(g_atomic_mu); auto o = *p; *p += v; return o; }
 inline float2 atomicAdd(float2 *p, float2 v) { std::lock_guard<std::mutex> l(g_atomic_mu); float2 o = *p; p->x += v.x; p->y += v.y; return o; }

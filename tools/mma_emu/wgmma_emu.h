@@ -28,8 +28,8 @@
 #include <cstdlib>
 
 struct EmuWg { uint64_t da[128], db[128]; int acc[128]; uint32_t a[128][4]; std::barrier<> *bar; };
-extern EmuWg g_wgs[8];
-extern size_t g_smem_bytes;
+inline EmuWg g_wgs[8];
+inline size_t g_smem_bytes;
 inline EmuWg &WG() { return g_wgs[threadIdx.x / 128]; }
 
 inline void wgmma_fence() {}
@@ -139,7 +139,7 @@ inline void named_bar_arrive(int, int) { emu_die("named barriers are not emulate
 
 /* __shfl_xor_sync over a warp's 32 threads (full mask only), through the warp's barrier */
 struct EmuShfl { float v[32]; };
-extern EmuShfl g_shfl[64];
+inline EmuShfl g_shfl[64];
 inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 {
     if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only the full mask is emulated", mask);

@@ -73,7 +73,8 @@ def parse(argv):
     ap.add_argument("--loss-scale", default="dynamic",
                     help="dynamic (default): torch.amp.GradScaler (start 2^16, doubled after 100 clean steps, "
                          "halved and the step skipped on an overflow), as fp16 training keeps its gradients "
-                         "above fp16's smallest normal number; a number: that static scale; 1: no scaling (this "
+                         "above fp16's smallest normal number; a number: that scale, never grown (an overflow "
+                         "still halves it and skips the step, counted); 1: no scaling (this "
                          "model's attention gradients then fall below fp16's normal range: the gradient check's "
                          "last rows)")
     ap.add_argument("--grads", default="fp16", choices=("fp16", "fp32"),
@@ -274,10 +275,12 @@ def build(seed, attn):
 
 
 def make_scaler():
-    """--loss-scale: a GradScaler that grows (dynamic), or one that never changes (a number)."""
+    """--loss-scale: a GradScaler that grows (dynamic), or one that never grows (a number: its
+    growth interval is past the last step; an overflow still halves it and skips the step,
+    counted; GradScaler refuses a growth factor of 1), or none (1)."""
     if ARGS.loss_scale == "dynamic":
         return torch.amp.GradScaler(DEV.type, init_scale=LOSS_SCALE0, growth_interval=100)
-    return torch.amp.GradScaler(DEV.type, init_scale=LOSS_SCALE0, growth_factor=1.0, backoff_factor=1.0,
+    return torch.amp.GradScaler(DEV.type, init_scale=LOSS_SCALE0, growth_interval=ARGS.steps + 1,
                                 enabled=LOSS_SCALE0 != 1.0)
 
 

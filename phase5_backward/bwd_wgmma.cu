@@ -56,7 +56,7 @@
  *
  *   one half of a tile (here dS^T: keys x 64 queries), 16-byte chunks c0..c7 of 8 fp16:
  *
- *     key 0   c0 c1 c2 c3 c4 c5 c6 c7     a warp's dS^T store (p_and_ds): lane (g, t) writes
+ *     key 0   c0 c1 c2 c3 c4 c5 c6 c7     a warp's dS^T store (bwd_ds): lane (g, t) writes
  *     key 1   c1 c0 c3 c2 c5 c4 c7 c6     word t of chunk c of key row g, which lands at
  *     key 2   c2 c3 c0 c1 c6 c7 c4 c5     position c ^ g: the 8 rows' chunks in 8 different
  *     ...                                 positions, 4 words each: 32 banks, no conflict
@@ -97,12 +97,8 @@
 #include "wgmma.cuh"
 #include "bwd.h"
 #include "bwd_gpu.cuh"
+#include "bwd_wgmma.cuh"   /* the products, P^T and dS^T, the dQ tile: shared with bwd_wgmma_ws.cu */
 #include "visits.cuh"
-
-#define WGB_THREADS 128          /* a warpgroup */
-#define SW_ROW 128               /* bytes of a swizzled tile row: 64 fp16 */
-#define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
-#define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
 
 /* D: head dimension; BR x BC the block (BC / 64 warpgroups, one per 64 keys); BULK: dQ_i
  * through shared memory and bulk reductions (wgmma-dq) instead of float2 atomics. */
@@ -117,23 +113,19 @@ struct WgBwdCfg {
     static constexpr size_t DS_OFF = DO_OFF + 2 * Q_TILE;  /* dS^T: BC x BR fp16           */
     static constexpr size_t L_OFF = DS_OFF + (size_t)BC * BR * 2;   /* L, D: 2 stages each */
     static constexpr size_t DQ_OFF = L_OFF + 4 * sizeof(float) * BR;   /* BULK: dQ tiles      */
-    /* dQ = dS K_j split over the warpgroups: by 64-column halves of d where there are as many
-     * halves as warpgroups (d = 128), else (d = 64) by keys, each warpgroup its own 64 */
-    static constexpr bool DQ_BY_KEYS = HALVES < WGS;
-    static constexpr int DQ_HALVES = DQ_BY_KEYS ? HALVES : HALVES / WGS;   /* a warpgroup's */
-    static constexpr int DQ_K16 = DQ_BY_KEYS ? 4 : BC / 16;                 /* its k16 slices */
-    /* BULK: a stage holds one fp32 Br x d tile of dQ_i a partial sum (by keys: one a
-     * warpgroup; by halves of d: one, each warpgroup its columns), rows padded by 32 bytes so
-     * that a warp's float2 stores (8 rows x 4 columns pairs) fill 2 wavefronts, not 8; two
-     * stages, so that step st writes one while step st - 1's bulk reduce still reads the other */
-    static constexpr int DQ_TILES = BULK ? (DQ_BY_KEYS ? WGS : 1) : 0;
-    static constexpr int DQ_PITCH = D * 4 + 32;                             /* bytes a row   */
-    static constexpr size_t DQ_TILE = (size_t)BR * DQ_PITCH;
+    /* dQ = dS K_j split over the warpgroups (WgDqSplit: by halves of d at d = 128, by keys
+     * at d = 64). BULK: a stage holds its DQ_TILES fp32 tiles of padded rows; two stages, so
+     * that step st writes one while step st - 1's bulk reduce still reads the other */
+    using DQ = WgDqSplit<D, BC>;
+    static constexpr bool DQ_BY_KEYS = DQ::BY_KEYS;
+    static constexpr int DQ_HALVES = DQ::NH;
+    static constexpr int DQ_TILES = BULK ? DQ::TILES : 0;
+    static constexpr int DQ_PITCH = DQ::PITCH;
+    static constexpr size_t DQ_TILE = DQ::TILE;
     static constexpr size_t SMEM = DQ_OFF + 2 * DQ_TILES * DQ_TILE + 1024;  /* + room to align */
-    static_assert(DQ_PITCH % 16 == 0 && DQ_OFF % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
+    static_assert(DQ_OFF % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
     static_assert(BR == 64, "wgmma bwd: S^T's N and a dS^T row are 64 queries (one swizzled row)");
     static_assert(BC % 64 == 0 && D % 64 == 0, "wgmma bwd: whole 64-row warpgroups, 64-column halves");
-    static_assert(DQ_BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0, "wgmma bwd: dQ's split over the warpgroups");
 };
 
 #if FA_HAVE_WGMMA
@@ -158,105 +150,6 @@ __device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *s
     }
 }
 
-/* Alg. 2 l.10, l.12: S^T = K_j Q_i^T and dP^T = V_j dO_i^T for this warpgroup's 64 keys (Kw,
- * Vw: its first row in half 0 of K_j, V_j), k over d in k16 slices: the next slice is 32
- * bytes further in the row (the descriptor's start address + 2), the next half BC rows on.
- * Both products one group, not waited for. */
-template <int D, int BR, int BC>
-__device__ __forceinline__ void issue_sdp(float (&s)[32], float (&dp)[32], const unsigned char *Kw,
-                                          const unsigned char *Vw, const unsigned char *Qi, const unsigned char *dOi)
-{
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
-        const uint32_t kv_at = (kk / 4) * BC * SW_ROW, q_at = (kk / 4) * BR * SW_ROW;
-        const uint64_t dk = wgmma_desc_sw128(Kw + kv_at, 16, SW_GROUP) + 2 * (kk % 4);
-        const uint64_t dq = wgmma_desc_sw128(Qi + q_at, 16, SW_GROUP) + 2 * (kk % 4);
-        wgmma_m64n64k16_ss<0>(s, dk, dq, kk > 0);
-        const uint64_t dv = wgmma_desc_sw128(Vw + kv_at, 16, SW_GROUP) + 2 * (kk % 4);
-        const uint64_t ddo = wgmma_desc_sw128(dOi + q_at, 16, SW_GROUP) + 2 * (kk % 4);
-        wgmma_m64n64k16_ss<0>(dp, dv, ddo, kk > 0);
-    }
-    wgmma_commit();
-}
-
-/* Alg. 2 l.11, l.13-14 in the registers: P^T = 2^(S^T scale log2 e - L log2 e), masked to 0
- * where the key is past N_kv, the query past N_q or causal hides it (only in blocks that
- * need it: mask); dS^T = P^T (dP^T - D). Element e of the accumulators is key
- * key0 + 8 ((e % 4) / 2) of the block (key0 = 64 wg + 16 warp + g), query
- * 8 (e / 4) + 2 t + e % 2 of Q_i (wgmma.cuh's picture). Out: P^T and dS^T as fp16 A
- * fragments (k16 slice kk = queries 16 kk .. 16 kk + 15), and dS^T stored to dSs
- * [key][query], a fragment word per 4 bytes: lanes g, t of a warp write rows g (8 rows, so
- * 8 different swizzle positions of chunk n8) and words t: 32 different banks. */
-template <int BR>
-__device__ __forceinline__ void p_and_ds(float (&s)[32], float (&dp)[32], uint32_t (&pa)[BR / 16][4],
-                                         uint32_t (&dsa)[BR / 16][4], unsigned char *dSs, const float *Li,
-                                         const float *Di, const attn_problem_t &p, int q0, int key0, int j0,
-                                         bool mask, float sl2, int t)
-{
-#pragma unroll
-    for (int e = 0; e < 32; e++) {
-        const int col = (e / 4) * 8 + 2 * t + e % 2, key = j0 + key0 + 8 * ((e % 4) / 2), qrow = q0 + col;
-        float pv = bwd_ex2(fmaf(s[e], sl2, -Li[col] * BWD_LOG2E));   /* L = +inf: a fully masked row, P = 0 */
-        if (mask && (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key))) pv = 0.0f;
-        s[e] = pv;
-        dp[e] = pv * (dp[e] - Di[col]);
-    }
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; kk++) {
-        c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
-        c_pair_to_a(dsa[kk], dp + 8 * kk, dp + 8 * kk + 4);
-        /* word r of the fragment: key key0 + 8 (r % 2), queries 16 kk + 8 (r / 2) + 2 t, +1 */
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-            *(uint32_t *)(dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)) = dsa[kk][r];
-    }
-}
-
-/* Alg. 2 l.13, l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i, k over the Br queries: A from the
- * registers, B = dO_i, Q_i MN-major (the next k16 slice 16 rows, 2048 bytes, on; half a of
- * d at a BR 128 bytes). One group, not waited for: pa and dsa must stay untouched until the
- * wait (wgmma reads registers asynchronously: wgmma_hold_a after it). */
-template <int D, int BR>
-__device__ __forceinline__ void issue_dkdv(float (&dv)[D / 64][32], float (&dk)[D / 64][32],
-                                           const uint32_t (&pa)[BR / 16][4], const uint32_t (&dsa)[BR / 16][4],
-                                           const unsigned char *Qi, const unsigned char *dOi)
-{
-    wgmma_fence();
-#pragma unroll
-    for (int a = 0; a < D / 64; a++)
-#pragma unroll
-        for (int kk = 0; kk < BR / 16; kk++) {
-            const uint32_t at = a * BR * SW_ROW + kk * K16_ROWS_MN;
-            wgmma_m64n64k16_rs<1>(dv[a], pa[kk], wgmma_desc_sw128(dOi + at, BR * SW_ROW, SW_GROUP), 1);
-            wgmma_m64n64k16_rs<1>(dk[a], dsa[kk], wgmma_desc_sw128(Qi + at, BR * SW_ROW, SW_GROUP), 1);
-        }
-    wgmma_commit();
-}
-
-/* Alg. 2 l.15: this warpgroup's share of dQ_i = dS K_j (unscaled): A = dS from dSs, stored
- * [key][query], i.e. K x M: MN-major A (transpose flag); B = K_j [key][d], MN-major. Its
- * halves of d and k16 slices of keys: WgBwdCfg's DQ_* (the picture above). */
-template <int D, int BR, int BC>
-__device__ __forceinline__ void issue_dq(float (&dq)[WgBwdCfg<D, BR, BC>::DQ_HALVES][32], const unsigned char *dSs,
-                                         const unsigned char *Ks, int wg)
-{
-    using C = WgBwdCfg<D, BR, BC>;
-    wgmma_fence();
-#pragma unroll
-    for (int h = 0; h < C::DQ_HALVES; h++) {
-        const int a = C::DQ_BY_KEYS ? h : wg * C::DQ_HALVES + h;   /* the half of d */
-#pragma unroll
-        for (int k = 0; k < C::DQ_K16; k++) {
-            const int kk = C::DQ_BY_KEYS ? wg * C::DQ_K16 + k : k;   /* keys 16 kk .. */
-            const uint64_t da = wgmma_desc_sw128(dSs + kk * K16_ROWS_MN, 16, SW_GROUP);
-            const uint64_t db = wgmma_desc_sw128(Ks + a * BC * SW_ROW + kk * K16_ROWS_MN, BC * SW_ROW, SW_GROUP);
-            wgmma_m64n64k16_ss<1, 1>(dq[h], da, db, k > 0);
-        }
-    }
-    wgmma_commit();
-}
-
 /* dQ_i += scale dS K_j in HBM (fp32 atomics: the other K/V blocks of the head add to the
  * same rows): accumulator rows are queries 16 warp + g (+ 8), columns 64 a + 8 n8 + 2 t. */
 template <int D, int NH>
@@ -278,23 +171,6 @@ __device__ __forceinline__ void add_dq(float *dQi, const float (&dq)[NH][32], in
     }
 }
 
-/* wgmma-dq: this warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows
- * (WgBwdCfg::DQ_PITCH), rows and columns as add_dq's; the bulk reduce adds the tile's rows. */
-template <int D, int NH, int PITCH>
-__device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[NH][32], int a0, int warp, int g, int t,
-                                         float scale)
-{
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
-#pragma unroll
-        for (int h = 0; h < NH; h++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++)
-                *(float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t)) =
-                    make_float2(dq[h][4 * n8 + 2 * x] * scale, dq[h][4 * n8 + 2 * x + 1] * scale);
-    }
-}
 #endif
 
 template <int D, int BR, int BC, bool BULK>
@@ -371,16 +247,23 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
 
         /* l.10-14: S^T, dP^T (tensor cores), then P^T, dS^T (registers), dS^T to shared */
         float s[32], dp[32];
-        issue_sdp<D, BR, BC>(s, dp, Ks + wg * 64 * SW_ROW, Vs + wg * 64 * SW_ROW, Qi, dOi);
+        wgmma_fence();
+        issue_nt<D, BR, BC>(s, Ks + wg * 64 * SW_ROW, Qi);
+        issue_nt<D, BR, BC>(dp, Vs + wg * 64 * SW_ROW, dOi);
+        wgmma_commit();
         wgmma_wait<0>();
         wgmma_fence_regs(s);
         wgmma_fence_regs(dp);
         uint32_t pa[BR / 16][4], dsa[BR / 16][4];
-        p_and_ds<BR>(s, dp, pa, dsa, dSs, Li, Di, p, i * BR, key0, j0, mask, sl2, t);
+        bwd_p<BR>(s, pa, Li, p, i * BR, key0, j0, mask, sl2, t);
+        bwd_ds<BR>(s, dp, dsa, dSs, Di, key0, t);
         fence_proxy_async();   /* dS^T was written by ordinary stores; the tensor cores read it */
 
         /* l.13, l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i (A from the registers) */
-        issue_dkdv<D, BR>(dv, dk, pa, dsa, Qi, dOi);
+        wgmma_fence();
+        issue_rs<D, BR>(dv, pa, dOi);
+        issue_rs<D, BR>(dk, dsa, Qi);
+        wgmma_commit();
         __syncthreads();   /* both warpgroups' dS^T rows are in shared memory */
 
         /* l.15: dQ_i += scale dS K_j */
@@ -413,22 +296,7 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
     }
     if (bulk_issuer) bulk_wait<0>();   /* the last reduces done before the block's shared memory goes */
     cp_async_wait<0>();   /* steps = 0: K_j, V_j's copies land before the block exits */
-    /* l.18: dK_j = scale dS^T Q, dV_j written once (keys past N_kv not written); a block no
-     * query row sees (steps = 0) writes zeros */
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        const int key = j0 + key0 + 8 * x;
-        if (key >= p.N_kv) continue;
-        const size_t at = kv_off + (size_t)key * D + 2 * t;
-#pragma unroll
-        for (int a = 0; a < HALVES; a++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++) {
-                const int c = 64 * a + 8 * n8;
-                *(float2 *)(dKg + at + c) = make_float2(dk[a][4 * n8 + 2 * x] * p.scale, dk[a][4 * n8 + 2 * x + 1] * p.scale);
-                *(float2 *)(dVg + at + c) = make_float2(dv[a][4 * n8 + 2 * x], dv[a][4 * n8 + 2 * x + 1]);
-            }
-    }
+    store_dkdv<D>(dKg, dVg, dk, dv, p, kv_off, j0, key0, t);   /* l.18 */
 #else
     (void)p; (void)Qg; (void)Kg; (void)Vg; (void)dOg; (void)Lg; (void)Dg; (void)dQg; (void)dKg; (void)dVg; (void)vis;
 #endif

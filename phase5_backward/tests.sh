@@ -24,7 +24,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
             EMU_OUT='$T5/emu-mutant' EMU_MUTATE='$2=>$3' bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1
             rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -qE '^  d=64 .*: FAIL$' '$T5/mutant.log'"
     }
-    wgmma_mutant "dV = P^T dO_i with dO_i's transpose flag dropped" 'wgmma_m64n64k16_rs<1>(dv[a]' 'wgmma_m64n64k16_rs<0>(dv[a]'
+    wgmma_mutant "dV += P^T dO_i, dK += dS^T Q_i with B's transpose flag dropped" 'wgmma_m64n64k16_rs<1>(acc[a]' 'wgmma_m64n64k16_rs<0>(acc[a]'
     wgmma_mutant "wgmma-dq's two partial dQ tiles (d = 64, by keys) stored into one" \
         'tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0)' 'tiles + 0'
     wgmma_mutant "dS^T stored unswizzled" 'dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)' \

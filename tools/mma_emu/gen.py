@@ -7,7 +7,7 @@ computes its fragment from the PTX ISA's layouts, written here independently of 
 pictures), bwd_gpu.cuh (ex2.approx as exp2f), visits.cuh, cuda_check.cuh, and kernel.inc
 (phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
 for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
-(bwd_wgmma.cu) and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
+(bwd_wgmma.cu) with the bwd_wgmma.cuh it includes and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
 the emulation's check against the hardware)."""
 import os, sys
 out = sys.argv[1]
@@ -105,12 +105,14 @@ k = k[:k.index('/* What must hold for every row of BWD_WGMMA_TABLE')]
 shared = 'extern __shared__ __align__(16) unsigned char smem_raw[];'
 assert shared in k
 k = k.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+h = rd('phase5_backward/bwd_wgmma.cuh').replace(dev, 'inline')   # its shared pieces
 mut = os.environ.get('EMU_MUTATE')
 if mut:
     old, new = mut.split('=>')
-    assert k.count(old) == 1, 'EMU_MUTATE: %r must occur once in bwd_wgmma.cu' % old
-    k = k.replace(old, new)
+    assert k.count(old) + h.count(old) == 1, 'EMU_MUTATE: %r must occur once in bwd_wgmma.cu and .cuh' % old
+    k, h = k.replace(old, new), h.replace(old, new)
 open(os.path.join(out, 'kernel_wgmma.inc'), 'w').write(k)
+open(os.path.join(out, 'bwd_wgmma.cuh'), 'w').write(h)
 
 # phase 4's fa2_wgmma.cu up to its host side: its step-1 kernel runs here (fa2_wgmma_emu.cpp)
 f = rd('phase4_fa2/fa2_wgmma.cu')

@@ -1,0 +1,176 @@
+/* bwd_wgmma.cuh - the pieces of FA2's backward on Hopper's warpgroup MMA that both Hopper
+ * kernel files share: bwd_wgmma.cu (step 1, and wgmma-dq's dQ path) and bwd_wgmma_ws.cu
+ * (the copy engine and warp specialisation). Layouts and the reasons for them: the head
+ * comment of bwd_wgmma.cu (keys as M, P^T and dS^T as register A, dS^T through shared
+ * memory for dQ, 128-byte swizzled tiles in 64-column halves).
+ */
+#ifndef PHASE5_BWD_WGMMA_CUH
+#define PHASE5_BWD_WGMMA_CUH
+#include "wgmma.cuh"
+#include "bwd_gpu.cuh"
+
+#define WGB_THREADS 128          /* a warpgroup */
+#define SW_ROW 128               /* bytes of a swizzled tile row: 64 fp16 */
+#define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
+#define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
+
+/* dQ_i = dS K_j (Br = 64 query rows x D) split over the BC / 64 warpgroups: by 64-column
+ * halves of d where there are as many halves as warpgroups (d = 128: each warpgroup its
+ * columns over all the block's keys), else (d = 64) by keys, each warpgroup its own 64, a
+ * partial sum of all D columns. Through shared memory (wgmma-dq, wgmma-ws) a step's dQ_i is
+ * TILES fp32 tiles of 64 rows, rows padded by 32 bytes so that a warp's float2 stores (8
+ * rows x 4 column pairs) fill 2 wavefronts, not 8. */
+template <int D, int BC>
+struct WgDqSplit {
+    static constexpr int WGS = BC / 64, HALVES = D / 64;
+    static constexpr bool BY_KEYS = HALVES < WGS;
+    static constexpr int NH = BY_KEYS ? HALVES : HALVES / WGS;   /* a warpgroup's halves of d */
+    static constexpr int K16 = BY_KEYS ? 4 : BC / 16;            /* its k16 slices of keys     */
+    static constexpr int TILES = BY_KEYS ? WGS : 1;              /* partial tiles a step       */
+    static constexpr int PITCH = D * 4 + 32;                     /* bytes a tile row           */
+    static constexpr size_t TILE = (size_t)64 * PITCH;
+    static_assert(BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0, "wgmma bwd: dQ's split over the warpgroups");
+    static_assert(PITCH % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
+};
+
+#if FA_HAVE_WGMMA
+/* acc (64 x 64) = A B^T, k over d: A this warpgroup's 64 rows of a BC-row tile (K_j or
+ * V_j: Alg. 2 l.10's S^T = K_j Q_i^T, l.12's dP^T = V_j dO_i^T), B a BR-row tile (Q_i or
+ * dO_i), both K-major (d contiguous): the next k16 slice is 32 bytes further in the row
+ * (the descriptor's start address + 2), the next 64-column half a tile's rows x 128 bytes
+ * on. Issued, not fenced, committed or waited for: the caller groups them. */
+template <int D, int BR, int BC>
+__device__ __forceinline__ void issue_nt(float (&acc)[32], const unsigned char *Aw, const unsigned char *B)
+{
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint64_t da = wgmma_desc_sw128(Aw + (kk / 4) * BC * SW_ROW, 16, SW_GROUP) + 2 * (kk % 4);
+        const uint64_t db = wgmma_desc_sw128(B + (kk / 4) * BR * SW_ROW, 16, SW_GROUP) + 2 * (kk % 4);
+        wgmma_m64n64k16_ss<0>(acc, da, db, kk > 0);
+    }
+}
+
+/* acc[a] (64 keys x 64 columns of half a of d) += A B, k over the BR queries: A from the
+ * registers (P^T or dS^T, fp16 fragments a k16 slice), B = dO_i or Q_i MN-major (the next
+ * k16 slice 16 rows, 2048 bytes, on; half a at a BR 128 bytes): Alg. 2 l.13's dV_j +=
+ * P^T dO_i and l.16's dK_j += dS^T Q_i. Not fenced or committed; the A fragments must stay
+ * untouched until the wait (wgmma reads registers asynchronously: wgmma_hold_a after it). */
+template <int D, int BR>
+__device__ __forceinline__ void issue_rs(float (&acc)[D / 64][32], const uint32_t (&frag)[BR / 16][4],
+                                         const unsigned char *B)
+{
+#pragma unroll
+    for (int a = 0; a < D / 64; a++)
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++)
+            wgmma_m64n64k16_rs<1>(acc[a], frag[kk],
+                                  wgmma_desc_sw128(B + a * BR * SW_ROW + kk * K16_ROWS_MN, BR * SW_ROW, SW_GROUP), 1);
+}
+
+/* Alg. 2 l.15: this warpgroup's share of dQ_i = dS K_j (unscaled): A = dS from dSs, stored
+ * [key][query], i.e. K x M: MN-major A (transpose flag); B = K_j [key][d], MN-major. Its
+ * halves of d and k16 slices of keys: WgDqSplit. Fenced and committed: one group. */
+template <int D, int BR, int BC>
+__device__ __forceinline__ void issue_dq(float (&dq)[WgDqSplit<D, BC>::NH][32], const unsigned char *dSs,
+                                         const unsigned char *Ks, int wg)
+{
+    using S = WgDqSplit<D, BC>;
+    wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < S::NH; h++) {
+        const int a = S::BY_KEYS ? h : wg * S::NH + h;   /* the half of d */
+#pragma unroll
+        for (int k = 0; k < S::K16; k++) {
+            const int kk = S::BY_KEYS ? wg * S::K16 + k : k;   /* keys 16 kk .. */
+            const uint64_t da = wgmma_desc_sw128(dSs + kk * K16_ROWS_MN, 16, SW_GROUP);
+            const uint64_t db = wgmma_desc_sw128(Ks + a * BC * SW_ROW + kk * K16_ROWS_MN, BC * SW_ROW, SW_GROUP);
+            wgmma_m64n64k16_ss<1, 1>(dq[h], da, db, k > 0);
+        }
+    }
+    wgmma_commit();
+}
+
+/* Alg. 2 l.11 in the registers: P^T = 2^(S^T scale log2 e - L log2 e), masked to 0 where
+ * the key is past N_kv, the query past N_q or causal hides it (only in blocks that need it:
+ * mask). Element e of the accumulators is key key0 + 8 ((e % 4) / 2) of the block (key0 =
+ * 64 wg + 16 warp + g), query 8 (e / 4) + 2 t + e % 2 of Q_i (wgmma.cuh's picture). Out: P^T
+ * in s (fp32, for dS^T) and as fp16 A fragments pa (k16 slice kk = queries 16 kk ..). */
+template <int BR>
+__device__ __forceinline__ void bwd_p(float (&s)[32], uint32_t (&pa)[BR / 16][4], const float *Li,
+                                      const attn_problem_t &p, int q0, int key0, int j0, bool mask, float sl2, int t)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        const int col = (e / 4) * 8 + 2 * t + e % 2, key = j0 + key0 + 8 * ((e % 4) / 2), qrow = q0 + col;
+        float pv = bwd_ex2(fmaf(s[e], sl2, -Li[col] * BWD_LOG2E));   /* L = +inf: a fully masked row, P = 0 */
+        if (mask && (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key))) pv = 0.0f;
+        s[e] = pv;
+    }
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+}
+
+/* Alg. 2 l.13-14: dS^T = P^T (dP^T - D) from bwd_p's P^T (s) and dP^T (dp, overwritten),
+ * as fp16 A fragments dsa and stored to dSs [key][query], a fragment word per 4 bytes:
+ * lanes g, t of a warp write rows g (8 rows, so 8 different swizzle positions of chunk n8)
+ * and words t: 32 different banks. */
+template <int BR>
+__device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], uint32_t (&dsa)[BR / 16][4],
+                                       unsigned char *dSs, const float *Di, int key0, int t)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) dp[e] = s[e] * (dp[e] - Di[(e / 4) * 8 + 2 * t + e % 2]);
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; kk++) {
+        c_pair_to_a(dsa[kk], dp + 8 * kk, dp + 8 * kk + 4);
+        /* word r of the fragment: key key0 + 8 (r % 2), queries 16 kk + 8 (r / 2) + 2 t, +1 */
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            *(uint32_t *)(dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)) = dsa[kk][r];
+    }
+}
+
+/* This warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows
+ * (WgDqSplit::PITCH): accumulator rows are queries 16 warp + g (+ 8), columns 64 (a0 + h) +
+ * 8 n8 + 2 t; the bulk reduce adds the tile's rows to HBM. */
+template <int D, int NH, int PITCH>
+__device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[NH][32], int a0, int warp, int g, int t,
+                                         float scale)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++)
+                *(float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t)) =
+                    make_float2(dq[h][4 * n8 + 2 * x] * scale, dq[h][4 * n8 + 2 * x + 1] * scale);
+    }
+}
+
+/* Alg. 2 l.18: this thread's rows of dK_j = scale dS^T Q and dV_j, written once (keys
+ * key0, key0 + 8 of the block; those past N_kv not written); a block no query row sees
+ * (no steps) writes zeros */
+template <int D>
+__device__ __forceinline__ void store_dkdv(float *dKg, float *dVg, const float (&dk)[D / 64][32],
+                                           const float (&dv)[D / 64][32], const attn_problem_t &p, size_t kv_off,
+                                           int j0, int key0, int t)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        const int key = j0 + key0 + 8 * x;
+        if (key >= p.N_kv) continue;
+        const size_t at = kv_off + (size_t)key * D + 2 * t;
+#pragma unroll
+        for (int a = 0; a < D / 64; a++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) {
+                const int c = 64 * a + 8 * n8;
+                *(float2 *)(dKg + at + c) = make_float2(dk[a][4 * n8 + 2 * x] * p.scale, dk[a][4 * n8 + 2 * x + 1] * p.scale);
+                *(float2 *)(dVg + at + c) = make_float2(dv[a][4 * n8 + 2 * x], dv[a][4 * n8 + 2 * x + 1]);
+            }
+    }
+}
+#endif
+#endif

@@ -46,6 +46,7 @@
 #include "mma.cuh"
 #include "wgmma.cuh"
 #include "visits.cuh"
+#include "tma_map.cuh"   /* the tensor maps (host) */
 #include "fa2.h"
 
 #define WG_THREADS 128
@@ -540,35 +541,6 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 
 /* ---- host side ------------------------------------------------------------------------ */
 
-/* cuTensorMapEncodeTiled is a driver function; fetched through the runtime, so that the
- * program links against the runtime alone. */
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-/* [heads][rows][d] fp16 at base as a 3-D tensor for the copy engine: boxes of 64 rows x 64
- * columns (128 bytes, the swizzle's row), 128-byte swizzled as the descriptors expect. */
-static CUtensorMap tensor_map_3d(const void *base, int d, int rows, int heads)
-{
-    static encode_tiled_fn encode = NULL;
-    if (!encode) {
-        void *fn = NULL;
-        cudaDriverEntryPointQueryResult found;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-        if (!fn || found != cudaDriverEntryPointSuccess) { fprintf(stderr, "fa2-wgmma: no cuTensorMapEncodeTiled in this driver\n"); exit(1); }
-        encode = (encode_tiled_fn)fn;
-    }
-    CUtensorMap m;
-    const cuuint64_t dims[3] = {(cuuint64_t)d, (cuuint64_t)rows, (cuuint64_t)heads};
-    const cuuint64_t strides[2] = {(cuuint64_t)d * sizeof(__half), (cuuint64_t)rows * d * sizeof(__half)};   /* bytes */
-    const cuuint32_t box[3] = {64, WG_BR, 1}, step[3] = {1, 1, 1};
-    const CUresult rc = encode(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)base, dims, strides, box, step,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (rc != CUDA_SUCCESS) { fprintf(stderr, "fa2-wgmma: cuTensorMapEncodeTiled failed (%d)\n", (int)rc); exit(1); }
-    return m;
-}
-
 /* What differs between the steps, in one place: the kernel, its threads, Br, its shared
  * memory (steps 1-2: one warpgroup, Br = 64; steps 3-5: a producer and two consumers,
  * Br = 128). */
@@ -602,9 +574,9 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         a.p = *p;
         a.Q = (const __half *)q; a.K = (const __half *)k; a.V = (const __half *)v; a.O = o; a.L = L;
         if (STEP >= 2) {
-            a.tq = tensor_map_3d(q, D, p->N_q, p->B * p->H);
-            a.tk = tensor_map_3d(k, D, p->N_kv, p->B * p->H_kv);
-            a.tv = tensor_map_3d(v, D, p->N_kv, p->B * p->H_kv);
+            a.tq = tma_map_3d_f16(q, D, p->N_q, p->B * p->H, WG_BR, "fa2-wgmma");
+            a.tk = tma_map_3d_f16(k, D, p->N_kv, p->B * p->H_kv, WG_BR, "fa2-wgmma");
+            a.tv = tma_map_3d_f16(v, D, p->N_kv, p->B * p->H_kv, WG_BR, "fa2-wgmma");
         }
         have = true;
     }

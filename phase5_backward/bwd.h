@@ -155,7 +155,7 @@ REF_PROTO(size_t, bwd_fa2, (const attn_inputs_t *in, attn_blocks_t b, const floa
  * number of FAILs, *nchecks the number of checks. exercises: the names to blame. */
 int bwd_worked(FILE *out, int *nchecks);
 
-/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu, bwd_wgmma.cu) --
+/* ---- GPU kernels (bwd_std.cu, bwd_simple.cu, bwd_mma.cu, bwd_mma2d.cu, bwd_wgmma*.cu) -
  * Device pointers in the layouts above: Q, K, V, dO fp16; O, L (the forward's), D and the
  * gradients dQ, dK, dV fp32. Asynchronous; every launcher runs the whole backward,
  * preprocess included, so one call is one timed backward. */
@@ -185,6 +185,7 @@ int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* wgmma: 1 "skipped" with the reason on any GPU but sm_90 (it is built for sm_90a alone) */
 int bwd_wgmma_config(int d, bool dq_bulk, gpu_kernel_config_t *c, char *why, size_t len);
+int bwd_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 
 /* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
  * CUDA cores, dQ_i added with fp32 atomics. */
@@ -209,6 +210,12 @@ void bwd_mma2d_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
  * dq_bulk (wgmma-dq): dQ_i's partial sums through a shared fp32 tile and one bulk reduce
  * (cp.reduce.async.bulk .add.f32) a row, FA3's dQ path, in place of float2 atomics. */
 void bwd_wgmma_launch(const attn_problem_t *p, bool dq_bulk, const bwd_gpu_args_t *a);
+
+/* wgmma-ws (bwd_wgmma_ws.cu, sm_90a): wgmma-dq's products and dQ path in FA3's warp-
+ * specialised structure: a producer warp loads Q_i, dO_i with the copy engine (TMA) into
+ * a ring of mbarrier slots, a writer warp adds each dQ_i tile with bulk reduces, and two
+ * MMA warpgroups (setmaxnreg) compute P^T while dP^T is still on the tensor cores. */
+void bwd_wgmma_ws_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
 
 /* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
  * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;

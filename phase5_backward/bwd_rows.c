@@ -29,11 +29,11 @@
 #define DQ_SAMPLE_ROWS 192          /* else: this many dQ rows, spread (attn_check_rows)       */
 #define BWD_REL_L2 1e-2             /* flash-attention's test suite's rel L2 bound          */
 
-typedef enum { K_STD, K_SIMPLE, K_MMA, K_MMA2D, K_WGMMA, K_WGMMA_DQ, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
-static const char *const KIND[] = {"std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "two-pass", "noskip", "fwd-bwd"};
+typedef enum { K_STD, K_SIMPLE, K_MMA, K_MMA2D, K_WGMMA, K_WGMMA_DQ, K_WGMMA_WS, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
+static const char *const KIND[] = {"std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "two-pass", "noskip", "fwd-bwd"};
 static const char *const EX_SIMPLE = "bwd.causal_range_gpu, bwd.recompute_P_gpu";
 static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
-/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq (bwd_wgmma.cu) hold no exercise: only the
+/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws (bwd_wgmma*.cu) hold no exercise: only the
  * causal range they share with the others */
 static const char *const EX_MMA2D = "bwd.causal_range_gpu";
 /* With every element checked, dV, dK, dQ in that order, each naming what the ones before
@@ -66,6 +66,7 @@ static void launch(void *ctx)
     case K_MMA2D:    bwd_mma2d_launch(&x->p, a); break;
     case K_WGMMA:    bwd_wgmma_launch(&x->p, false, a); break;
     case K_WGMMA_DQ: bwd_wgmma_launch(&x->p, true, a); break;
+    case K_WGMMA_WS: bwd_wgmma_ws_launch(&x->p, a); break;
     case K_TWO_PASS: bwd_mma_launch(&x->p, BWD_TWO_PASS, a); break;
     case K_NOSKIP:   bwd_mma_launch(&x->p, BWD_NOSKIP, a); break;
     case K_FWD_BWD:  /* the training step: phase 4's forward, then this backward */
@@ -134,7 +135,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     r.sp_bytes = 4.0 * attn_l_elems(p);   /* D: the flash kernels' only extra memory */
     launch_t x = { *p, kind, c };
     const char *ex = kind == K_SIMPLE ? EX_SIMPLE : kind == K_STD ? NULL
-                   : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ ? EX_MMA2D : EX_MMA;
+                   : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS ? EX_MMA2D : EX_MMA;
     gpu_kernel_config_t cfg;
     char why[200];
     if (kind == K_STD) {
@@ -146,6 +147,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
                : kind == K_MMA2D ? bwd_mma2d_config(p->d, &cfg, why, sizeof why)
                : kind == K_WGMMA || kind == K_WGMMA_DQ   /* skipped off sm_90 */
                    ? bwd_wgmma_config(p->d, kind == K_WGMMA_DQ, &cfg, why, sizeof why)
+               : kind == K_WGMMA_WS ? bwd_wgmma_ws_config(p->d, &cfg, why, sizeof why)
                : bwd_mma_config(p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         if (kind == K_FWD_BWD && !fa2_mma_supports(p->d)) { drv_not_run(&r, "n/a", "phase 4's fa2-mma is not built for this d"); return r; }
@@ -281,7 +283,7 @@ static void check_hot(drv_row_t *rows, int n, int d, uint64_t seed)
                          "(%zu NaN, %zu inf), bound %.0e", NAME[t], e.rel_l2, e.nan_count, e.inf_mismatch, BWD_REL_L2);
         }
         drv_blame(r, kind == K_SIMPLE ? "bwd.recompute_P_gpu"
-                     : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ ? EX_MMA2D : "bwd.recompute_P_mma");
+                     : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS ? EX_MMA2D : "bwd.recompute_P_mma");
     }
     for (int t = 0; t < 3; t++) free(g[t]);
     ctx_close(&h);

@@ -11,7 +11,7 @@
 #   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
 #           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
 #   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
-#         wgmma-dq) and mma2d, d=128 and d=64
+#         wgmma-dq, wgmma-ws), mma2d, d=128, 64
 #
 # $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
 # ncu_SET.txt, the side-by-side table; the tables are printed last.
@@ -77,13 +77,15 @@ set_bwdh() {
     local wg='bwd_wgmma_kernel<\(int\)' s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
     pair wgmma128     "${wg}128, \(int\)64, \(int\)128, \(bool\)0" build/phase5 --kernel wgmma    $s128 $(q)
     pair wgmmadq128   "${wg}128, \(int\)64, \(int\)128, \(bool\)1" build/phase5 --kernel wgmma-dq $s128 $(q)
+    pair wgmmaws128   'bwd_wgmma_ws_kernel<\(int\)128,'            build/phase5 --kernel wgmma-ws $s128 $(q)
     pair mma2d128     'bwd_mma2d_kernel<\(int\)128,'                 build/phase5 --kernel mma2d    $s128 $(q)
     pair fa2b128      'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
     pair cudnnb128    'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,16,16,8192,8192,128,0
     pair wgmma64      "${wg}64, \(int\)64, \(int\)128, \(bool\)0"  build/phase5 --kernel wgmma    $s64 $(q)
     pair wgmmadq64    "${wg}64, \(int\)64, \(int\)128, \(bool\)1"  build/phase5 --kernel wgmma-dq $s64 $(q)
+    pair wgmmaws64    'bwd_wgmma_ws_kernel<\(int\)64,'             build/phase5 --kernel wgmma-ws $s64 $(q)
     pair cudnnb64     'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,32,32,8192,8192,64,0
-    table bwdh wgmma128 wgmmadq128 mma2d128 fa2b128 cudnnb128 wgmma64 wgmmadq64 cudnnb64
+    table bwdh wgmma128 wgmmadq128 wgmmaws128 mma2d128 fa2b128 cudnnb128 wgmma64 wgmmadq64 wgmmaws64 cudnnb64
 }
 table() {
     local s=$1; shift

@@ -1,0 +1,313 @@
+/* bwd_wgmma_ws.cu - FlashAttention-3's backward structure on Hopper (chapter 5b, steps 2-4):
+ * bwd_wgmma.cu's products and layouts (bwd_wgmma.cuh), fed by the copy engine and
+ * specialised by warp, so that no thread of the two MMA warpgroups issues a copy, waits for
+ * one or adds dQ to HBM.
+ *
+ *   wgmma-ws  grid (Tc, B x H_kv), 3 warpgroups (384 threads): a thread block per K/V block
+ *             j of Bc = 128 keys and KV head, as wgmma. Warpgroup 0 gives its registers
+ *             away (setmaxnreg 24) and holds two specialists: warp 0, the producer, loads
+ *             K_j, V_j once and Q_i, dO_i (TMA boxes) with L_i, D_i into a ring of STAGES
+ *             slots; warp 1, the dQ writer, adds each step's dQ_i tile from shared memory to
+ *             HBM with one bulk reduce a row (cp.reduce.async.bulk .add.f32). Warpgroups 1, 2
+ *             (setmaxnreg 240) own keys 0-63 and 64-127 and run the five products.
+ *                                          build/phase5 --kernel wgmma-ws [--causal]   (sm_90a)
+ *
+ * Who waits for whom (mbarriers: a phase completes when its arrivals are in; the u-th use
+ * of a barrier waits for parity u & 1):
+ *
+ *   producer:  wait empty[s] -> L_i, D_i (plain stores), Q_i, dO_i (TMA) -> full[s]
+ *   MMA WGs:   wait full[s]  -> S^T, dP^T, P^T, dS^T, dV, dQ, dK       -> empty[s]
+ *                 ... wait dq_empty -> dQ_i tile to shared memory   -> dq_full
+ *   dQ writer: wait dq_full  -> bulk reduces, read back             -> dq_empty
+ *
+ * One step of an MMA warpgroup, the tensor cores kept busy while the registers work:
+ *
+ *   tensor cores: [S^T][dP^T]        [dV]  |bar|  [dQ][dK]
+ *   registers:         P^T = exp(..)  dS^T  |   |       dQ tile -> shared, then wait dK
+ *                      (S^T waited,   (dP^T waited)
+ *                       dP^T running)
+ *
+ * dS^T is double-buffered in shared memory (both warpgroups read both halves for dQ at
+ * d = 128): a warpgroup writes step st's buffer only after the named barrier of step st - 1,
+ * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer.
+ * The dQ tile has one stage: the writer hands it back (dq_empty) as soon as the copy engine
+ * has read it, long before the next step's dQ is ready.
+ *
+ * Shared memory (1024-aligned; tiles 128-byte swizzled in 64-column halves, as bwd_wgmma.cu):
+ *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile(s) | L_i, D_i x STAGES | barriers |
+ *   d = 128: 32 + 32 + 32 + 32 + 32 + 34 KiB + 1 KiB + 1 KiB to align = 196 KiB
+ *   d =  64: 16 + 16 + 16 + 16 + 32 + 36 KiB + 1 KiB + 1 KiB          = 134 KiB
+ */
+#include <cuda.h>        /* CUtensorMap */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mma.cuh"
+#include "wgmma.cuh"
+#include "bwd.h"
+#include "bwd_gpu.cuh"
+#include "bwd_wgmma.cuh"
+#include "visits.cuh"
+#include "tma_map.cuh"
+
+#define WS_PRODUCER_REGS 24    /* 128 x 24 + 256 x 240 = 64512 of the SM's 65536 */
+#define WS_MMA_REGS 240
+#define WS_BAR_DS 1            /* named barrier: both MMA warpgroups' dS^T are in shared memory */
+
+template <int D, int BR, int BC>
+struct WsBwdCfg {
+    static constexpr int MMA_WGS = BC / 64, MMA_THREADS = MMA_WGS * WGB_THREADS;
+    static constexpr int THREADS = WGB_THREADS + MMA_THREADS;
+    static constexpr int STAGES = 2;                       /* Q_i, dO_i, L_i, D_i ring slots */
+    using DQ = WgDqSplit<D, BC>;
+    static constexpr size_t KV_TILE = (size_t)BC * D * 2, Q_TILE = (size_t)BR * D * 2, DS_TILE = (size_t)BC * BR * 2;
+    static constexpr size_t K_OFF = 0, V_OFF = KV_TILE, Q_OFF = 2 * KV_TILE;
+    static constexpr size_t DO_OFF = Q_OFF + STAGES * Q_TILE;
+    static constexpr size_t DS_OFF = DO_OFF + STAGES * Q_TILE;          /* 2 buffers         */
+    static constexpr size_t DQ_OFF = DS_OFF + 2 * DS_TILE;              /* DQ::TILES tiles   */
+    static constexpr size_t LD_OFF = DQ_OFF + DQ::TILES * DQ::TILE;     /* L, D: STAGES each */
+    static constexpr size_t BAR_OFF = LD_OFF + 2 * STAGES * BR * sizeof(float);
+    static constexpr int BARS = 1 + 2 * STAGES + 2;   /* kv_full, full[], empty[], dq_full, dq_empty */
+    static constexpr size_t SMEM = BAR_OFF + 8 * BARS + 1024;   /* + room to align */
+    static_assert(BR == 64 && BC % 64 == 0 && D % 64 == 0, "wgmma-ws bwd: the blocks of bwd_wgmma.cu");
+    static_assert(DQ_OFF % 1024 == 0 && BAR_OFF % 8 == 0, "wgmma-ws bwd: aligned regions");
+};
+
+/* What a launch needs, by value (the tensor maps must live in parameter space): Q, dO as
+ * [B H][N_q][d], K, V as [B H_kv][N_kv][d], boxes of 64 rows x 64 columns. */
+struct WsBwdArgs {
+    attn_problem_t p;
+    CUtensorMap tq, tdo, tk, tv;
+    const float *L, *D;
+    float *dQ, *dK, *dV;
+    gpu_visits_t vis;
+};
+
+template <int D, int BR, int BC>
+__global__ void __launch_bounds__(WsBwdCfg<D, BR, BC>::THREADS, 1)
+bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
+{
+#if FA_HAVE_WGMMA
+    using C = WsBwdCfg<D, BR, BC>;
+    using DQ = typename C::DQ;
+    constexpr int HALVES = D / 64, STAGES = C::STAGES;
+    const attn_problem_t &p = args.p;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
+    unsigned char *dSs = smem + C::DS_OFF, *dQs = smem + C::DQ_OFF;
+    float *Ls = (float *)(smem + C::LD_OFF), *Ds = Ls + STAGES * BR;
+    uint64_t *kv_full = (uint64_t *)(smem + C::BAR_OFF), *full = kv_full + 1, *empty = full + STAGES;
+    uint64_t *dq_full = empty + STAGES, *dq_empty = dq_full + 1;
+
+    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv, G = p.H / p.H_kv;
+    const int j0 = j * BC;
+    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
+
+    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
+    const bwd_steps_t sched = bwd_steps(p, j, b, kvh, BR, BC, !visit_all(args.vis));
+    const int steps = sched.count;
+    if (threadIdx.x == 0) {
+        visit_count(args.vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
+        mbar_init(kv_full, 1);
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + s, 32);                 /* the producer warp's lanes (L_i, D_i; lane 0: + bytes) */
+            mbar_init(empty + s, C::MMA_THREADS);    /* every MMA thread is done with the slot */
+        }
+        mbar_init(dq_full, C::MMA_THREADS);          /* every MMA thread stored its part of dQ_i */
+        mbar_init(dq_empty, 1);                      /* the writer: the copy engine has read it  */
+        mbar_init_fence();
+    }
+    __syncthreads();   /* the barriers are initialised; from here on, only mbarriers */
+
+    const int wg = threadIdx.x / WGB_THREADS, lane = threadIdx.x % 32;
+    if (wg == 0) {
+        setmaxnreg_dec<WS_PRODUCER_REGS>();
+        const int warp = threadIdx.x / 32;
+        if (warp == 0 && steps > 0) {   /* ---- the producer ---- */
+            if (lane == 0) {   /* l.6: K_j, V_j once, 64-row boxes (rows past N_kv: zeros) */
+                mbar_arrive_expect_tx(kv_full, 2 * (uint32_t)C::KV_TILE);
+                for (int sub = 0; sub < BC / 64; sub++)
+                    for (int a = 0; a < HALVES; a++) {
+                        const size_t at = (size_t)a * BC * SW_ROW + (size_t)sub * 64 * SW_ROW;
+                        tma_load_3d(Ks + at, &args.tk, kv_full, 64 * a, j0 + 64 * sub, b * p.H_kv + kvh);
+                        tma_load_3d(Vs + at, &args.tv, kv_full, 64 * a, j0 + 64 * sub, b * p.H_kv + kvh);
+                    }
+            }
+            for (int st = 0; st < steps; st++) {   /* l.9: Q_i, dO_i, L_i, D_i of each step */
+                const int s = st % STAGES, use = st / STAGES;
+                if (use > 0) mbar_wait(empty + s, (use - 1) & 1);   /* step st - STAGES is done with slot s */
+                int i; size_t l_off;
+                sched.at(st, BR, i, l_off);
+                const int valid = p.N_q - i * BR, head = b * p.H + kvh * G + st / sched.per_head;
+                for (int r = lane; r < BR; r += 32) {   /* rows past N_q: 0 (the mask hides them) */
+                    Ls[s * BR + r] = r < valid ? args.L[l_off + r] : 0.0f;
+                    Ds[s * BR + r] = r < valid ? args.D[l_off + r] : 0.0f;
+                }
+                if (lane == 0) {
+                    mbar_arrive_expect_tx(full + s, 2 * (uint32_t)C::Q_TILE);
+                    for (int a = 0; a < HALVES; a++) {
+                        tma_load_3d(Qs + s * C::Q_TILE + a * BR * SW_ROW, &args.tq, full + s, 64 * a, i * BR, head);
+                        tma_load_3d(dOs + s * C::Q_TILE + a * BR * SW_ROW, &args.tdo, full + s, 64 * a, i * BR, head);
+                    }
+                } else {
+                    mbar_arrive(full + s);
+                }
+            }
+        } else if (warp == 1 && steps > 0) {   /* ---- the dQ writer (l.15's adds) ---- */
+            for (int st = 0; st < steps; st++) {
+                mbar_wait(dq_full, st & 1);
+                int i; size_t l_off;
+                sched.at(st, BR, i, l_off);
+                const int valid = p.N_q - i * BR;
+                for (int r = lane; r < DQ::TILES * BR; r += 32) {   /* row r % BR of tile r / BR */
+                    const int row = r % BR;
+                    if (row < valid)   /* rows past N_q: not added */
+                        bulk_reduce_add_f32(args.dQ + (l_off + row) * D, dQs + (r / BR) * DQ::TILE + row * DQ::PITCH,
+                                            D * sizeof(float));
+                }
+                bulk_commit();
+                bulk_wait_read<0>();   /* this lane's reduces have read the tile */
+                __syncwarp();
+                if (lane == 0) mbar_arrive(dq_empty);
+            }
+            bulk_wait<0>();   /* the adds are done before the block's shared memory goes */
+        }
+        return;
+    }
+
+    /* ---- the MMA warpgroups: c = 0, 1 owns keys 64 c .. 64 c + 63 of the block ---- */
+    setmaxnreg_inc<WS_MMA_REGS>();
+    const int c = wg - 1, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
+    const int key0 = 64 * c + 16 * warp + g;   /* this thread's keys of the block: key0, key0 + 8 */
+    const float sl2 = p.scale * BWD_LOG2E;
+    float dk[HALVES][32], dv[HALVES][32];   /* l.7: this warpgroup's 64 rows of dK_j, dV_j */
+#pragma unroll
+    for (int a = 0; a < HALVES; a++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) dk[a][e] = dv[a][e] = 0.0f;
+
+    if (steps > 0) mbar_wait(kv_full, 0);
+    for (int st = 0; st < steps; st++) {                                      /* l.8 */
+        const int s = st % STAGES;
+        mbar_wait(full + s, (st / STAGES) & 1);   /* Q_i, dO_i, L_i, D_i are in slot s */
+        const unsigned char *Qi = Qs + s * C::Q_TILE, *dOi = dOs + s * C::Q_TILE;
+        const float *Li = Ls + s * BR, *Di = Ds + s * BR;
+        unsigned char *dSt = dSs + (st % 2) * C::DS_TILE;
+        int i; size_t l_off;
+        sched.at(st, BR, i, l_off);
+        const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);
+
+        /* l.10-12: S^T and dP^T, two groups: P^T is computed while dP^T is still running */
+        float sc[32], dp[32];
+        wgmma_fence();
+        issue_nt<D, BR, BC>(sc, Ks + c * 64 * SW_ROW, Qi);
+        wgmma_commit();
+        issue_nt<D, BR, BC>(dp, Vs + c * 64 * SW_ROW, dOi);
+        wgmma_commit();
+        uint32_t pa[BR / 16][4], dsa[BR / 16][4];
+        wgmma_wait<1>();   /* S^T */
+        wgmma_fence_regs(sc);
+        bwd_p<BR>(sc, pa, Li, p, i * BR, key0, j0, mask, sl2, t);              /* l.11 */
+        wgmma_wait<0>();   /* dP^T */
+        wgmma_fence_regs(dp);
+        bwd_ds<BR>(sc, dp, dsa, dSt, Di, key0, t);                             /* l.13-14 */
+        fence_proxy_async();   /* dS^T was written by ordinary stores; the tensor cores read it */
+
+        /* l.13: dV_j += P^T dO_i, running while the warpgroups meet */
+        wgmma_fence();
+        issue_rs<D, BR>(dv, pa, dOi);
+        wgmma_commit();
+        named_bar_sync(WS_BAR_DS, C::MMA_THREADS);   /* both warpgroups' dS^T rows are in dSt */
+
+        /* l.15-16: dQ_i = dS K_j (its own group), then dK_j += dS^T Q_i */
+        float dq[DQ::NH][32];
+        issue_dq<D, BR, BC>(dq, dSt, Ks, c);
+        issue_rs<D, BR>(dk, dsa, Qi);
+        wgmma_commit();
+        wgmma_wait<1>();   /* dV and dQ (groups complete in order); dK runs on */
+#pragma unroll
+        for (int h = 0; h < DQ::NH; h++) wgmma_fence_regs(dq[h]);
+#pragma unroll
+        for (int a = 0; a < HALVES; a++) wgmma_fence_regs(dv[a]);
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) wgmma_hold_a(pa[kk]);
+        if (st > 0) mbar_wait(dq_empty, (st - 1) & 1);   /* the writer is done with step st - 1's tile */
+        store_dq<D, DQ::NH, DQ::PITCH>(dQs + (DQ::BY_KEYS ? c * DQ::TILE : 0), dq, DQ::BY_KEYS ? 0 : c * DQ::NH, warp,
+                                       g, t, p.scale);
+        fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
+        mbar_arrive(dq_full);
+        wgmma_wait<0>();   /* dK */
+#pragma unroll
+        for (int a = 0; a < HALVES; a++) wgmma_fence_regs(dk[a]);
+#pragma unroll
+        for (int kk = 0; kk < BR / 16; kk++) wgmma_hold_a(dsa[kk]);
+        mbar_arrive(empty + s);   /* slot s (Q_i, dO_i, L_i, D_i) is free for step st + STAGES */
+    }
+    store_dkdv<D>(args.dK, args.dV, dk, dv, p, kv_off, j0, key0, t);   /* l.18 */
+#else
+    (void)args;
+#endif
+}
+
+/* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h) */
+#define BWDWS_ASSERT_ROW(D_, BR_, BC_) \
+    static_assert(WsBwdCfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "wgmma-ws bwd: shared memory above 227 KiB");
+BWD_WGMMA_TABLE(BWDWS_ASSERT_ROW)
+#undef BWDWS_ASSERT_ROW
+
+template <int D, int BR, int BC>
+static void launch_ws(const attn_problem_t *p, const bwd_gpu_args_t *a)
+{
+    using C = WsBwdCfg<D, BR, BC>;
+    const dim3 grid((p->N_kv + BC - 1) / BC, p->B * p->H_kv);
+    WsBwdArgs x;
+    x.p = *p;
+    x.tq = tma_map_3d_f16(a->Q, D, p->N_q, p->B * p->H, 64, "wgmma-ws");
+    x.tdo = tma_map_3d_f16(a->dO, D, p->N_q, p->B * p->H, 64, "wgmma-ws");
+    x.tk = tma_map_3d_f16(a->K, D, p->N_kv, p->B * p->H_kv, 64, "wgmma-ws");
+    x.tv = tma_map_3d_f16(a->V, D, p->N_kv, p->B * p->H_kv, 64, "wgmma-ws");
+    x.L = a->L; x.D = a->D; x.dQ = a->dQ; x.dK = a->dK; x.dV = a->dV;
+    x.vis = gpu_visits(grid.x);
+    bwd_preprocess_launch(p, a, 1);   /* D = rowsum(dO * O), dQ = 0 */
+    static bool attr = false;
+    if (!attr) {
+        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_ws_kernel<D, BR, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)C::SMEM));
+        attr = true;
+    }
+    bwd_wgmma_ws_kernel<D, BR, BC><<<grid, C::THREADS, C::SMEM>>>(x);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int bwd_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    c->name = "wgmma-ws";
+    switch (d) {
+#define BWDWS_CONFIG_ROW(D_, BR_, BC_)                      \
+    case D_:                                                \
+        c->blocks.Br = BR_; c->blocks.Bc = BC_;             \
+        c->threads = WsBwdCfg<D_, BR_, BC_>::THREADS;       \
+        c->smem_bytes = WsBwdCfg<D_, BR_, BC_>::SMEM;       \
+        break;
+    BWD_WGMMA_TABLE(BWDWS_CONFIG_ROW)
+#undef BWDWS_CONFIG_ROW
+    default:
+        snprintf(why, len, "kernel %s is built for d = 64 and 128 (bwd_blocks.h), not d = %d", c->name, d);
+        return -1;
+    }
+    return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
+}
+
+extern "C" void bwd_wgmma_ws_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)
+{
+    switch (p->d) {
+#define BWDWS_LAUNCH_ROW(D_, BR_, BC_) \
+    case D_: launch_ws<D_, BR_, BC_>(p, a); break;
+    BWD_WGMMA_TABLE(BWDWS_LAUNCH_ROW)
+#undef BWDWS_LAUNCH_ROW
+    default: break;   /* bwd_wgmma_ws_config() said -1 */
+    }
+}

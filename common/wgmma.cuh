@@ -149,6 +149,20 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t by
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
+/* announce `bytes` to come from the copy engine WITHOUT arriving: for a barrier whose
+ * arrivals come from elsewhere (e.g. cp_async_mbar_arrive below) */
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+/* one arrival on bar once every cp.async this thread has issued so far has landed (.noinc:
+ * counted among the barrier's expected arrivals): the thread goes on at once */
+__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
 /* one plain arrival (a consumer saying "I am done with this slot") */
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
 {

@@ -183,7 +183,7 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
     constexpr int THREADS = C::THREADS, HALVES = C::HALVES;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
-    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);   /* still a shared pointer */
     unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
     unsigned char *dSs = smem + C::DS_OFF;
     float *Ls = (float *)(smem + C::L_OFF), *Ds = Ls + 2 * BR;

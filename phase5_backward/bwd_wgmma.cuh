@@ -91,23 +91,41 @@ __device__ __forceinline__ void issue_dq(float (&dq)[WgDqSplit<D, BC>::NH][32], 
 }
 
 /* Alg. 2 l.11 in the registers: P^T = 2^(S^T scale log2 e - L log2 e), masked to 0 where
- * the key is past N_kv, the query past N_q or causal hides it (only in blocks that need it:
- * mask). Element e of the accumulators is key key0 + 8 ((e % 4) / 2) of the block (key0 =
- * 64 wg + 16 warp + g), query 8 (e / 4) + 2 t + e % 2 of Q_i (wgmma.cuh's picture). Out: P^T
+ * the key is past N_kv, the query past N_q or causal hides it (MASK: only blocks that need
+ * it pay for the test). Element e = 4 n8 + 2 x + y of the accumulators is key key0 + 8 x of
+ * the block (key0 = 64 wg + 16 warp + g), query 8 n8 + 2 t + y of Q_i (wgmma.cuh's
+ * picture): a thread's queries come in pairs, so L_i is read a float2 at a time. Out: P^T
  * in s (fp32, for dS^T) and as fp16 A fragments pa (k16 slice kk = queries 16 kk ..). */
+template <int BR, bool MASK>
+__device__ __forceinline__ void bwd_p_masked(float (&s)[32], uint32_t (&pa)[BR / 16][4], const float *Li,
+                                             const attn_problem_t &p, int q0, int key0, int j0, float sl2, int t)
+{
+#pragma unroll
+    for (int n8 = 0; n8 < 8; n8++) {
+        const float2 l = *(const float2 *)(Li + 8 * n8 + 2 * t);
+        const float nl[2] = {-l.x * BWD_LOG2E, -l.y * BWD_LOG2E};
+#pragma unroll
+        for (int x = 0; x < 2; x++)
+#pragma unroll
+            for (int y = 0; y < 2; y++) {
+                const int e = 4 * n8 + 2 * x + y;
+                float pv = bwd_ex2(fmaf(s[e], sl2, nl[y]));   /* L = +inf: a fully masked row, P = 0 */
+                if (MASK) {
+                    const int key = j0 + key0 + 8 * x, qrow = q0 + 8 * n8 + 2 * t + y;
+                    if (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key)) pv = 0.0f;
+                }
+                s[e] = pv;
+            }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+}
 template <int BR>
 __device__ __forceinline__ void bwd_p(float (&s)[32], uint32_t (&pa)[BR / 16][4], const float *Li,
                                       const attn_problem_t &p, int q0, int key0, int j0, bool mask, float sl2, int t)
 {
-#pragma unroll
-    for (int e = 0; e < 32; e++) {
-        const int col = (e / 4) * 8 + 2 * t + e % 2, key = j0 + key0 + 8 * ((e % 4) / 2), qrow = q0 + col;
-        float pv = bwd_ex2(fmaf(s[e], sl2, -Li[col] * BWD_LOG2E));   /* L = +inf: a fully masked row, P = 0 */
-        if (mask && (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key))) pv = 0.0f;
-        s[e] = pv;
-    }
-#pragma unroll
-    for (int kk = 0; kk < BR / 16; kk++) c_pair_to_a(pa[kk], s + 8 * kk, s + 8 * kk + 4);
+    if (mask) bwd_p_masked<BR, true>(s, pa, Li, p, q0, key0, j0, sl2, t);
+    else bwd_p_masked<BR, false>(s, pa, Li, p, q0, key0, j0, sl2, t);
 }
 
 /* Alg. 2 l.13-14: dS^T = P^T (dP^T - D) from bwd_p's P^T (s) and dP^T (dp, overwritten),
@@ -119,7 +137,14 @@ __device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], ui
                                        unsigned char *dSs, const float *Di, int key0, int t)
 {
 #pragma unroll
-    for (int e = 0; e < 32; e++) dp[e] = s[e] * (dp[e] - Di[(e / 4) * 8 + 2 * t + e % 2]);
+    for (int n8 = 0; n8 < 8; n8++) {
+        const float2 dd = *(const float2 *)(Di + 8 * n8 + 2 * t);
+#pragma unroll
+        for (int x = 0; x < 2; x++) {
+            dp[4 * n8 + 2 * x] = s[4 * n8 + 2 * x] * (dp[4 * n8 + 2 * x] - dd.x);
+            dp[4 * n8 + 2 * x + 1] = s[4 * n8 + 2 * x + 1] * (dp[4 * n8 + 2 * x + 1] - dd.y);
+        }
+    }
 #pragma unroll
     for (int kk = 0; kk < BR / 16; kk++) {
         c_pair_to_a(dsa[kk], dp + 8 * kk, dp + 8 * kk + 4);

@@ -6,19 +6,23 @@
  *   wgmma-ws  grid (Tc, B x H_kv), 3 warpgroups (384 threads): a thread block per K/V block
  *             j of Bc = 128 keys and KV head, as wgmma. Warpgroup 0 gives its registers
  *             away (setmaxnreg 24) and holds two specialists: warp 0, the producer, loads
- *             K_j, V_j once and Q_i, dO_i (TMA boxes) with L_i, D_i into a ring of STAGES
- *             slots; warp 1, the dQ writer, adds each step's dQ_i tile from shared memory to
- *             HBM with one bulk reduce a row (cp.reduce.async.bulk .add.f32). Warpgroups 1, 2
+ *             K_j, V_j once and Q_i, dO_i (TMA boxes) with L_i, D_i (cp.async) into a ring
+ *             of STAGES slots; warp 1, the dQ writer, adds each step's dQ_i tile from shared
+ *             memory to HBM with one bulk reduce a row (cp.reduce.async.bulk .add.f32). Warpgroups 1, 2
  *             (setmaxnreg 240) own keys 0-63 and 64-127 and run the five products.
  *                                          build/phase5 --kernel wgmma-ws [--causal]   (sm_90a)
  *
  * Who waits for whom (mbarriers: a phase completes when its arrivals are in; the u-th use
  * of a barrier waits for parity u & 1):
  *
- *   producer:  wait empty[s] -> L_i, D_i (plain stores), Q_i, dO_i (TMA) -> full[s]
+ *   producer:  wait empty[s] -> Q_i, dO_i (TMA: bytes), L_i, D_i (cp.async: arrivals) -> full[s]
  *   MMA WGs:   wait full[s]  -> S^T, dP^T, P^T, dS^T, dV, dQ, dK       -> empty[s]
- *                 ... wait dq_empty -> dQ_i tile to shared memory   -> dq_full
- *   dQ writer: wait dq_full  -> bulk reduces, read back             -> dq_empty
+ *                 ... wait dq_empty[q] -> dQ_i tile to shared memory -> dq_full[q]
+ *   dQ writer: wait dq_full[q] -> bulk reduces, read back             -> dq_empty[q]
+ *
+ * The producer never waits for a copy: lane 0 announces the TMA bytes (expect_tx) and every
+ * lane's arrival on full[s] is made by the hardware when its cp.async copies have landed
+ * (cp.async.mbarrier.arrive), so it runs up to STAGES steps ahead.
  *
  * One step of an MMA warpgroup, the tensor cores kept busy while the registers work:
  *
@@ -30,13 +34,13 @@
  * dS^T is double-buffered in shared memory (both warpgroups read both halves for dQ at
  * d = 128): a warpgroup writes step st's buffer only after the named barrier of step st - 1,
  * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer.
- * The dQ tile has one stage: the writer hands it back (dq_empty) as soon as the copy engine
- * has read it, long before the next step's dQ is ready.
+ * The dQ tiles have DQ_STAGES stages (1 at d = 128, where shared memory is full; 2 at d = 64):
+ * the writer hands a stage back (dq_empty) as soon as the copy engine has read it.
  *
  * Shared memory (1024-aligned; tiles 128-byte swizzled in 64-column halves, as bwd_wgmma.cu):
- *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile(s) | L_i, D_i x STAGES | barriers |
- *   d = 128: 32 + 32 + 32 + 32 + 32 + 34 KiB + 1 KiB + 1 KiB to align = 196 KiB
- *   d =  64: 16 + 16 + 16 + 16 + 32 + 36 KiB + 1 KiB + 1 KiB          = 134 KiB
+ *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile(s) x DQ_STAGES | L_i, D_i x STAGES | barriers |
+ *   d = 128 (2 slots, 1 dQ stage):  32 + 32 + 32 + 32 + 32 + 34 + 1 KiB + 1 KiB to align = 196 KiB
+ *   d =  64 (3 slots, 2 dQ stages of 2 tiles): 16 + 16 + 24 + 24 + 32 + 72 + 1.5 + 1    = 187 KiB
  */
 #include <cuda.h>        /* CUtensorMap */
 #include <cuda_fp16.h>
@@ -59,16 +63,18 @@ template <int D, int BR, int BC>
 struct WsBwdCfg {
     static constexpr int MMA_WGS = BC / 64, MMA_THREADS = MMA_WGS * WGB_THREADS;
     static constexpr int THREADS = WGB_THREADS + MMA_THREADS;
-    static constexpr int STAGES = 2;                       /* Q_i, dO_i, L_i, D_i ring slots */
+    /* ring slots for Q_i, dO_i, L_i, D_i, and dQ tile stages: as many as 227 KiB allow (a
+     * d = 64 step is half as long, so its copies need more of a head start) */
+    static constexpr int STAGES = D <= 64 ? 3 : 2, DQ_STAGES = D <= 64 ? 2 : 1;
     using DQ = WgDqSplit<D, BC>;
     static constexpr size_t KV_TILE = (size_t)BC * D * 2, Q_TILE = (size_t)BR * D * 2, DS_TILE = (size_t)BC * BR * 2;
     static constexpr size_t K_OFF = 0, V_OFF = KV_TILE, Q_OFF = 2 * KV_TILE;
     static constexpr size_t DO_OFF = Q_OFF + STAGES * Q_TILE;
     static constexpr size_t DS_OFF = DO_OFF + STAGES * Q_TILE;          /* 2 buffers         */
     static constexpr size_t DQ_OFF = DS_OFF + 2 * DS_TILE;              /* DQ::TILES tiles   */
-    static constexpr size_t LD_OFF = DQ_OFF + DQ::TILES * DQ::TILE;     /* L, D: STAGES each */
+    static constexpr size_t LD_OFF = DQ_OFF + DQ_STAGES * DQ::TILES * DQ::TILE;   /* L, D: STAGES each */
     static constexpr size_t BAR_OFF = LD_OFF + 2 * STAGES * BR * sizeof(float);
-    static constexpr int BARS = 1 + 2 * STAGES + 2;   /* kv_full, full[], empty[], dq_full, dq_empty */
+    static constexpr int BARS = 1 + 2 * STAGES + 2 * DQ_STAGES;   /* kv_full, full[], empty[], dq_full[], dq_empty[] */
     static constexpr size_t SMEM = BAR_OFF + 8 * BARS + 1024;   /* + room to align */
     static_assert(BR == 64 && BC % 64 == 0 && D % 64 == 0, "wgmma-ws bwd: the blocks of bwd_wgmma.cu");
     static_assert(DQ_OFF % 1024 == 0 && BAR_OFF % 8 == 0, "wgmma-ws bwd: aligned regions");
@@ -91,16 +97,16 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 #if FA_HAVE_WGMMA
     using C = WsBwdCfg<D, BR, BC>;
     using DQ = typename C::DQ;
-    constexpr int HALVES = D / 64, STAGES = C::STAGES;
+    constexpr int HALVES = D / 64, STAGES = C::STAGES, DQ_STAGES = C::DQ_STAGES;
     const attn_problem_t &p = args.p;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
-    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);   /* still a shared pointer */
     unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
     unsigned char *dSs = smem + C::DS_OFF, *dQs = smem + C::DQ_OFF;
     float *Ls = (float *)(smem + C::LD_OFF), *Ds = Ls + STAGES * BR;
     uint64_t *kv_full = (uint64_t *)(smem + C::BAR_OFF), *full = kv_full + 1, *empty = full + STAGES;
-    uint64_t *dq_full = empty + STAGES, *dq_empty = dq_full + 1;
+    uint64_t *dq_full = empty + STAGES, *dq_empty = dq_full + DQ_STAGES;
 
     const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv, G = p.H / p.H_kv;
     const int j0 = j * BC;
@@ -113,11 +119,13 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         visit_count(args.vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
         mbar_init(kv_full, 1);
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(full + s, 32);                 /* the producer warp's lanes (L_i, D_i; lane 0: + bytes) */
+            mbar_init(full + s, 32);                 /* the producer warp's lanes' L_i, D_i copies (+ bytes) */
             mbar_init(empty + s, C::MMA_THREADS);    /* every MMA thread is done with the slot */
         }
-        mbar_init(dq_full, C::MMA_THREADS);          /* every MMA thread stored its part of dQ_i */
-        mbar_init(dq_empty, 1);                      /* the writer: the copy engine has read it  */
+        for (int s = 0; s < DQ_STAGES; s++) {
+            mbar_init(dq_full + s, C::MMA_THREADS);  /* every MMA thread stored its part of dQ_i */
+            mbar_init(dq_empty + s, 1);              /* the writer: the copy engine has read it  */
+        }
         mbar_init_fence();
     }
     __syncthreads();   /* the barriers are initialised; from here on, only mbarriers */
@@ -142,36 +150,39 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 int i; size_t l_off;
                 sched.at(st, BR, i, l_off);
                 const int valid = p.N_q - i * BR, head = b * p.H + kvh * G + st / sched.per_head;
-                for (int r = lane; r < BR; r += 32) {   /* rows past N_q: 0 (the mask hides them) */
-                    Ls[s * BR + r] = r < valid ? args.L[l_off + r] : 0.0f;
-                    Ds[s * BR + r] = r < valid ? args.D[l_off + r] : 0.0f;
-                }
-                if (lane == 0) {
-                    mbar_arrive_expect_tx(full + s, 2 * (uint32_t)C::Q_TILE);
+                if (lane == 0) {   /* the bytes to wait for, before any lane can arrive */
+                    mbar_expect_tx(full + s, 2 * (uint32_t)C::Q_TILE);
                     for (int a = 0; a < HALVES; a++) {
                         tma_load_3d(Qs + s * C::Q_TILE + a * BR * SW_ROW, &args.tq, full + s, 64 * a, i * BR, head);
                         tma_load_3d(dOs + s * C::Q_TILE + a * BR * SW_ROW, &args.tdo, full + s, 64 * a, i * BR, head);
                     }
-                } else {
-                    mbar_arrive(full + s);
                 }
+                /* L_i, D_i (not 16-byte aligned rows: no TMA) with cp.async; each lane's arrival
+                 * comes when its copies land, so the producer runs on at once. Rows past N_q: 0. */
+                for (int r = lane; r < BR; r += 32) {
+                    cp_async4(Ls + s * BR + r, r < valid ? args.L + l_off + r : args.L, r < valid);
+                    cp_async4(Ds + s * BR + r, r < valid ? args.D + l_off + r : args.D, r < valid);
+                }
+                cp_async_mbar_arrive(full + s);
             }
         } else if (warp == 1 && steps > 0) {   /* ---- the dQ writer (l.15's adds) ---- */
             for (int st = 0; st < steps; st++) {
-                mbar_wait(dq_full, st & 1);
+                const int s = st % DQ_STAGES;
+                unsigned char *tiles = dQs + s * DQ::TILES * DQ::TILE;
+                mbar_wait(dq_full + s, (st / DQ_STAGES) & 1);
                 int i; size_t l_off;
                 sched.at(st, BR, i, l_off);
                 const int valid = p.N_q - i * BR;
                 for (int r = lane; r < DQ::TILES * BR; r += 32) {   /* row r % BR of tile r / BR */
                     const int row = r % BR;
                     if (row < valid)   /* rows past N_q: not added */
-                        bulk_reduce_add_f32(args.dQ + (l_off + row) * D, dQs + (r / BR) * DQ::TILE + row * DQ::PITCH,
+                        bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tiles + (r / BR) * DQ::TILE + row * DQ::PITCH,
                                             D * sizeof(float));
                 }
                 bulk_commit();
                 bulk_wait_read<0>();   /* this lane's reduces have read the tile */
                 __syncwarp();
-                if (lane == 0) mbar_arrive(dq_empty);
+                if (lane == 0) mbar_arrive(dq_empty + s);
             }
             bulk_wait<0>();   /* the adds are done before the block's shared memory goes */
         }
@@ -234,11 +245,12 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         for (int a = 0; a < HALVES; a++) wgmma_fence_regs(dv[a]);
 #pragma unroll
         for (int kk = 0; kk < BR / 16; kk++) wgmma_hold_a(pa[kk]);
-        if (st > 0) mbar_wait(dq_empty, (st - 1) & 1);   /* the writer is done with step st - 1's tile */
-        store_dq<D, DQ::NH, DQ::PITCH>(dQs + (DQ::BY_KEYS ? c * DQ::TILE : 0), dq, DQ::BY_KEYS ? 0 : c * DQ::NH, warp,
-                                       g, t, p.scale);
+        const int qs = st % DQ_STAGES, quse = st / DQ_STAGES;
+        if (quse > 0) mbar_wait(dq_empty + qs, (quse - 1) & 1);   /* the writer is done with step st - DQ_STAGES's tile */
+        store_dq<D, DQ::NH, DQ::PITCH>(dQs + qs * DQ::TILES * DQ::TILE + (DQ::BY_KEYS ? c * DQ::TILE : 0), dq,
+                                       DQ::BY_KEYS ? 0 : c * DQ::NH, warp, g, t, p.scale);
         fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
-        mbar_arrive(dq_full);
+        mbar_arrive(dq_full + qs);
         wgmma_wait<0>();   /* dK */
 #pragma unroll
         for (int a = 0; a < HALVES; a++) wgmma_fence_regs(dk[a]);

@@ -13,6 +13,8 @@
 struct emu_dim3 { unsigned x, y, z; };
 inline thread_local emu_dim3 threadIdx, blockIdx;   /* C++17 inline variables: one definition for every program */
 inline unsigned char *g_smem;
+/* a shared-memory address: the offset in the block's buffer (mma.cuh's smem_u32 on the GPU) */
+inline uint32_t smem_u32(const void *p) { return (uint32_t)((const unsigned char *)p - g_smem); }
 inline std::barrier<> *g_block_bar;
 inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
 inline std::mutex g_atomic_mu;

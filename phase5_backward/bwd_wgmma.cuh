@@ -174,6 +174,26 @@ __device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[
     }
 }
 
+/* The same, added to what the tile holds (another warpgroup's partial sum of the same
+ * columns, written before a barrier): read, add, write back, each element by its owner. */
+template <int D, int NH, int PITCH>
+__device__ __forceinline__ void add_dq_tile(unsigned char *tile, const float (&dq)[NH][32], int warp, int g, int t,
+                                            float scale)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
+#pragma unroll
+        for (int h = 0; h < NH; h++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) {
+                float2 *at = (float2 *)(row + 4 * (64 * h + 8 * n8 + 2 * t));
+                const float2 o = *at;
+                *at = make_float2(fmaf(dq[h][4 * n8 + 2 * x], scale, o.x), fmaf(dq[h][4 * n8 + 2 * x + 1], scale, o.y));
+            }
+    }
+}
+
 /* Alg. 2 l.18: this thread's rows of dK_j = scale dS^T Q and dV_j, written once (keys
  * key0, key0 + 8 of the block; those past N_kv not written); a block no query row sees
  * (no steps) writes zeros */

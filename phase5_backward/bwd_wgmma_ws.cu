@@ -58,6 +58,7 @@
 #define WS_PRODUCER_REGS 24    /* 128 x 24 + 256 x 240 = 64512 of the SM's 65536 */
 #define WS_MMA_REGS 240
 #define WS_BAR_DS 1            /* named barrier: both MMA warpgroups' dS^T are in shared memory */
+#define WS_BAR_DQ 2            /* named barrier (d = 64): warpgroup 1's partial dQ_i is in the tile */
 
 template <int D, int BR, int BC>
 struct WsBwdCfg {
@@ -71,8 +72,8 @@ struct WsBwdCfg {
     static constexpr size_t K_OFF = 0, V_OFF = KV_TILE, Q_OFF = 2 * KV_TILE;
     static constexpr size_t DO_OFF = Q_OFF + STAGES * Q_TILE;
     static constexpr size_t DS_OFF = DO_OFF + STAGES * Q_TILE;          /* 2 buffers         */
-    static constexpr size_t DQ_OFF = DS_OFF + 2 * DS_TILE;              /* DQ::TILES tiles   */
-    static constexpr size_t LD_OFF = DQ_OFF + DQ_STAGES * DQ::TILES * DQ::TILE;   /* L, D: STAGES each */
+    static constexpr size_t DQ_OFF = DS_OFF + 2 * DS_TILE;              /* one tile a stage  */
+    static constexpr size_t LD_OFF = DQ_OFF + DQ_STAGES * DQ::TILE;     /* L, D: STAGES each */
     static constexpr size_t BAR_OFF = LD_OFF + 2 * STAGES * BR * sizeof(float);
     static constexpr int BARS = 1 + 2 * STAGES + 2 * DQ_STAGES;   /* kv_full, full[], empty[], dq_full[], dq_empty[] */
     static constexpr size_t SMEM = BAR_OFF + 8 * BARS + 1024;   /* + room to align */
@@ -168,17 +169,13 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         } else if (warp == 1 && steps > 0) {   /* ---- the dQ writer (l.15's adds) ---- */
             for (int st = 0; st < steps; st++) {
                 const int s = st % DQ_STAGES;
-                unsigned char *tiles = dQs + s * DQ::TILES * DQ::TILE;
+                const unsigned char *tile = dQs + s * DQ::TILE;
                 mbar_wait(dq_full + s, (st / DQ_STAGES) & 1);
                 int i; size_t l_off;
                 sched.at(st, BR, i, l_off);
                 const int valid = p.N_q - i * BR;
-                for (int r = lane; r < DQ::TILES * BR; r += 32) {   /* row r % BR of tile r / BR */
-                    const int row = r % BR;
-                    if (row < valid)   /* rows past N_q: not added */
-                        bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tiles + (r / BR) * DQ::TILE + row * DQ::PITCH,
-                                            D * sizeof(float));
-                }
+                for (int row = lane; row < BR && row < valid; row += 32)   /* rows past N_q: not added */
+                    bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tile + row * DQ::PITCH, D * sizeof(float));
                 bulk_commit();
                 bulk_wait_read<0>();   /* this lane's reduces have read the tile */
                 __syncwarp();
@@ -247,8 +244,16 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         for (int kk = 0; kk < BR / 16; kk++) wgmma_hold_a(pa[kk]);
         const int qs = st % DQ_STAGES, quse = st / DQ_STAGES;
         if (quse > 0) mbar_wait(dq_empty + qs, (quse - 1) & 1);   /* the writer is done with step st - DQ_STAGES's tile */
-        store_dq<D, DQ::NH, DQ::PITCH>(dQs + qs * DQ::TILES * DQ::TILE + (DQ::BY_KEYS ? c * DQ::TILE : 0), dq,
-                                       DQ::BY_KEYS ? 0 : c * DQ::NH, warp, g, t, p.scale);
+        unsigned char *tile = dQs + qs * DQ::TILE;
+        if (!DQ::BY_KEYS) {   /* d = 128: each warpgroup its 64 columns of the tile */
+            store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, c * DQ::NH, warp, g, t, p.scale);
+        } else if (c == 1) {   /* d = 64: two partial sums of every column; warpgroup 1 stores its own */
+            store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, 0, warp, g, t, p.scale);
+            named_bar_arrive(WS_BAR_DQ, C::MMA_THREADS);
+        } else {   /* ... and warpgroup 0 adds its own to it: one tile, half the bytes to reduce */
+            named_bar_sync(WS_BAR_DQ, C::MMA_THREADS);
+            add_dq_tile<D, DQ::NH, DQ::PITCH>(tile, dq, warp, g, t, p.scale);
+        }
         fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
         mbar_arrive(dq_full + qs);
         wgmma_wait<0>();   /* dK */

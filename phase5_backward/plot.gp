@@ -70,6 +70,7 @@ if (int(system("cat '".fs."' 2>/dev/null | grep -c ',tokens16k,'")) > 0) {
                  rows('mma', int(dd), c) using 7:14 with linespoints lw 2 title 'mma (dQ atomics)', \
                  rows('mma2d', int(dd), c) using 7:14 with linespoints lw 2 title 'mma2d (2-D warp grids)', \
                  rows('wgmma', int(dd), c) using 7:14 with linespoints lw 2 title 'wgmma (Hopper, FA3 step 1)', \
+                 rows('wgmma-ws', int(dd), c) using 7:14 with linespoints lw 2 title 'wgmma-ws (Hopper, FA3 structure)', \
                  rows('two-pass', int(dd), c) using 7:14 with linespoints title 'two-pass (deterministic)', \
                  peer(fp, 'flash', int(dd), c) using 4:8 with linespoints dt 2 title 'PyTorch SDPA flash (FA2)', \
                  peer(fp, 'cudnn', int(dd), c) using 4:8 with linespoints dt 3 title 'PyTorch SDPA cuDNN'
@@ -90,6 +91,25 @@ if (int(system("cat '".fs."' 2>/dev/null | grep -c ',tokens16k,'")) > 0) {
     }
     unset multiplot
     unset output
+
+    # 6. chapter 5b: the Hopper steps beside FA2 and cuDNN (rows absent off sm_90: no lines)
+    if (int(system("grep -c '^wgmma-ws,gpu,tokens16k,.*PASS' '".fs."' 2>/dev/null")) > 0) {
+        set output outdir.'/phase5_hopper.png'
+        set multiplot layout 2,2 title sprintf("The backward on Hopper, step by step, on %s: TFLOP/s vs N, fp16, hidden 2048, 16k tokens", gpu_of(fs))
+        do for [c = 0:1] {
+            do for [dd in "64 128"] {
+                set title sprintf("d = %s, %s", dd, c ? 'causal' : 'not causal')
+                plot rows('mma2d', int(dd), c) using 7:14 with linespoints title 'mma2d (mma.sync, FA2 layouts)', \
+                     rows('wgmma', int(dd), c) using 7:14 with linespoints lw 2 title 'step 1: wgmma', \
+                     rows('wgmma-dq', int(dd), c) using 7:14 with linespoints lw 2 title 'step 2: wgmma-dq (bulk-reduced dQ)', \
+                     rows('wgmma-ws', int(dd), c) using 7:14 with linespoints lw 3 title 'step 3: wgmma-ws (TMA, warp-specialised)', \
+                     peer(fp, 'flash', int(dd), c) using 4:8 with linespoints dt 2 title 'PyTorch SDPA flash (FA2)', \
+                     peer(fp, 'cudnn', int(dd), c) using 4:8 with linespoints dt 3 title 'PyTorch SDPA cuDNN'
+            }
+        }
+        unset multiplot
+        unset output
+    }
 
     set terminal term size 800,450 font ',10'
     set output outdir.'/phase5_memory.png'

@@ -33,14 +33,23 @@
  *
  * dS^T is double-buffered in shared memory (both warpgroups read both halves for dQ at
  * d = 128): a warpgroup writes step st's buffer only after the named barrier of step st - 1,
- * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer.
- * The dQ tiles have DQ_STAGES stages (1 at d = 128, where shared memory is full; 2 at d = 64):
- * the writer hands a stage back (dq_empty) as soon as the copy engine has read it.
+ * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer. At
+ * d = 64 a warpgroup's dQ reads only its own rows, and the two warpgroups meet only where
+ * warpgroup 0 adds warpgroup 1's partial dQ_i (below): one barrier a dQ stage, so that
+ * warpgroup 1, which runs ahead, can never arrive twice at the barrier warpgroup 0 waits at
+ * (its next arrival there needs the writer to have emptied that stage, which needs
+ * warpgroup 0's part).
+ * The dQ tile has DQ_STAGES stages (1 at d = 128, where shared memory is full; 2 at d = 64):
+ * the writer hands a stage back (dq_empty) as soon as the copy engine has read it. At d = 128
+ * each warpgroup stores its 64 columns of dQ_i; at d = 64 each holds a partial sum of all
+ * 64 columns (its own 64 keys), so warpgroup 1 stores its partial, and warpgroup 0, after a
+ * named barrier, adds its own into the tile: one tile a step to reduce, not two (the reduce
+ * traffic into the L2, not the tensor cores, is what bounds a d = 64 step).
  *
  * Shared memory (1024-aligned; tiles 128-byte swizzled in 64-column halves, as bwd_wgmma.cu):
  *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile(s) x DQ_STAGES | L_i, D_i x STAGES | barriers |
  *   d = 128 (2 slots, 1 dQ stage):  32 + 32 + 32 + 32 + 32 + 34 + 1 KiB + 1 KiB to align = 196 KiB
- *   d =  64 (3 slots, 2 dQ stages of 2 tiles): 16 + 16 + 24 + 24 + 32 + 72 + 1.5 + 1    = 187 KiB
+ *   d =  64 (3 slots, 2 dQ stages):  16 + 16 + 24 + 24 + 32 + 36 + 1.5 KiB + 1 KiB     = 151 KiB
  */
 #include <cuda.h>        /* CUtensorMap */
 #include <cuda_fp16.h>
@@ -58,7 +67,7 @@
 #define WS_PRODUCER_REGS 24    /* 128 x 24 + 256 x 240 = 64512 of the SM's 65536 */
 #define WS_MMA_REGS 240
 #define WS_BAR_DS 1            /* named barrier: both MMA warpgroups' dS^T are in shared memory */
-#define WS_BAR_DQ 2            /* named barrier (d = 64): warpgroup 1's partial dQ_i is in the tile */
+#define WS_BAR_DQ 2            /* named barriers 2, 3 (d = 64): warpgroup 1's partial dQ_i is in tile stage 0, 1 */
 
 template <int D, int BR, int BC>
 struct WsBwdCfg {
@@ -228,7 +237,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         wgmma_fence();
         issue_rs<D, BR>(dv, pa, dOi);
         wgmma_commit();
-        named_bar_sync(WS_BAR_DS, C::MMA_THREADS);   /* both warpgroups' dS^T rows are in dSt */
+        /* d = 128: each warpgroup's dQ columns sum over all 128 keys, so both warpgroups' dS^T
+         * rows must be in dSt; d = 64: each reads its own 64 rows, and they need not meet */
+        if (!DQ::BY_KEYS) named_bar_sync(WS_BAR_DS, C::MMA_THREADS);
 
         /* l.15-16: dQ_i = dS K_j (its own group), then dK_j += dS^T Q_i */
         float dq[DQ::NH][32];
@@ -249,9 +260,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
             store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, c * DQ::NH, warp, g, t, p.scale);
         } else if (c == 1) {   /* d = 64: two partial sums of every column; warpgroup 1 stores its own */
             store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, 0, warp, g, t, p.scale);
-            named_bar_arrive(WS_BAR_DQ, C::MMA_THREADS);
+            named_bar_arrive(WS_BAR_DQ + qs, C::MMA_THREADS);
         } else {   /* ... and warpgroup 0 adds its own to it: one tile, half the bytes to reduce */
-            named_bar_sync(WS_BAR_DQ, C::MMA_THREADS);
+            named_bar_sync(WS_BAR_DQ + qs, C::MMA_THREADS);
             add_dq_tile<D, DQ::NH, DQ::PITCH>(tile, dq, warp, g, t, p.scale);
         }
         fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */

@@ -207,6 +207,22 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 template <int N>
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+/* ---- ordering between thread blocks (a deterministic order of bulk adds) -----------------
+ * A flag in global memory: the writer stores with release semantics after its data, the
+ * reader loads with acquire semantics before its own. fence_proxy_async_global orders the
+ * copy engine's completed writes (async proxy) before the thread's next generic accesses. */
+__device__ __forceinline__ int ld_acquire_gpu(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_gpu(int *p, int v)
+{
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
 /* ---- warp specialisation ----------------------------------------------------------------
  * setmaxnreg moves registers between the warpgroups of a block: a producer that only
  * issues copies gives most of its registers back (dec), the consumers take them (inc).

@@ -185,7 +185,7 @@ int bwd_mma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int bwd_mma2d_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* wgmma: 1 "skipped" with the reason on any GPU but sm_90 (it is built for sm_90a alone) */
 int bwd_wgmma_config(int d, bool dq_bulk, gpu_kernel_config_t *c, char *why, size_t len);
-int bwd_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int bwd_wgmma_ws_config(int d, bool det, gpu_kernel_config_t *c, char *why, size_t len);
 
 /* simple: the CPU model's loop order and blocks (bwd_blocks), fp32 tiles in shared memory,
  * CUDA cores, dQ_i added with fp32 atomics. */
@@ -214,8 +214,10 @@ void bwd_wgmma_launch(const attn_problem_t *p, bool dq_bulk, const bwd_gpu_args_
 /* wgmma-ws (bwd_wgmma_ws.cu, sm_90a): wgmma-dq's products and dQ path in FA3's warp-
  * specialised structure: a producer warp loads Q_i, dO_i with the copy engine (TMA) into
  * a ring of mbarrier slots, a writer warp adds each dQ_i tile with bulk reduces, and two
- * MMA warpgroups (setmaxnreg) compute P^T while dP^T is still on the tensor cores. */
-void bwd_wgmma_ws_launch(const attn_problem_t *p, const bwd_gpu_args_t *a);
+ * MMA warpgroups (setmaxnreg) compute P^T while dP^T is still on the tensor cores.
+ * det (wgmma-det): the K/V blocks add their dQ_i shares in a fixed order (each waits for
+ * its turn on a counter a Q block): the gradients are the same bit for bit on every run. */
+void bwd_wgmma_ws_launch(const attn_problem_t *p, bool det, const bwd_gpu_args_t *a);
 
 /* The standard backward on the GPU (bwd_std.cu): the seven passes of bwd_std_bytes() with
  * cuBLAS for the five matmuls (fp16 in, fp32 accumulate) and two kernels for P and dS;

@@ -29,11 +29,11 @@
 #define DQ_SAMPLE_ROWS 192          /* else: this many dQ rows, spread (attn_check_rows)       */
 #define BWD_REL_L2 1e-2             /* flash-attention's test suite's rel L2 bound          */
 
-typedef enum { K_STD, K_SIMPLE, K_MMA, K_MMA2D, K_WGMMA, K_WGMMA_DQ, K_WGMMA_WS, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
-static const char *const KIND[] = {"std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "two-pass", "noskip", "fwd-bwd"};
+typedef enum { K_STD, K_SIMPLE, K_MMA, K_MMA2D, K_WGMMA, K_WGMMA_DQ, K_WGMMA_WS, K_WGMMA_DET, K_TWO_PASS, K_NOSKIP, K_FWD_BWD } kind_t;
+static const char *const KIND[] = {"std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "wgmma-det", "two-pass", "noskip", "fwd-bwd"};
 static const char *const EX_SIMPLE = "bwd.causal_range_gpu, bwd.recompute_P_gpu";
 static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
-/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws (bwd_wgmma*.cu) hold no exercise: only the
+/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws, wgmma-det (bwd_wgmma*.cu) hold no exercise: only the
  * causal range they share with the others */
 static const char *const EX_MMA2D = "bwd.causal_range_gpu";
 /* With every element checked, dV, dK, dQ in that order, each naming what the ones before
@@ -66,7 +66,8 @@ static void launch(void *ctx)
     case K_MMA2D:    bwd_mma2d_launch(&x->p, a); break;
     case K_WGMMA:    bwd_wgmma_launch(&x->p, false, a); break;
     case K_WGMMA_DQ: bwd_wgmma_launch(&x->p, true, a); break;
-    case K_WGMMA_WS: bwd_wgmma_ws_launch(&x->p, a); break;
+    case K_WGMMA_WS: bwd_wgmma_ws_launch(&x->p, false, a); break;
+    case K_WGMMA_DET: bwd_wgmma_ws_launch(&x->p, true, a); break;
     case K_TWO_PASS: bwd_mma_launch(&x->p, BWD_TWO_PASS, a); break;
     case K_NOSKIP:   bwd_mma_launch(&x->p, BWD_NOSKIP, a); break;
     case K_FWD_BWD:  /* the training step: phase 4's forward, then this backward */
@@ -135,7 +136,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     r.sp_bytes = 4.0 * attn_l_elems(p);   /* D: the flash kernels' only extra memory */
     launch_t x = { *p, kind, c };
     const char *ex = kind == K_SIMPLE ? EX_SIMPLE : kind == K_STD ? NULL
-                   : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS ? EX_MMA2D : EX_MMA;
+                   : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS || kind == K_WGMMA_DET ? EX_MMA2D : EX_MMA;
     gpu_kernel_config_t cfg;
     char why[200];
     if (kind == K_STD) {
@@ -147,7 +148,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
                : kind == K_MMA2D ? bwd_mma2d_config(p->d, &cfg, why, sizeof why)
                : kind == K_WGMMA || kind == K_WGMMA_DQ   /* skipped off sm_90 */
                    ? bwd_wgmma_config(p->d, kind == K_WGMMA_DQ, &cfg, why, sizeof why)
-               : kind == K_WGMMA_WS ? bwd_wgmma_ws_config(p->d, &cfg, why, sizeof why)
+               : kind == K_WGMMA_WS || kind == K_WGMMA_DET ? bwd_wgmma_ws_config(p->d, kind == K_WGMMA_DET, &cfg, why, sizeof why)
                : bwd_mma_config(p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         if (kind == K_FWD_BWD && !fa2_mma_supports(p->d)) { drv_not_run(&r, "n/a", "phase 4's fa2-mma is not built for this d"); return r; }
@@ -185,7 +186,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     drv_visits_free(&vis);
     fetch(c, g);
     check(&r, c, g, kind, ex);
-    if (kind == K_TWO_PASS || kind == K_MMA) {   /* determinism: a second run, bit for bit */
+    if (kind == K_TWO_PASS || kind == K_MMA || kind == K_WGMMA_DET) {   /* determinism: a second run, bit for bit */
         float *g2[3];
         for (int t = 0; t < 3; t++) g2[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
         launch(&x);
@@ -194,7 +195,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
         size_t diff = 0;
         for (int t = 0; t < 3; t++)
             for (size_t e = 0; e < n_of(p, t); e++) diff += memcmp(&g[t][e], &g2[t][e], sizeof(float)) != 0;
-        if (kind == K_TWO_PASS && diff)
+        if ((kind == K_TWO_PASS || kind == K_WGMMA_DET) && diff)
             drv_fail(&r, "not deterministic: a rerun changed %zu gradient elements", diff);
         if (rerun_diff) *rerun_diff = diff;
         for (int t = 0; t < 3; t++) free(g2[t]);
@@ -283,7 +284,7 @@ static void check_hot(drv_row_t *rows, int n, int d, uint64_t seed)
                          "(%zu NaN, %zu inf), bound %.0e", NAME[t], e.rel_l2, e.nan_count, e.inf_mismatch, BWD_REL_L2);
         }
         drv_blame(r, kind == K_SIMPLE ? "bwd.recompute_P_gpu"
-                     : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS ? EX_MMA2D : "bwd.recompute_P_mma");
+                     : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS || kind == K_WGMMA_DET ? EX_MMA2D : "bwd.recompute_P_mma");
     }
     for (int t = 0; t < 3; t++) free(g[t]);
     ctx_close(&h);

@@ -98,9 +98,10 @@ struct WsBwdArgs {
     const float *L, *D;
     float *dQ, *dK, *dV;
     gpu_visits_t vis;
+    int *dq_turn;   /* DET: per query head and Q block, how many K/V blocks have added their dQ_i */
 };
 
-template <int D, int BR, int BC>
+template <int D, int BR, int BC, bool DET>
 __global__ void __launch_bounds__(WsBwdCfg<D, BR, BC>::THREADS, 1)
 bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 {
@@ -183,11 +184,24 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 int i; size_t l_off;
                 sched.at(st, BR, i, l_off);
                 const int valid = p.N_q - i * BR;
+                /* DET (step 5): the K/V blocks add into Q block i's rows in the order j = 0, 1, ..
+                 * (every block before j visits Q block i too: the causal first Q block only grows
+                 * with j), so the fp32 sums, and the gradients, are the same bit for bit on every
+                 * run. Block j waits for its turn: the counter of (query head, i) reaching j. */
+                int *turn = DET ? args.dq_turn + (l_off / p.N_q) * ((p.N_q + BR - 1) / BR) + i : nullptr;   /* (head, i) */
+                if (DET && lane == 0) while (ld_acquire_gpu(turn) != j) ;
+                __syncwarp();
                 for (int row = lane; row < BR && row < valid; row += 32)   /* rows past N_q: not added */
                     bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tile + row * DQ::PITCH, D * sizeof(float));
                 bulk_commit();
-                bulk_wait_read<0>();   /* this lane's reduces have read the tile */
-                __syncwarp();
+                if (DET) {   /* the adds written (not only read), then the next block's turn */
+                    bulk_wait<0>();
+                    __syncwarp();
+                    if (lane == 0) { fence_proxy_async_global(); st_release_gpu(turn, j + 1); }
+                } else {
+                    bulk_wait_read<0>();   /* this lane's reduces have read the tile */
+                    __syncwarp();
+                }
                 if (lane == 0) mbar_arrive(dq_empty + s);
             }
             bulk_wait<0>();   /* the adds are done before the block's shared memory goes */
@@ -286,7 +300,23 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 BWD_WGMMA_TABLE(BWDWS_ASSERT_ROW)
 #undef BWDWS_ASSERT_ROW
 
-template <int D, int BR, int BC>
+/* DET's turn counters: one int per query head and Q block, zeroed before each launch; kept
+ * between launches (grown when a larger problem comes) */
+static int *dq_turn_buffer(const attn_problem_t *p, int br)
+{
+    static int *buf = NULL;
+    static size_t cap = 0;
+    const size_t n = (size_t)p->B * p->H * ((p->N_q + br - 1) / br);
+    if (n > cap) {
+        if (buf) CUDA_CHECK(cudaFree(buf));
+        CUDA_CHECK(cudaMalloc(&buf, n * sizeof(int)));
+        cap = n;
+    }
+    CUDA_CHECK(cudaMemsetAsync(buf, 0, n * sizeof(int)));
+    return buf;
+}
+
+template <int D, int BR, int BC, bool DET>
 static void launch_ws(const attn_problem_t *p, const bwd_gpu_args_t *a)
 {
     using C = WsBwdCfg<D, BR, BC>;
@@ -299,20 +329,21 @@ static void launch_ws(const attn_problem_t *p, const bwd_gpu_args_t *a)
     x.tv = tma_map_3d_f16(a->V, D, p->N_kv, p->B * p->H_kv, 64, "wgmma-ws");
     x.L = a->L; x.D = a->D; x.dQ = a->dQ; x.dK = a->dK; x.dV = a->dV;
     x.vis = gpu_visits(grid.x);
+    x.dq_turn = DET ? dq_turn_buffer(p, BR) : NULL;
     bwd_preprocess_launch(p, a, 1);   /* D = rowsum(dO * O), dQ = 0 */
     static bool attr = false;
     if (!attr) {
-        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_ws_kernel<D, BR, BC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_ws_kernel<D, BR, BC, DET>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)C::SMEM));
         attr = true;
     }
-    bwd_wgmma_ws_kernel<D, BR, BC><<<grid, C::THREADS, C::SMEM>>>(x);
+    bwd_wgmma_ws_kernel<D, BR, BC, DET><<<grid, C::THREADS, C::SMEM>>>(x);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" int bwd_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+extern "C" int bwd_wgmma_ws_config(int d, bool det, gpu_kernel_config_t *c, char *why, size_t len)
 {
-    c->name = "wgmma-ws";
+    c->name = det ? "wgmma-det" : "wgmma-ws";
     switch (d) {
 #define BWDWS_CONFIG_ROW(D_, BR_, BC_)                      \
     case D_:                                                \
@@ -329,11 +360,14 @@ extern "C" int bwd_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, siz
     return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
 }
 
-extern "C" void bwd_wgmma_ws_launch(const attn_problem_t *p, const bwd_gpu_args_t *a)
+extern "C" void bwd_wgmma_ws_launch(const attn_problem_t *p, bool det, const bwd_gpu_args_t *a)
 {
     switch (p->d) {
-#define BWDWS_LAUNCH_ROW(D_, BR_, BC_) \
-    case D_: launch_ws<D_, BR_, BC_>(p, a); break;
+#define BWDWS_LAUNCH_ROW(D_, BR_, BC_)                       \
+    case D_:                                                 \
+        if (det) launch_ws<D_, BR_, BC_, true>(p, a);        \
+        else launch_ws<D_, BR_, BC_, false>(p, a);           \
+        break;
     BWD_WGMMA_TABLE(BWDWS_LAUNCH_ROW)
 #undef BWDWS_LAUNCH_ROW
     default: break;   /* bwd_wgmma_ws_config() said -1 */

@@ -1,7 +1,7 @@
 /* main.c - phase 5 driver: the backward pass of attention (FlashAttention-2, Alg. 2).
  *
  *   build/phase5 [--B b --H h --Hkv h --N n --Nkv n --d d --causal --seed s]
- *                [--kernel cpu|std|simple|mma|mma2d|wgmma|wgmma-dq|wgmma-ws|two-pass|noskip|fwd-bwd|all]
+ *                [--kernel cpu|std|simple|mma|mma2d|wgmma|wgmma-dq|wgmma-ws|wgmma-det|two-pass|noskip|fwd-bwd|all]
  *                [--iters k]
  *                [--sweep] [--csv file] [--cpu] [--quiet]
  *
@@ -16,7 +16,8 @@
  * HBM: the previous kernel), simple, mma, mma2d (FA2's 2-D warp grids), wgmma (Hopper's
  * warpgroup MMA, sm_90a: skipped with the reason elsewhere), wgmma-dq (the same with FA3's
  * dQ path: a shared tile and bulk reductions), wgmma-ws (FA3's warp-specialised structure:
- * a TMA producer, a dQ writer warp, two MMA warpgroups), two-pass, noskip,
+ * a TMA producer, a dQ writer warp, two MMA warpgroups), wgmma-det (the same, dQ added in a
+ * fixed order: bit-identical reruns), two-pass, noskip,
  * each with poisoned outputs, its dQ, dK, dV against the fp64 oracle (all of them, or a
  * spread sample of dQ rows when the problem is too big for the CPU oracle) under the 2x
  * rule against std, and against std's on every element; timed only when it passed.
@@ -41,8 +42,8 @@
 #define PHASE         "phase5"
 #define CPU_MAX_FLOPS 2e8    /* the CPU rows run a smaller problem like it above (attn_small_like) */
 
-static const char *const KERNELS[] = {"cpu", "std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "two-pass",
-                                       "noskip", "fwd-bwd", NULL};
+static const char *const KERNELS[] = {"cpu", "std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "wgmma-det",
+                                       "two-pass", "noskip", "fwd-bwd", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_std", "sp_bytes",
     "max_abs", "rel_l2", "rel_prev", "speedup", "verdict", NULL};

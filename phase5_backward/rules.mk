@@ -22,7 +22,7 @@ phase5_EX_RUNS := --B 1 --H 2 --N 133 --d 128 \
 
 # The sweep: the model's bytes vs N (standard vs FA2 backward), the training memory wall,
 # and with a GPU the FA2 paper's setting (fp16, hidden 2048, B x N = 16k tokens, d = 64 and
-# 128, causal and not) for std, simple, mma, mma2d, wgmma, wgmma-dq, wgmma-ws, two-pass and fwd-bwd; PyTorch's SDPA backward
+# 128, causal and not) for std, simple, mma, mma2d, wgmma, wgmma-dq, wgmma-ws, wgmma-det, two-pass and fwd-bwd; PyTorch's SDPA backward
 # (flash, cuDNN) where torch imports. Profile: Nsight Compute's DRAM bytes of one run of
 # each kernel of the default problem. Sanitize: a small shape (tails, causal, GQA,
 # N_q != N_kv, fully masked rows), memcheck, racecheck and initcheck.
@@ -30,4 +30,4 @@ phase5_SWEEP_ARGS := --iters 5
 phase5_PEERS      := tools/bwd_peers.py
 phase5_PROFILE    := default problem
 phase5_SAN_ARGS   := --B 1 --H 4 --Hkv 2 --N 200 --Nkv 77 --causal --iters 1 --quiet
-phase5_SAN_RUNS   := $(foreach d,64 128,$(foreach t,memcheck racecheck initcheck,$(foreach k,simple mma mma2d wgmma wgmma-ws two-pass,$(t):$(d):$(k):)))
+phase5_SAN_RUNS   := $(foreach d,64 128,$(foreach t,memcheck racecheck initcheck,$(foreach k,simple mma mma2d wgmma wgmma-ws wgmma-det two-pass,$(t):$(d):$(k):)))

@@ -93,8 +93,9 @@ for d in 32 64 128 256; do
     t_gpu "phase5 gpu mma2d d=$d N=1000 full" \
         "$P5" --quiet --iters 2 --B 1 --H 2 --N 1000 --d $d --kernel mma2d --csv "$T5/g.csv"
 done
-# wgmma, wgmma-dq (bwd_wgmma.cu) and wgmma-ws (bwd_wgmma_ws.cu), sm_90a: the same shapes at
-# d = 64 and 128 (their rows), and N = 1.
+# wgmma, wgmma-dq (bwd_wgmma.cu) and wgmma-ws, wgmma-det (bwd_wgmma_ws.cu), sm_90a: the same
+# shapes at d = 64 and 128 (their rows), and N = 1; wgmma-det's row also reruns itself and
+# FAILs unless the gradients come back bit for bit.
 # On a GPU other than sm_90 its row says skipped with the reason, and so does the test.
 wgmma5_skip_reason() {
     local why; why=$(gpu_skip_reason)
@@ -103,13 +104,13 @@ wgmma5_skip_reason() {
     echo "$why"
 }
 WG5_WHY=$(wgmma5_skip_reason)
-wgmma5_case() {   # KERNEL NAME ARGS...: the KERNEL row (wgmma, wgmma-dq, wgmma-ws; and std's, the yardstick) PASS
+wgmma5_case() {   # KERNEL NAME ARGS...: the KERNEL row (wgmma, wgmma-dq, wgmma-ws, wgmma-det; and std's, the yardstick) PASS
     local k=$1 name=$2; shift 2
     if [ -n "$WG5_WHY" ]; then t_skip "$name" "$WG5_WHY"; return; fi
     t_run "$name" bash -c "\"\$0\" --kernel $k --iters 2 \"\$@\" --csv '$T5/wg.csv' >'$T5/wg.log' 2>&1; rc=\$?; cat '$T5/wg.log'
         [ \$rc -eq 0 ] && awk '\$1 == \"$k\" && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 1 && !bad) }' '$T5/wg.log'" "$P5" "$@"
 }
-for k in wgmma wgmma-dq wgmma-ws; do
+for k in wgmma wgmma-dq wgmma-ws wgmma-det; do
     for d in 64 128; do
         wgmma5_case $k "phase5 gpu $k d=$d GQA 4:1 N_q=150 N_kv=211 causal" --B 2 --H 8 --Hkv 2 --N 150 --Nkv 211 --d $d --causal
         wgmma5_case $k "phase5 gpu $k d=$d N_q=333 N_kv=100 causal (fully masked rows)" --B 1 --H 2 --N 333 --Nkv 100 --d $d --causal
@@ -118,7 +119,7 @@ for k in wgmma wgmma-dq wgmma-ws; do
     done
     wgmma5_case $k "phase5 gpu $k large problem: sampled dQ rows (B=4 H=16 N=2048 d=128 causal)" --B 4 --H 16 --N 2048 --d 128 --causal
 done
-for k in wgmma wgmma-dq wgmma-ws; do
+for k in wgmma wgmma-dq wgmma-ws wgmma-det; do
     if [ -n "$WG5_WHY" ]; then t_skip "phase5 gpu $k: a deleted causal range FAILs on the visit counters" "$WG5_WHY"
     else t_run "phase5 gpu $k: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh "$k" \
         "$P5" --quiet --iters 1 --B 1 --H 4 --Hkv 2 --N 300 --d 64 --causal --kernel $k --csv "$T5/vaw.csv"; fi

@@ -119,7 +119,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
     uint64_t *kv_full = (uint64_t *)(smem + C::BAR_OFF), *full = kv_full + 1, *empty = full + STAGES;
     uint64_t *dq_full = empty + STAGES, *dq_empty = dq_full + DQ_STAGES;
 
-    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv, G = p.H / p.H_kv;
+    /* DET: the K/V blocks of a head run last first (see the dQ writer below) */
+    const int Tc = (p.N_kv + BC - 1) / BC, j = DET ? Tc - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv, G = p.H / p.H_kv;
     const int j0 = j * BC;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
@@ -184,12 +186,18 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 int i; size_t l_off;
                 sched.at(st, BR, i, l_off);
                 const int valid = p.N_q - i * BR;
-                /* DET (step 5): the K/V blocks add into Q block i's rows in the order j = 0, 1, ..
-                 * (every block before j visits Q block i too: the causal first Q block only grows
-                 * with j), so the fp32 sums, and the gradients, are the same bit for bit on every
-                 * run. Block j waits for its turn: the counter of (query head, i) reaching j. */
+                /* DET (step 5): the K/V blocks add into Q block i's rows in a fixed order, last
+                 * first: j = jl, jl - 1, .., 0 (jl = bwd_last_kv_block(i); under the causal mask
+                 * every block before jl visits Q block i too), so the fp32 sums, and the
+                 * gradients, are the same bit for bit on every run. Block j waits for its turn:
+                 * the counter of (query head, i) reaching jl - j. Last first, because a causal
+                 * block j starts at its first Q block, where the blocks after it (the diagonal's)
+                 * have already been: ascending, block j would wait at its first Q block for block
+                 * 0 to get there. The grid runs the blocks of a head last first too (blockIdx.x
+                 * 0 is block Tc - 1), so that a block never waits for one not yet started. */
                 int *turn = DET ? args.dq_turn + (l_off / p.N_q) * ((p.N_q + BR - 1) / BR) + i : nullptr;   /* (head, i) */
-                if (DET && lane == 0) while (ld_acquire_gpu(turn) != j) ;
+                const int jl = visit_all(args.vis) ? Tc - 1 : bwd_last_kv_block(p, i, BR, BC);
+                if (DET && lane == 0) while (ld_acquire_gpu(turn) != jl - j) ;
                 __syncwarp();
                 for (int row = lane; row < BR && row < valid; row += 32)   /* rows past N_q: not added */
                     bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tile + row * DQ::PITCH, D * sizeof(float));
@@ -197,7 +205,7 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 if (DET) {   /* the adds written (not only read), then the next block's turn */
                     bulk_wait<0>();
                     __syncwarp();
-                    if (lane == 0) { fence_proxy_async_global(); st_release_gpu(turn, j + 1); }
+                    if (lane == 0) { fence_proxy_async_global(); st_release_gpu(turn, jl - j + 1); }
                 } else {
                     bulk_wait_read<0>();   /* this lane's reduces have read the tile */
                     __syncwarp();

@@ -95,6 +95,14 @@ def compiled_flex():
     global _COMPILED
     if _COMPILED is None:
         _raise_recompile_limits()
+        # the bwd mode times torch.autograd.grad of one saved forward again and again
+        # (retain_graph, as sdpa_peer does); a compiled backward that donates its saved
+        # buffers refuses that ("non-empty donated buffers"), so none are donated
+        try:
+            import torch._functorch.config as functorch_config
+            functorch_config.donated_buffer = False
+        except (ImportError, AttributeError):
+            pass
         _COMPILED = torch.compile(flex_attention, dynamic=False, fullgraph=True)
     return _COMPILED
 

@@ -103,6 +103,7 @@ if (int(system("cat '".fs."' 2>/dev/null | grep -c ',tokens16k,'")) > 0) {
                      rows('wgmma', int(dd), c) using 7:14 with linespoints lw 2 title 'step 1: wgmma', \
                      rows('wgmma-dq', int(dd), c) using 7:14 with linespoints lw 2 title 'step 2: wgmma-dq (bulk-reduced dQ)', \
                      rows('wgmma-ws', int(dd), c) using 7:14 with linespoints lw 3 title 'step 3: wgmma-ws (TMA, warp-specialised)', \
+                     rows('wgmma-det', int(dd), c) using 7:14 with linespoints dt 4 title 'step 4: wgmma-det (deterministic dQ)', \
                      peer(fp, 'flash', int(dd), c) using 4:8 with linespoints dt 2 title 'PyTorch SDPA flash (FA2)', \
                      peer(fp, 'cudnn', int(dd), c) using 4:8 with linespoints dt 3 title 'PyTorch SDPA cuDNN'
             }

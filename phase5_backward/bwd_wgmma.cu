@@ -8,9 +8,10 @@
  *           double-buffered with cp.async, dQ_i added to HBM with fp32 atomics.
  *                                          build/phase5 --kernel wgmma [--causal]   (sm_90a)
  *
- * The ladder (later steps, each a --kernel row beside this one): 2 the copy engine (TMA)
- * for Q_i, dO_i and a producer warpgroup; 3 dQ through shared memory and one bulk reduce
- * (FA3's dQ path) instead of element atomics; 4 overlap of the products with P and dS.
+ * The ladder (chapter 5b; each step a --kernel row beside this one): 2 dQ through shared
+ * memory and one bulk reduce a row (FA3's dQ path, wgmma-dq, this file's BULK) instead of
+ * element atomics; 3 the copy engine (TMA), a producer warp, a dQ writer warp and two MMA
+ * warpgroups (wgmma-ws, bwd_wgmma_ws.cu); 4 dQ added in a fixed order (wgmma-det).
  *
  * Keys are the M dimension (as FA3 lays it out): warpgroup w owns keys 64 w .. 64 w + 63 of
  * the block, and computes the TRANSPOSED scores, S^T = K_j Q_i^T and dP^T = V_j dO_i^T. Its
@@ -72,7 +73,7 @@
  * Why Br = 64, Bc = 128 at both d (BWD_WGMMA_TABLE, bwd_blocks.h): a warpgroup's wgmma is 64
  * rows of M, so a warpgroup owns 64 keys; two warpgroups hold Bc = 128 keys. Per thread
  * (d = 128): dK_j, dV_j 2 x 64 floats for the whole loop, S^T and dP^T 2 x 32 (Br = 64 as
- * N), the P^T and dS^T fragments 2 x 16, dQ 32: 255 registers (ptxas, below) of the 255 that
+ * N), the P^T and dS^T fragments 2 x 16, dQ 32: 253 registers (ptxas, below) of the 255 that
  * __launch_bounds__(256, 1) allows; Br = 128 would double S^T and dP^T to 2 x 64 and spill.
  * FA3 picks the same blocks at d = 128 (64 x 128, two MMA warpgroups). d = 64 keeps them:
  * its accumulators are half as big, and Br = 64 keeps one code path (dS^T rows of exactly
@@ -80,14 +81,15 @@
  * the end of this comment.
  *
  * Each product is waited for (wgmma_wait<0>) before its result is used: no overlap yet
- * (only dV, dK's group runs on across the barrier and dQ's issue). At d = 64 the 222
+ * (only dV, dK's group runs on across the barrier and dQ's issue). At d = 64 the 214
  * registers leave room for one block of 256 threads an SM although its 82 KiB would let
  * two in: a tuning step for later.
  * tools/mma_emu/run.sh wgmma runs this kernel on the CPU (emulated wgmma, descriptors and
  * swizzle decoded from the PTX ISA's layouts; the same emulation first reproduces phase 4's
  * fa2-wgmma, which PASSed on an H100) against an fp64 backward.
  *
- * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 222 registers   d = 128: 255 registers
+ * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 214 registers   d = 128: 253 registers
+ * (wgmma-dq: 213 and 250)
  */
 #include <cuda_fp16.h>
 #include <math.h>

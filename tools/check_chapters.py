@@ -373,99 +373,123 @@ def chapter_5():
 
 
 def chapter_5_training(doc, flat):
-    """the training check of record: its per-step losses, its summary and its header"""
+    """the training checks of record: loss scaled (the default; 4bb1ec4) and unscaled (845f2c3):
+    their per-step losses, summaries and headers"""
     base = os.path.join(H100, "train/train_check")
-    summ = rows(base + "_summary_845f2c3.csv")
-    mean = {i: [float(r["mean_loss"]) for r in summ if r["impl"] == i] for i in ("ours", "sdpa")}
-    claim(doc, "ours' mean training loss", flat, "mean training loss, %.3f," % (sum(mean["ours"]) / len(mean["ours"])))
-    claim(doc, "SDPA's spread", flat, "SDPA's spread (%.3f-%.3f)" % (min(mean["sdpa"]), max(mean["sdpa"])))
-    acc = min(float(r["token_acc"]) for r in summ)
-    claim(doc, "every run learned", flat, "held-out token accuracy %.4f" % acc)
-    steps = rows(base + "_845f2c3.csv")
-    first = {c: next(int(r["step"]) for r in steps if float(r[c]) < 0.1) for c in steps[0] if c != "step"}
-    for i in ("ours", "sdpa"):
-        v = [s for c, s in first.items() if c.startswith(i)]
-        claim(doc, "%s below 0.1 at" % i, flat, "at steps %d-%d" % (min(v), max(v)))
-    with open(base + "_summary_845f2c3.csv") as f:
-        head = f.read()
+
+    def record(c):
+        summ = rows(base + "_summary_%s.csv" % c)
+        mean = {i: [float(r["mean_loss"]) for r in summ if r["impl"] == i] for i in ("ours", "sdpa")}
+        held = {i: [float(r["heldout_loss"]) for r in summ if r["impl"] == i] for i in ("ours", "sdpa")}
+        steps = rows(base + "_%s.csv" % c)
+        first = {k: next(int(r["step"]) for r in steps if float(r[k]) < 0.1) for k in steps[0] if k != "step"}
+        below = {i: [v for k, v in first.items() if k.startswith(i)] for i in ("ours", "sdpa")}
+        with open(base + "_summary_%s.csv" % c) as f:
+            head = f.read()
+        return summ, mean, held, below, head
+
+    avg = lambda v: sum(v) / len(v)   # noqa: E731
+    summ, mean, held, below, head = record("4bb1ec4")
+    claim(doc, "every run learned", flat, "held-out token accuracy %.4f" % min(float(r["token_acc"]) for r in summ))
     m = re.search(r"worst rel L2 ([\d.e+-]+) <", head)
-    claim(doc, "gradient check", flat, "worst relative L2 %s" % m.group(1).replace("e-0", "e-0"))
+    claim(doc, "gradient check", flat, "worst relative L2 %s" % m.group(1))
+    v = below["ours"] + below["sdpa"]
+    claim(doc, "both below 0.1 at", flat, "both drop below a loss of 0.1 at steps %d-%d" % (min(v), max(v)))
+    # the differences as the check computed them (the CSV's 6 digits round them to 0): its verdict
+    mt = re.search(r"mean training loss: \|mean ours - mean SDPA\| ([\d.e+-]+) <= ([\d.e+-]+)", head)
+    ho = re.search(r"held-out loss: \|mean ours - mean SDPA\| ([\d.e+-]+) <= ([\d.e+-]+)", head)
+    claim(doc, "mean training loss, ours vs SDPA", flat, "differs from SDPA's by %.1e" % float(mt.group(1)))
+    claim(doc, "SDPA's seed spread", flat, "spread over its seeds of %.4f (%.3f-%.3f)" % (float(mt.group(2)), min(mean["sdpa"]), max(mean["sdpa"])))
+    claim(doc, "held-out losses", flat, "by %.1e against a spread of %s" % (float(ho.group(1)), ho.group(2)))
+    claim(doc, "the verdict", flat, "The check PASSes")
+    report("verdict: PASS" in head, "%s: the loss-scaled record's verdict is PASS" % doc, "its header says otherwise")
+
+    summ, mean, held, below, head = record("845f2c3")   # unscaled: the lesson
+    claim(doc, "unscaled: ours' mean training loss", flat, "mean training loss, %.3f," % avg(mean["ours"]))
+    claim(doc, "unscaled: SDPA's spread", flat, "SDPA's spread (%.3f-%.3f)" % (min(mean["sdpa"]), max(mean["sdpa"])))
+    for i in ("ours", "sdpa"):
+        claim(doc, "unscaled: %s below 0.1 at" % i, flat, "at steps %d-%d" % (min(below[i]), max(below[i])))
     info = dict((t, (float(a), float(b))) for t, a, b in re.findall(r"(d[QKV]) ours ([\d.e+-]+) SDPA ([\d.e+-]+) vs fp32", head))
     claim(doc, "SDPA's errors with the loss's dO", flat, "off by a relative L2 of %.2f, %.2f and %.2g" % (info["dQ"][1], info["dK"][1], info["dV"][1]))
     claim(doc, "ours' errors with the loss's dO", flat, "by %.2f, %.2f and %.2g" % (info["dQ"][0], info["dK"][0], info["dV"][0]))
 
 
 def chapter_5b():
-    """the Hopper backward's step 1 at d = 128 beside mma2d, SDPA flash and cuDNN"""
+    """the Hopper backward's steps beside SDPA flash and cuDNN, from the sweep of record"""
     doc = "05b_hopper_backward.md"
     text = chapter(doc)
     flat = " ".join(text.split())
     ms, tf, _ = backward_records()
-    got = table(text, "| causal | N | wgmma | mma2d | SDPA flash |")
-    cells = []
-    for r in got or []:
-        p = (128, int(r[0] == "yes"), int(r[1]))
-        lab = "d=128 %s N=%d" % (r[0], p[2])
-        for i, k in enumerate(("wgmma", "mma2d", "flash", "cudnn")):
-            cells.append((lab + " " + k, r[2 + i], tf.get((k,) + p)))
-        w = ms.get(("wgmma",) + p)
-        cells.append((lab + " wgmma/flash", r[6], None if w is None else ms[("flash",) + p] / w))
-        cells.append((lab + " wgmma/cudnn", r[7], None if w is None else ms[("cudnn",) + p] / w))
-    check_table(doc, "step 1 beside mma2d, SDPA flash and cuDNN (d = 128)", got, cells)
-    r = [ms[("cudnn",) + k[1:]] / t for k, t in ms.items() if k[0] == "wgmma" and k[1] == 128 and k[3] >= 4096]
-    claim(doc, "step 1 against cuDNN from N = 4096", flat, "From N = 4096 on it runs at %s of cuDNN's speed" % span(r))
-    with open(os.path.join(ROOT, "README.md")) as f:
-        claim("README.md", "chapter 5b's step 1 against cuDNN", " ".join(f.read().split()), "%s cuDNN's from N = 4096" % span(r))
-
-
-def backward_records():
-    """phase 5's measured backward: the sweep's printed tokens16k lines (20 of its 24 points),
-    the d = 128 causal rows run apart, and SDPA's peers of the same lease. Returns ({key: ms},
-    {key: TFLOP/s}, {key: ms} of the sweep's lines alone); key = (kernel or peer backend, d,
-    causal, N)."""
-    ms, tf = {}, {}
-    with open(os.path.join(H100, "phase5/phase5_sweep_137fca2.txt")) as f:
-        for line in f:
-            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+).*?:\s+(.*)", line)
-            if m:
-                for k, t, v in re.findall(r"(\S+) ([\d.]+) ms ([\d.]+) TFLOP/s", m.group(4)):
-                    key = (k, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))
-                    ms[key], tf[key] = float(t), float(v)
-    sweep = dict(ms)
-    for r in rows(os.path.join(H100, "phase5/phase5_d128_causal_845f2c3.csv")):
-        if r["device"] == "gpu":
-            key = (r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))
-            ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
-    for r in rows(os.path.join(H100, "phase5/phase5_peers_137fca2.csv")):
-        key = (r["backend"], int(r["d"]), int(r["causal"]), int(r["N"]))
-        ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
-    return ms, tf, sweep
-
-
-def chapter_5_mma2d_wgmma(doc, text, flat):
-    """FA2's warp layout and Hopper's first step: ratios of times to SDPA flash and cuDNN"""
-    T, tf, sweep_only = backward_records()   # times of our kernels and the peers alike
-    got = table(text, "| d | causal | N | mma / FA2 | mma2d / FA2 |")
+    steps = ("wgmma", "wgmma-dq", "wgmma-ws", "wgmma-det", "flash", "cudnn")
+    got = table(text, "| d | causal | N | wgmma | wgmma-dq | wgmma-ws | wgmma-det |")
     cells = []
     for r in got or []:
         p = (int(r[0]), int(r[1] == "yes"), int(r[2]))
         lab = "d=%d %s N=%d" % (p[0], r[1], p[2])
-        for i, (k, peer) in enumerate((("mma", "flash"), ("mma2d", "flash"), ("wgmma", "flash"), ("wgmma", "cudnn"))):
-            if r[3 + i] == "-":
-                if (k,) + p in T:
-                    cells.append((lab + " " + k + " printed '-' but recorded", "", None))
-                continue
+        for i, k in enumerate(steps):
+            cells.append((lab + " " + k, r[3 + i], tf.get((k,) + p)))
+        w = ms.get(("wgmma-ws",) + p)
+        cells.append((lab + " ws/flash", r[9], None if w is None else ms[("flash",) + p] / w))
+        cells.append((lab + " ws/cudnn", r[10], None if w is None else ms[("cudnn",) + p] / w))
+    check_table(doc, "the Hopper steps beside SDPA flash and cuDNN", got, cells)
+
+    def over(num, den, d, n_min=4096):   # min-max of time ratios num/den over the sweep's points
+        return [ms[(num,) + k[1:]] / t for k, t in ms.items() if k[0] == den and k[1] in d and k[3] >= n_min]
+    claim(doc, "step 3 over FA2 at d = 128", flat, "step 3 runs at %s FlashAttention-2's speed from N = 4096" % span(over("flash", "wgmma-ws", (128,))))
+    claim(doc, "step 3 against cuDNN at d = 128", flat, "and at %s cuDNN's" % span(over("cudnn", "wgmma-ws", (128,))))
+    claim(doc, "step 3's TFLOP/s at d = 128", flat, "(%s TFLOP/s)" % span([tf[k] for k in tf if k[0] == "wgmma-ws" and k[1] == 128 and k[3] >= 4096], 1, ""))
+    claim(doc, "step 3 over step 1 at d = 128", flat, "step 3 is %s step 1's speed" % span(over("wgmma", "wgmma-ws", (128,))))
+    claim(doc, "step 4's cost", flat, "costs %s of step 3's speed" % span(over("wgmma-ws", "wgmma-det", (64, 128))))
+    claim(doc, "step 2 against step 1", flat, "%s of its speed from N = 4096 on" % span(over("wgmma", "wgmma-dq", (64, 128))))
+    claim(doc, "step 3 over FA2 at d = 64", flat, "step 3 is %s FA2's speed" % span(over("flash", "wgmma-ws", (64,))))
+    claim(doc, "step 3 against cuDNN at d = 64", flat, "and %s cuDNN's" % span(over("cudnn", "wgmma-ws", (64,))))
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme_flat = " ".join(f.read().split())
+    claim("README.md", "chapter 5b's step 3 over FA2 and against cuDNN at d = 128", readme_flat,
+          "%s FA2's backward and %s cuDNN's" % (span(over("flash", "wgmma-ws", (128,))), span(over("cudnn", "wgmma-ws", (128,)))))
+
+
+def backward_records():
+    """phase 5's measured backward: the sweep of record (every kernel, 24 GPU points, one run)
+    and SDPA's peers from the same call. Returns ({key: ms}, {key: TFLOP/s}, {key: ms} of our
+    kernels alone); key = (kernel or peer backend, d, causal, N)."""
+    ms, tf = {}, {}
+    for r in rows(os.path.join(H100, "phase5/phase5_sweep_c3d7082.csv")):
+        if r["sweep"] == "tokens16k" and r["device"] == "gpu" and r["time_ms"]:
+            key = (r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"]))
+            ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
+    sweep = dict(ms)
+    for r in rows(os.path.join(H100, "phase5/phase5_peers_c3d7082.csv")):
+        if r["time_ms"]:
+            key = (r["backend"], int(r["d"]), int(r["causal"]), int(r["N"]))
+            ms[key], tf[key] = float(r["time_ms"]), float(r["tflops"])
+    return ms, tf, sweep
+
+
+def chapter_5_mma2d_wgmma(doc, text, flat):
+    """FA2's warp layout and FA3's backward on Hopper: ratios of times to SDPA flash and cuDNN"""
+    T, tf, sweep_only = backward_records()   # times of our kernels and the peers alike
+    got = table(text, "| d | causal | N | mma / FA2 | mma2d / FA2 | wgmma-ws / FA2 |")
+    cells = []
+    for r in got or []:
+        p = (int(r[0]), int(r[1] == "yes"), int(r[2]))
+        lab = "d=%d %s N=%d" % (p[0], r[1], p[2])
+        for i, (k, peer) in enumerate((("mma", "flash"), ("mma2d", "flash"), ("wgmma-ws", "flash"), ("wgmma-ws", "cudnn"))):
             t = T.get((k,) + p)
             cells.append((lab + " " + k + "/" + peer, r[3 + i], None if t is None else T[(peer,) + p] / t))
-        cells.append((lab + " wgmma TFLOP/s", r[7], tf.get(("wgmma",) + p)))
-    check_table(doc, "mma2d and wgmma beside FA2 and cuDNN", got, cells)
+        cells.append((lab + " wgmma-ws TFLOP/s", r[7], tf.get(("wgmma-ws",) + p)))
+    check_table(doc, "mma2d and wgmma-ws beside FA2 and cuDNN", got, cells)
     for d in (64, 128):
         r = [sweep_only[("mma",) + p[1:]] / t for p, t in sweep_only.items() if p[0] == "mma2d" and p[1] == d]
         claim(doc, "mma2d over mma at d = %d" % d, flat, span(r) + (" as fast as `mma`" if d == 128 else "") + " at d = %d" % d)
-    r = [T[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128]
-    claim(doc, "wgmma over FA2 at d = 128", flat, span(r) + " FA2's speed at every N measured")
-    r = [T[("cudnn",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma" and p[1] == 128 and p[3] >= 2048]
-    claim(doc, "wgmma against cuDNN at d = 128", flat, "at %s of cuDNN's from N = 2048 on" % span(r))
+    r = [T[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "mma2d" and p[1] == 64 and p[3] >= 4096]
+    claim(doc, "mma2d against FA2 at d = 64", flat, "(%s at d = 64 from N = 4096 on)" % span(r))
+    r = [T[("flash",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma-ws" and p[1] == 128]
+    claim(doc, "wgmma-ws over FA2 at d = 128", flat, "at d = 128 %s FA2's speed at every N measured" % span(r))
+    r = [T[("cudnn",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma-ws" and p[1] == 128 and p[3] >= 2048]
+    claim(doc, "wgmma-ws against cuDNN at d = 128", flat, "at %s of cuDNN's from N = 2048 on" % span(r))
+    r = [T[("mma2d",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma-ws" and p[1] == 64]
+    claim(doc, "wgmma-ws over mma2d at d = 64", flat, "at d = 64 %s `mma2d`'s speed" % span(r))
 
 
 # ---- chapter 6: the decode CPU records, the sweep of record and its peers, the profiles ----
@@ -726,10 +750,7 @@ def structure():
         report(not missing, "%s: every results table is followed by the command that reproduces it" % name, ", ".join(missing))
         figs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", "\n".join(lines))
         absent = [f for f in figs if not os.path.isfile(os.path.join(ROOT, "docs", f))]
-        # 5b: its figures come with its sweep of record as a CSV (the plots read CSVs); until
-        # then it may have none, but any it embeds must be recorded files
-        need = name != "05b_hopper_backward.md"
-        report((figs or not need) and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)),
+        report(figs and not absent, "%s: %d embedded figures, each a recorded file" % (name, len(figs)),
                "missing: " + ", ".join(absent) if absent else "no figure")
         # each figure's caption (the next paragraph in italics) names the commit of its run
         text = "\n".join(lines)

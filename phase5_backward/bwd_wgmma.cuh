@@ -157,8 +157,10 @@ __device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], ui
 
 /* This warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows
  * (WgDqSplit::PITCH): accumulator rows are queries 16 warp + g (+ 8), columns 64 (a0 + h) +
- * 8 n8 + 2 t; the bulk reduce adds the tile's rows to HBM. */
-template <int D, int NH, int PITCH>
+ * 8 n8 + 2 t; the bulk reduce adds the tile's rows to HBM. ADD: added to what the tile holds
+ * (another warpgroup's partial sum of the same columns, written before a barrier): read,
+ * add, write back, each element by its owner. */
+template <int D, int NH, int PITCH, bool ADD = false>
 __device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[NH][32], int a0, int warp, int g, int t,
                                          float scale)
 {
@@ -168,27 +170,9 @@ __device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[
 #pragma unroll
         for (int h = 0; h < NH; h++)
 #pragma unroll
-            for (int n8 = 0; n8 < 8; n8++)
-                *(float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t)) =
-                    make_float2(dq[h][4 * n8 + 2 * x] * scale, dq[h][4 * n8 + 2 * x + 1] * scale);
-    }
-}
-
-/* The same, added to what the tile holds (another warpgroup's partial sum of the same
- * columns, written before a barrier): read, add, write back, each element by its owner. */
-template <int D, int NH, int PITCH>
-__device__ __forceinline__ void add_dq_tile(unsigned char *tile, const float (&dq)[NH][32], int warp, int g, int t,
-                                            float scale)
-{
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
-#pragma unroll
-        for (int h = 0; h < NH; h++)
-#pragma unroll
             for (int n8 = 0; n8 < 8; n8++) {
-                float2 *at = (float2 *)(row + 4 * (64 * h + 8 * n8 + 2 * t));
-                const float2 o = *at;
+                float2 *at = (float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t));
+                const float2 o = ADD ? *at : make_float2(0.0f, 0.0f);
                 *at = make_float2(fmaf(dq[h][4 * n8 + 2 * x], scale, o.x), fmaf(dq[h][4 * n8 + 2 * x + 1], scale, o.y));
             }
     }

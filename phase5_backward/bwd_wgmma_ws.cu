@@ -285,7 +285,7 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
             named_bar_arrive(WS_BAR_DQ + qs, C::MMA_THREADS);
         } else {   /* ... and warpgroup 0 adds its own to it: one tile, half the bytes to reduce */
             named_bar_sync(WS_BAR_DQ + qs, C::MMA_THREADS);
-            add_dq_tile<D, DQ::NH, DQ::PITCH>(tile, dq, warp, g, t, p.scale);
+            store_dq<D, DQ::NH, DQ::PITCH, true>(tile, dq, 0, warp, g, t, p.scale);
         }
         fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
         mbar_arrive(dq_full + qs);

@@ -443,6 +443,22 @@ def chapter_5b():
     claim(doc, "step 2 against step 1", flat, "%s of its speed from N = 4096 on" % span(over("wgmma", "wgmma-dq", (64, 128))))
     claim(doc, "step 3 over FA2 at d = 64", flat, "step 3 is %s FA2's speed" % span(over("flash", "wgmma-ws", (64,))))
     claim(doc, "step 3 against cuDNN at d = 64", flat, "and %s cuDNN's" % span(over("cudnn", "wgmma-ws", (64,))))
+    flex = {(int(r["B"]), int(r["H"]), int(r["N"]), int(r["d"]), int(r["causal"])): float(r["tflops"])
+            for r in rows(os.path.join(H100, "phase5/flex_bwd_d8f10b0.csv")) if r["tflops"]}
+    same = {(int(r["B"]), int(r["H"]), int(r["N_q"]), int(r["d"]), int(r["causal"])): float(r["tflops"])
+            for r in rows(os.path.join(H100, "phase5/phase5_ws8192_d8f10b0.csv")) if r["kernel"] == "wgmma-ws"}
+    got = table(text, "| B | H | N | d | causal | FlexAttention |")
+    cells, ratios = [], []
+    for r in got or []:
+        k = tuple(int(r[i]) for i in range(4)) + (int(r[4] == "yes"),)
+        ours = same.get(k) if "same run" in r[6] else tf.get(("wgmma-ws", k[3], k[4], k[2]))
+        lab = "B=%d H=%d N=%d d=%d causal=%d" % k
+        cells += [(lab + " flex", r[5], flex.get(k)), (lab + " wgmma-ws", r[6].split()[0], ours),
+                  (lab + " ratio", r[7], None if ours is None or k not in flex else ours / flex[k])]
+        if k[3] == 128 and ours and k in flex:
+            ratios.append(ours / flex[k])
+    check_table(doc, "step 3 beside FlexAttention", got, cells)
+    claim(doc, "step 3 over FlexAttention at d = 128", flat, "At d = 128 step 3 is %s FlexAttention's backward" % span(ratios))
     with open(os.path.join(ROOT, "README.md")) as f:
         readme_flat = " ".join(f.read().split())
     claim("README.md", "chapter 5b's step 3 over FA2 and against cuDNN at d = 128", readme_flat,

@@ -35,6 +35,19 @@ __device__ __forceinline__ int bwd_first_q_block(const attn_problem_t &p, int j,
     (void)j; (void)Bc; (void)Tr; return 0;
 }
 
+/* The mirror image: the last K/V block any row of Q block i sees (-1: none; Tc - 1 without a
+ * mask). K/V block j visits Q block i exactly when j <= bwd_last_kv_block(i), i.e. when
+ * bwd_first_q_block(j) <= i: the last row of block i sees key j Bc. */
+__device__ __forceinline__ int bwd_last_kv_block(const attn_problem_t &p, int i, int Br, int Bc)
+{
+    const int Tc = (p.N_kv + Bc - 1) / Bc;
+    if (!p.causal) return Tc - 1;
+    const long last_row = ((long)(i + 1) * Br < p.N_q ? (long)(i + 1) * Br : (long)p.N_q) - 1;
+    const long last_key = last_row + (p.N_kv - p.N_q);
+    if (last_key < 0) return -1;
+    return last_key / Bc < Tc - 1 ? (int)(last_key / Bc) : Tc - 1;
+}
+
 /* Does Q block i x K/V block j hold an entry the mask hides: a key past N_kv, a row past
  * N_q (tail blocks), or, causal, a key right of the diagonal (its last key past its first
  * row's last visible key)? Only those blocks pay for the elementwise mask. */

@@ -1,4 +1,4 @@
-/* bwd_wgmma_ws.cu - FlashAttention-3's backward structure on Hopper (chapter 5b, steps 2-4):
+/* bwd_wgmma_ws.cu - FlashAttention-3's backward structure on Hopper (chapter 5b, steps 3-4):
  * bwd_wgmma.cu's products and layouts (bwd_wgmma.cuh), fed by the copy engine and
  * specialised by warp, so that no thread of the two MMA warpgroups issues a copy, waits for
  * one or adds dQ to HBM.
@@ -8,9 +8,12 @@
  *             away (setmaxnreg 24) and holds two specialists: warp 0, the producer, loads
  *             K_j, V_j once and Q_i, dO_i (TMA boxes) with L_i, D_i (cp.async) into a ring
  *             of STAGES slots; warp 1, the dQ writer, adds each step's dQ_i tile from shared
- *             memory to HBM with one bulk reduce a row (cp.reduce.async.bulk .add.f32). Warpgroups 1, 2
- *             (setmaxnreg 240) own keys 0-63 and 64-127 and run the five products.
- *                                          build/phase5 --kernel wgmma-ws [--causal]   (sm_90a)
+ *             memory to HBM with one bulk reduce a row (cp.reduce.async.bulk .add.f32).
+ *             Warpgroups 1, 2 (setmaxnreg 240) own keys 0-63 and 64-127 and run the five
+ *             products.                    build/phase5 --kernel wgmma-ws [--causal]   (sm_90a)
+ *   wgmma-det the same, with dQ_i added in a fixed order (DET: turn counters, last K/V block
+ *             first; the dQ writer below): the gradients are the same bit for bit on every run.
+ *                                          build/phase5 --kernel wgmma-det [--causal]  (sm_90a)
  *
  * Who waits for whom (mbarriers: a phase completes when its arrivals are in; the u-th use
  * of a barrier waits for parity u & 1):

@@ -506,6 +506,11 @@ def chapter_5_mma2d_wgmma(doc, text, flat):
     claim(doc, "wgmma-ws against cuDNN at d = 128", flat, "at %s of cuDNN's from N = 2048 on" % span(r))
     r = [T[("mma2d",) + p[1:]] / t for p, t in T.items() if p[0] == "wgmma-ws" and p[1] == 64]
     claim(doc, "wgmma-ws over mma2d at d = 64", flat, "at d = 64 %s `mma2d`'s speed" % span(r))
+    m = {(r["B"], r["N_q"], r["causal"]): r for r in rows(os.path.join(H100, "phase5/phase5_d256_371246f.csv"))}
+    fl = {(r["B"], r["N"], r["causal"]): float(r["time_ms"]) for r in rows(os.path.join(H100, "phase5/phase5_d256_peers_371246f.csv"))
+          if r["backend"] == "flash"}
+    claim(doc, "mma2d at d = 256", flat, "runs at %s TFLOP/s, %s FA2's backward" % (
+        span([float(r["tflops"]) for r in m.values()], 1, ""), span([fl[k] / float(r["time_ms"]) for k, r in m.items()])))
 
 
 # ---- chapter 6: the decode CPU records, the sweep of record and its peers, the profiles ----

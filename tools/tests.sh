@@ -110,7 +110,7 @@ done
 # --- GPU kernels: no register spills (ptxas -v for sm_90; needs nvcc, not a GPU) ------
 for p in $(make --no-print-directory -s list-spills 2>/dev/null); do
     if command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
-        t_run "$p kernels compile without register spills (ptxas -v, sm_90)" make --no-print-directory BUILD="$BUILD" "$p-spills"
+        t_run "$p kernels compile without register spills or serialised wgmma (ptxas -v, sm_90)" make --no-print-directory BUILD="$BUILD" "$p-spills"
     else
         t_skip "$p kernels compile without register spills" "nvcc not found"
     fi

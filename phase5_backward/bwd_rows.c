@@ -33,9 +33,13 @@ typedef enum { K_STD, K_SIMPLE, K_MMA, K_MMA2D, K_WGMMA, K_WGMMA_DQ, K_WGMMA_WS,
 static const char *const KIND[] = {"std", "simple", "mma", "mma2d", "wgmma", "wgmma-dq", "wgmma-ws", "wgmma-det", "two-pass", "noskip", "fwd-bwd"};
 static const char *const EX_SIMPLE = "bwd.causal_range_gpu, bwd.recompute_P_gpu";
 static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
-/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws, wgmma-det (bwd_wgmma*.cu) hold no exercise: only the
- * causal range they share with the others */
+/* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws, wgmma-det (bwd_wgmma*.cu) hold no
+ * exercise: only the causal range they share with the others */
 static const char *const EX_MMA2D = "bwd.causal_range_gpu";
+static bool causal_range_only(kind_t k)
+{
+    return k == K_MMA2D || k == K_WGMMA || k == K_WGMMA_DQ || k == K_WGMMA_WS || k == K_WGMMA_DET;
+}
 /* With every element checked, dV, dK, dQ in that order, each naming what the ones before
  * it have not cleared: dV = P^T dO needs only P (and the range of Q blocks); dK needs dS
  * too; dQ its own accumulation as well (D comes from the preprocess, no exercise). */
@@ -136,7 +140,7 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     r.sp_bytes = 4.0 * attn_l_elems(p);   /* D: the flash kernels' only extra memory */
     launch_t x = { *p, kind, c };
     const char *ex = kind == K_SIMPLE ? EX_SIMPLE : kind == K_STD ? NULL
-                   : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS || kind == K_WGMMA_DET ? EX_MMA2D : EX_MMA;
+                   : causal_range_only(kind) ? EX_MMA2D : EX_MMA;
     gpu_kernel_config_t cfg;
     char why[200];
     if (kind == K_STD) {
@@ -284,7 +288,7 @@ static void check_hot(drv_row_t *rows, int n, int d, uint64_t seed)
                          "(%zu NaN, %zu inf), bound %.0e", NAME[t], e.rel_l2, e.nan_count, e.inf_mismatch, BWD_REL_L2);
         }
         drv_blame(r, kind == K_SIMPLE ? "bwd.recompute_P_gpu"
-                     : kind == K_MMA2D || kind == K_WGMMA || kind == K_WGMMA_DQ || kind == K_WGMMA_WS || kind == K_WGMMA_DET ? EX_MMA2D : "bwd.recompute_P_mma");
+                     : causal_range_only(kind) ? EX_MMA2D : "bwd.recompute_P_mma");
     }
     for (int t = 0; t < 3; t++) free(g[t]);
     ctx_close(&h);

@@ -128,6 +128,19 @@
     X(64,  BWD_WGMMA_BR, BWD_WGMMA_BC)           \
     X(128, BWD_WGMMA_BR, BWD_WGMMA_BC)
 
+/* The warp-specialised kernels' rows (bwd_wgmma_ws.cu: wgmma-ws, wgmma-det): X(d, Br, Bc).
+ * d = 128 as above. d = 64 takes Br = 128, FlashAttention-3's block at d = 64: a d = 64
+ * step of 64 queries does half a d = 128 step's work at the same fixed cost (the waits,
+ * the barrier, the dQ tile), so each warpgroup takes S^T and dP^T for 128 queries (2 x 64
+ * registers a thread) beside dK_j, dV_j's 2 x 32, and computes dQ for 64 of the 128 query
+ * rows over all 128 keys. Br = 64 at d = 64 can be built with -DBWD_WGMMA_WS_D64_BR=64. */
+#ifndef BWD_WGMMA_WS_D64_BR
+#define BWD_WGMMA_WS_D64_BR 128
+#endif
+#define BWD_WGMMA_WS_TABLE(X)                        \
+    X(64,  BWD_WGMMA_WS_D64_BR, BWD_WGMMA_BC)        \
+    X(128, BWD_WGMMA_BR, BWD_WGMMA_BC)
+
 /* The two-pass variant's second kernel (dQ, Q blocks outer): 4 warps of 16 rows, Bc keys. */
 #define BWD_DQ_BR 64
 #define BWD_DQ_BC 64

@@ -14,22 +14,29 @@
 #define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
 #define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
 
-/* dQ_i = dS K_j (Br = 64 query rows x D) split over the BC / 64 warpgroups: by 64-column
- * halves of d where there are as many halves as warpgroups (d = 128: each warpgroup its
- * columns over all the block's keys), else (d = 64) by keys, each warpgroup its own 64, a
- * partial sum of all D columns. Through shared memory (wgmma-dq, wgmma-ws) a step's dQ_i is
- * TILES fp32 tiles of 64 rows, rows padded by 32 bytes so that a warp's float2 stores (8
- * rows x 4 column pairs) fill 2 wavefronts, not 8. */
-template <int D, int BC>
+/* dQ_i = dS K_j (BR query rows x D) split over the BC / 64 warpgroups, three ways:
+ *   BY_ROWS (BR = 128, d = 64: wgmma-ws): each warpgroup its 64 query rows, every column,
+ *           over all the block's keys (FA3's split at d = 64);
+ *   by 64-column halves of d where there are as many halves as warpgroups (BR = 64, d =
+ *           128: each warpgroup its columns over all the block's keys);
+ *   BY_KEYS (BR = 64, d = 64): each warpgroup its own 64 keys, a partial sum of all D
+ *           columns.
+ * Through shared memory (wgmma-dq, wgmma-ws) a step's dQ_i is TILES fp32 tiles of BR rows,
+ * rows padded by 32 bytes so that a warp's float2 stores (8 rows x 4 column pairs) fill 2
+ * wavefronts, not 8. */
+template <int D, int BC, int BR = 64>
 struct WgDqSplit {
     static constexpr int WGS = BC / 64, HALVES = D / 64;
-    static constexpr bool BY_KEYS = HALVES < WGS;
-    static constexpr int NH = BY_KEYS ? HALVES : HALVES / WGS;   /* a warpgroup's halves of d */
-    static constexpr int K16 = BY_KEYS ? 4 : BC / 16;            /* its k16 slices of keys     */
-    static constexpr int TILES = BY_KEYS ? WGS : 1;              /* partial tiles a step       */
-    static constexpr int PITCH = D * 4 + 32;                     /* bytes a tile row           */
-    static constexpr size_t TILE = (size_t)64 * PITCH;
-    static_assert(BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0, "wgmma bwd: dQ's split over the warpgroups");
+    static constexpr bool BY_ROWS = BR == 64 * WGS && BR > 64;
+    static constexpr bool BY_KEYS = !BY_ROWS && HALVES < WGS;
+    static constexpr int NH = (BY_ROWS || BY_KEYS) ? HALVES : HALVES / WGS;   /* a warpgroup's halves of d */
+    static constexpr int K16 = BY_KEYS ? 4 : BC / 16;                        /* its k16 slices of keys     */
+    static constexpr int TILES = BY_KEYS ? WGS : 1;                          /* partial tiles a step       */
+    static constexpr int PITCH = D * 4 + 32;                                 /* bytes a tile row           */
+    static constexpr size_t TILE = (size_t)BR * PITCH;
+    static_assert(BY_ROWS || BR == 64, "wgmma bwd: BR = 64, or one 64-row slice a warpgroup");
+    static_assert(BY_ROWS || (BY_KEYS ? HALVES == 1 && WGS == 2 : HALVES % WGS == 0),
+                  "wgmma bwd: dQ's split over the warpgroups");
     static_assert(PITCH % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
 };
 
@@ -68,21 +75,23 @@ __device__ __forceinline__ void issue_rs(float (&acc)[D / 64][32], const uint32_
 }
 
 /* Alg. 2 l.15: this warpgroup's share of dQ_i = dS K_j (unscaled): A = dS from dSs, stored
- * [key][query], i.e. K x M: MN-major A (transpose flag); B = K_j [key][d], MN-major. Its
- * halves of d and k16 slices of keys: WgDqSplit. Fenced and committed: one group. */
+ * [key][query] in 64-query slices of BC rows each, i.e. K x M: MN-major A (transpose flag);
+ * B = K_j [key][d], MN-major. Its query slice, halves of d and k16 slices of keys:
+ * WgDqSplit. Fenced and committed: one group. */
 template <int D, int BR, int BC>
-__device__ __forceinline__ void issue_dq(float (&dq)[WgDqSplit<D, BC>::NH][32], const unsigned char *dSs,
+__device__ __forceinline__ void issue_dq(float (&dq)[WgDqSplit<D, BC, BR>::NH][32], const unsigned char *dSs,
                                          const unsigned char *Ks, int wg)
 {
-    using S = WgDqSplit<D, BC>;
+    using S = WgDqSplit<D, BC, BR>;
+    const unsigned char *dSw = S::BY_ROWS ? dSs + (size_t)wg * BC * SW_ROW : dSs;   /* its 64 queries */
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < S::NH; h++) {
-        const int a = S::BY_KEYS ? h : wg * S::NH + h;   /* the half of d */
+        const int a = (S::BY_KEYS || S::BY_ROWS) ? h : wg * S::NH + h;   /* the half of d */
 #pragma unroll
         for (int k = 0; k < S::K16; k++) {
             const int kk = S::BY_KEYS ? wg * S::K16 + k : k;   /* keys 16 kk .. */
-            const uint64_t da = wgmma_desc_sw128(dSs + kk * K16_ROWS_MN, 16, SW_GROUP);
+            const uint64_t da = wgmma_desc_sw128(dSw + kk * K16_ROWS_MN, 16, SW_GROUP);
             const uint64_t db = wgmma_desc_sw128(Ks + a * BC * SW_ROW + kk * K16_ROWS_MN, BC * SW_ROW, SW_GROUP);
             wgmma_m64n64k16_ss<1, 1>(dq[h], da, db, k > 0);
         }
@@ -128,21 +137,29 @@ __device__ __forceinline__ void bwd_p(float (&s)[32], uint32_t (&pa)[BR / 16][4]
     else bwd_p_masked<BR, false>(s, pa, Li, p, q0, key0, j0, sl2, t);
 }
 
-/* Alg. 2 l.13-14: dS^T = P^T (dP^T - D) from bwd_p's P^T (s) and dP^T (dp, overwritten),
- * as fp16 A fragments dsa and stored to dSs [key][query], a fragment word per 4 bytes:
- * lanes g, t of a warp write rows g (8 rows, so 8 different swizzle positions of chunk n8)
- * and words t: 32 different banks. */
-template <int BR>
-__device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], uint32_t (&dsa)[BR / 16][4],
-                                       unsigned char *dSs, const float *Di, int key0, int t)
+/* Alg. 2 l.13-14: dS^T = P^T (dP^T - D) from bwd_p's P^T and dP^T (dp, overwritten), as
+ * fp16 A fragments dsa and stored to dSs [key][query], a fragment word per 4 bytes: lanes
+ * g, t of a warp write rows g (8 rows, so 8 different swizzle positions of chunk n8) and
+ * words t: 32 different banks. P^T is read from s (fp32: bwd_ds) or from its fp16 A
+ * fragments pa (bwd_ds_p16: s is then dead after bwd_p, 32 registers fewer; dS^T is
+ * rounded to fp16 next anyway, as the standard backward rounds P, dP and dS). Element e of
+ * the accumulators is word e / 2, half e % 2, of pa (c_pair_to_a). */
+template <int BR, bool P16>
+__device__ __forceinline__ void bwd_ds_impl(const float *s, const uint32_t *pa, float (&dp)[32],
+                                            uint32_t (&dsa)[BR / 16][4], unsigned char *dSs, const float *Di,
+                                            int key0, int t)
 {
 #pragma unroll
     for (int n8 = 0; n8 < 8; n8++) {
         const float2 dd = *(const float2 *)(Di + 8 * n8 + 2 * t);
 #pragma unroll
         for (int x = 0; x < 2; x++) {
-            dp[4 * n8 + 2 * x] = s[4 * n8 + 2 * x] * (dp[4 * n8 + 2 * x] - dd.x);
-            dp[4 * n8 + 2 * x + 1] = s[4 * n8 + 2 * x + 1] * (dp[4 * n8 + 2 * x + 1] - dd.y);
+            const int e = 4 * n8 + 2 * x;
+            float2 pv;
+            if (P16) { uint32_t w = pa[e / 2]; pv = __half22float2(*reinterpret_cast<__half2 *>(&w)); }
+            else pv = make_float2(s[e], s[e + 1]);
+            dp[e] = pv.x * (dp[e] - dd.x);
+            dp[e + 1] = pv.y * (dp[e + 1] - dd.y);
         }
     }
 #pragma unroll
@@ -153,6 +170,19 @@ __device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], ui
         for (int r = 0; r < 4; r++)
             *(uint32_t *)(dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)) = dsa[kk][r];
     }
+}
+template <int BR>
+__device__ __forceinline__ void bwd_ds(const float (&s)[32], float (&dp)[32], uint32_t (&dsa)[BR / 16][4],
+                                       unsigned char *dSs, const float *Di, int key0, int t)
+{
+    bwd_ds_impl<BR, false>(s, nullptr, dp, dsa, dSs, Di, key0, t);
+}
+template <int BR>
+__device__ __forceinline__ void bwd_ds_p16(const uint32_t (&pa)[BR / 16][4], float (&dp)[32],
+                                           uint32_t (&dsa)[BR / 16][4], unsigned char *dSs, const float *Di,
+                                           int key0, int t)
+{
+    bwd_ds_impl<BR, true>(nullptr, &pa[0][0], dp, dsa, dSs, Di, key0, t);
 }
 
 /* This warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows

@@ -27,32 +27,44 @@
  * lane's arrival on full[s] is made by the hardware when its cp.async copies have landed
  * (cp.async.mbarrier.arrive), so it runs up to STAGES steps ahead.
  *
- * One step of an MMA warpgroup, the tensor cores kept busy while the registers work:
+ * The blocks (BWD_WGMMA_WS_TABLE, bwd_blocks.h): Bc = 128 keys, 64 a warpgroup, and
+ *   d = 128: Br = 64 queries a step (bwd_wgmma.cu's block);
+ *   d =  64: Br = 128 (FlashAttention-3's block at d = 64): a 64-query step at d = 64 does
+ *            half a d = 128 step's work at the same fixed cost (the waits, the barrier, the
+ *            dQ tile). A warpgroup's S^T, dP^T are then two 64 x 64 products each (query
+ *            slices qh = 0, 1: 2 x 64 registers a thread beside dK_j, dV_j's 2 x 32), and
+ *            dS^T is computed from P^T's fp16 fragments so that S^T's registers are free.
+ *
+ * One step of an MMA warpgroup, the tensor cores kept busy while the registers work
+ * (d = 128; at d = 64, Br = 128, dV is issued as soon as P^T is in the registers, so it
+ * runs under the dS^T work):
  *
  *   tensor cores: [S^T][dP^T]        [dV]  |bar|  [dQ][dK]
  *   registers:         P^T = exp(..)  dS^T  |   |       dQ tile -> shared, then wait dK
  *                      (S^T waited,   (dP^T waited)
  *                       dP^T running)
  *
- * dS^T is double-buffered in shared memory (both warpgroups read both halves for dQ at
- * d = 128): a warpgroup writes step st's buffer only after the named barrier of step st - 1,
- * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer. At
- * d = 64 a warpgroup's dQ reads only its own rows, and the two warpgroups meet only where
- * warpgroup 0 adds warpgroup 1's partial dQ_i (below): one barrier a dQ stage, so that
- * warpgroup 1, which runs ahead, can never arrive twice at the barrier warpgroup 0 waits at
- * (its next arrival there needs the writer to have emptied that stage, which needs
- * warpgroup 0's part).
- * The dQ tile has DQ_STAGES stages (1 at d = 128, where shared memory is full; 2 at d = 64):
- * the writer hands a stage back (dq_empty) as soon as the copy engine has read it. At d = 128
- * each warpgroup stores its 64 columns of dQ_i; at d = 64 each holds a partial sum of all
- * 64 columns (its own 64 keys), so warpgroup 1 stores its partial, and warpgroup 0, after a
- * named barrier, adds its own into the tile: one tile a step to reduce, not two (the reduce
- * traffic into the L2, not the tensor cores, is what bounds a d = 64 step).
+ * Who computes which part of dQ_i = dS K_j (WgDqSplit, bwd_wgmma.cuh), so that the two
+ * warpgroups' products need all 128 keys of dS^T, and so meet at a named barrier a step:
  *
- * Shared memory (1024-aligned; tiles 128-byte swizzled in 64-column halves, as bwd_wgmma.cu):
- *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile(s) x DQ_STAGES | L_i, D_i x STAGES | barriers |
- *   d = 128 (2 slots, 1 dQ stage):  32 + 32 + 32 + 32 + 32 + 34 + 1 KiB + 1 KiB to align = 196 KiB
- *   d =  64 (3 slots, 2 dQ stages):  16 + 16 + 24 + 24 + 32 + 36 + 1.5 KiB + 1 KiB     = 151 KiB
+ *   d = 128, Br = 64:   dQ_i  64 x 128          d = 64, Br = 128:   dQ_i  128 x 64
+ *                       cols 0-63 | 64-127                          rows   0-63: WG 1
+ *                       WG 1      | WG 2                            rows 64-127: WG 2
+ *
+ * dS^T is double-buffered in shared memory (a warpgroup's dQ reads both warpgroups' rows of
+ * it): a warpgroup writes step st's buffer only after the named barrier of step st - 1,
+ * which the other warpgroup reaches after its dQ of step st - 2 read the same buffer.
+ * The dQ tile has one stage (shared memory is full): the writer hands it back (dq_empty) as
+ * soon as the copy engine has read it. Each warpgroup stores its part (above) of the tile.
+ * (Built with Br = 64 at d = 64, -DBWD_WGMMA_WS_D64_BR=64, each warpgroup's dQ is a partial
+ * sum of all 64 columns over its own 64 keys: warpgroup 1 stores its partial, warpgroup 0
+ * adds its own after a named barrier a dQ stage, 2 stages, 3 ring slots.)
+ *
+ * Shared memory (1024-aligned; tiles 128-byte swizzled in 64-column halves, as bwd_wgmma.cu;
+ * dS^T at Br = 128 in two 64-query slices of 128 key rows):
+ *   | K_j | V_j | Q_i x STAGES | dO_i x STAGES | dS^T x 2 | dQ tile x DQ_STAGES | L_i, D_i x STAGES | barriers |
+ *   d = 128, Br =  64 (2 slots, 1 dQ stage):  32 + 32 + 32 + 32 + 32 + 34 + 1 KiB + 1 KiB to align = 196 KiB
+ *   d =  64, Br = 128 (2 slots, 1 dQ stage):  16 + 16 + 32 + 32 + 64 + 36 + 2 KiB + 1 KiB          = 199 KiB
  */
 #include <cuda.h>        /* CUtensorMap */
 #include <cuda_fp16.h>
@@ -70,7 +82,7 @@
 #define WS_PRODUCER_REGS 24    /* 128 x 24 + 256 x 240 = 64512 of the SM's 65536 */
 #define WS_MMA_REGS 240
 #define WS_BAR_DS 1            /* named barrier: both MMA warpgroups' dS^T are in shared memory */
-#define WS_BAR_DQ 2            /* named barriers 2, 3 (d = 64): warpgroup 1's partial dQ_i is in tile stage 0, 1 */
+#define WS_BAR_DQ 2            /* named barriers 2, 3 (d = 64, Br = 64): warpgroup 1's partial dQ_i is in tile stage 0, 1 */
 
 template <int D, int BR, int BC>
 struct WsBwdCfg {
@@ -78,8 +90,9 @@ struct WsBwdCfg {
     static constexpr int THREADS = WGB_THREADS + MMA_THREADS;
     /* ring slots for Q_i, dO_i, L_i, D_i, and dQ tile stages: as many as 227 KiB allow (a
      * d = 64 step is half as long, so its copies need more of a head start) */
-    static constexpr int STAGES = D <= 64 ? 3 : 2, DQ_STAGES = D <= 64 ? 2 : 1;
-    using DQ = WgDqSplit<D, BC>;
+    using DQ = WgDqSplit<D, BC, BR>;
+    static constexpr int QH = BR / 64;   /* 64-query slices of a step: S^T, dP^T as QH n64 products */
+    static constexpr int STAGES = (D <= 64 && BR == 64) ? 3 : 2, DQ_STAGES = DQ::BY_KEYS ? 2 : 1;
     static constexpr size_t KV_TILE = (size_t)BC * D * 2, Q_TILE = (size_t)BR * D * 2, DS_TILE = (size_t)BC * BR * 2;
     static constexpr size_t K_OFF = 0, V_OFF = KV_TILE, Q_OFF = 2 * KV_TILE;
     static constexpr size_t DO_OFF = Q_OFF + STAGES * Q_TILE;
@@ -89,7 +102,8 @@ struct WsBwdCfg {
     static constexpr size_t BAR_OFF = LD_OFF + 2 * STAGES * BR * sizeof(float);
     static constexpr int BARS = 1 + 2 * STAGES + 2 * DQ_STAGES;   /* kv_full, full[], empty[], dq_full[], dq_empty[] */
     static constexpr size_t SMEM = BAR_OFF + 8 * BARS + 1024;   /* + room to align */
-    static_assert(BR == 64 && BC % 64 == 0 && D % 64 == 0, "wgmma-ws bwd: the blocks of bwd_wgmma.cu");
+    static_assert((BR == 64 || (BR == 128 && D == 64)) && BC == 128 && D % 64 == 0,
+                  "wgmma-ws bwd: Br = 64 (bwd_wgmma.cu's blocks), or 128 at d = 64 (FA3's)");
     static_assert(DQ_OFF % 1024 == 0 && BAR_OFF % 8 == 0, "wgmma-ws bwd: aligned regions");
 };
 
@@ -111,7 +125,7 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 #if FA_HAVE_WGMMA
     using C = WsBwdCfg<D, BR, BC>;
     using DQ = typename C::DQ;
-    constexpr int HALVES = D / 64, STAGES = C::STAGES, DQ_STAGES = C::DQ_STAGES;
+    constexpr int HALVES = D / 64, QH = C::QH, STAGES = C::STAGES, DQ_STAGES = C::DQ_STAGES;
     const attn_problem_t &p = args.p;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
@@ -168,10 +182,12 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 const int valid = p.N_q - i * BR, head = b * p.H + kvh * G + st / sched.per_head;
                 if (lane == 0) {   /* the bytes to wait for, before any lane can arrive */
                     mbar_expect_tx(full + s, 2 * (uint32_t)C::Q_TILE);
-                    for (int a = 0; a < HALVES; a++) {
-                        tma_load_3d(Qs + s * C::Q_TILE + a * BR * SW_ROW, &args.tq, full + s, 64 * a, i * BR, head);
-                        tma_load_3d(dOs + s * C::Q_TILE + a * BR * SW_ROW, &args.tdo, full + s, 64 * a, i * BR, head);
-                    }
+                    for (int a = 0; a < HALVES; a++)
+                        for (int qh = 0; qh < QH; qh++) {   /* 64-row boxes (rows past N_q: zeros) */
+                            const size_t at = s * C::Q_TILE + (size_t)a * BR * SW_ROW + (size_t)qh * 64 * SW_ROW;
+                            tma_load_3d(Qs + at, &args.tq, full + s, 64 * a, i * BR + 64 * qh, head);
+                            tma_load_3d(dOs + at, &args.tdo, full + s, 64 * a, i * BR + 64 * qh, head);
+                        }
                 }
                 /* L_i, D_i (not 16-byte aligned rows: no TMA) with cp.async; each lane's arrival
                  * comes when its copies land, so the producer runs on at once. Rows past N_q: 0. */
@@ -242,28 +258,55 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         sched.at(st, BR, i, l_off);
         const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);
 
-        /* l.10-12: S^T and dP^T, two groups: P^T is computed while dP^T is still running */
-        float sc[32], dp[32];
+        /* l.10-12: S^T and dP^T, two groups: P^T is computed while dP^T is still running.
+         * Each is QH products of 64 keys x 64 queries (query slice qh: rows 64 qh .. of Q_i) */
+        float sc[QH][32], dp[QH][32];
         wgmma_fence();
-        issue_nt<D, BR, BC>(sc, Ks + c * 64 * SW_ROW, Qi);
+#pragma unroll
+        for (int qh = 0; qh < QH; qh++) issue_nt<D, BR, BC>(sc[qh], Ks + c * 64 * SW_ROW, Qi + qh * 64 * SW_ROW);
         wgmma_commit();
-        issue_nt<D, BR, BC>(dp, Vs + c * 64 * SW_ROW, dOi);
+#pragma unroll
+        for (int qh = 0; qh < QH; qh++) issue_nt<D, BR, BC>(dp[qh], Vs + c * 64 * SW_ROW, dOi + qh * 64 * SW_ROW);
         wgmma_commit();
-        uint32_t pa[BR / 16][4], dsa[BR / 16][4];
+        uint32_t pa[BR / 16][4], dsa[BR / 16][4];   /* k16 slices 4 qh .. 4 qh + 3: query slice qh */
+        using Frag64 = uint32_t[4][4];
         wgmma_wait<1>();   /* S^T */
-        wgmma_fence_regs(sc);
-        bwd_p<BR>(sc, pa, Li, p, i * BR, key0, j0, mask, sl2, t);              /* l.11 */
-        wgmma_wait<0>();   /* dP^T */
-        wgmma_fence_regs(dp);
-        bwd_ds<BR>(sc, dp, dsa, dSt, Di, key0, t);                             /* l.13-14 */
+#pragma unroll
+        for (int qh = 0; qh < QH; qh++) {                                       /* l.11 */
+            wgmma_fence_regs(sc[qh]);
+            bwd_p<64>(sc[qh], *reinterpret_cast<Frag64 *>(pa[4 * qh]), Li + 64 * qh, p, i * BR + 64 * qh, key0, j0,
+                      mask, sl2, t);
+        }
+        /* l.13: dV_j += P^T dO_i. At Br = 128 it is issued at once (FA3's order) and runs while
+         * dP^T finishes and dS^T is computed; at Br = 64 (d = 128) after dS^T, the order that
+         * measured 2-3% faster there (the dV group would otherwise queue behind dP^T's). */
+        constexpr bool EARLY_DV = QH > 1;
+        if constexpr (EARLY_DV) {
+            wgmma_fence();
+            issue_rs<D, BR>(dv, pa, dOi);
+            wgmma_commit();
+            wgmma_wait<1>();   /* dP^T (dV runs on) */
+        } else {
+            wgmma_wait<0>();   /* dP^T */
+        }
+#pragma unroll
+        for (int qh = 0; qh < QH; qh++) {                                       /* l.13-14 */
+            wgmma_fence_regs(dp[qh]);
+            if (QH == 1) bwd_ds<64>(sc[qh], dp[qh], *reinterpret_cast<Frag64 *>(dsa[4 * qh]), dSt, Di, key0, t);
+            else   /* Br = 128: P^T from its fp16 fragments, so that S^T's 64 registers are free */
+                bwd_ds_p16<64>(*reinterpret_cast<Frag64 *>(pa[4 * qh]), dp[qh], *reinterpret_cast<Frag64 *>(dsa[4 * qh]),
+                               dSt + (size_t)qh * BC * SW_ROW, Di + 64 * qh, key0, t);
+        }
         fence_proxy_async();   /* dS^T was written by ordinary stores; the tensor cores read it */
+        if constexpr (!EARLY_DV) {
+            wgmma_fence();
+            issue_rs<D, BR>(dv, pa, dOi);
+            wgmma_commit();
+        }
 
-        /* l.13: dV_j += P^T dO_i, running while the warpgroups meet */
-        wgmma_fence();
-        issue_rs<D, BR>(dv, pa, dOi);
-        wgmma_commit();
-        /* d = 128: each warpgroup's dQ columns sum over all 128 keys, so both warpgroups' dS^T
-         * rows must be in dSt; d = 64: each reads its own 64 rows, and they need not meet */
+        /* d = 128 (its dQ columns) and Br = 128 (its dQ rows): a warpgroup's dQ sums over all
+         * 128 keys, so both warpgroups' dS^T rows must be in dSt; BY_KEYS (d = 64, Br = 64):
+         * each reads its own 64 rows, and they need not meet */
         if (!DQ::BY_KEYS) named_bar_sync(WS_BAR_DS, C::MMA_THREADS);
 
         /* l.15-16: dQ_i = dS K_j (its own group), then dK_j += dS^T Q_i */
@@ -281,7 +324,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         const int qs = st % DQ_STAGES, quse = st / DQ_STAGES;
         if (quse > 0) mbar_wait(dq_empty + qs, (quse - 1) & 1);   /* the writer is done with step st - DQ_STAGES's tile */
         unsigned char *tile = dQs + qs * DQ::TILE;
-        if (!DQ::BY_KEYS) {   /* d = 128: each warpgroup its 64 columns of the tile */
+        if (DQ::BY_ROWS) {   /* Br = 128: each warpgroup its 64 rows of the tile */
+            store_dq<D, DQ::NH, DQ::PITCH>(tile + (size_t)64 * c * DQ::PITCH, dq, 0, warp, g, t, p.scale);
+        } else if (!DQ::BY_KEYS) {   /* d = 128: each warpgroup its 64 columns of the tile */
             store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, c * DQ::NH, warp, g, t, p.scale);
         } else if (c == 1) {   /* d = 64: two partial sums of every column; warpgroup 1 stores its own */
             store_dq<D, DQ::NH, DQ::PITCH>(tile, dq, 0, warp, g, t, p.scale);
@@ -305,10 +350,10 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 #endif
 }
 
-/* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h) */
+/* What must hold for every row of BWD_WGMMA_WS_TABLE (bwd_blocks.h) */
 #define BWDWS_ASSERT_ROW(D_, BR_, BC_) \
     static_assert(WsBwdCfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "wgmma-ws bwd: shared memory above 227 KiB");
-BWD_WGMMA_TABLE(BWDWS_ASSERT_ROW)
+BWD_WGMMA_WS_TABLE(BWDWS_ASSERT_ROW)
 #undef BWDWS_ASSERT_ROW
 
 /* DET's turn counters: one int per query head and Q block, zeroed before each launch; kept
@@ -362,7 +407,7 @@ extern "C" int bwd_wgmma_ws_config(int d, bool det, gpu_kernel_config_t *c, char
         c->threads = WsBwdCfg<D_, BR_, BC_>::THREADS;       \
         c->smem_bytes = WsBwdCfg<D_, BR_, BC_>::SMEM;       \
         break;
-    BWD_WGMMA_TABLE(BWDWS_CONFIG_ROW)
+    BWD_WGMMA_WS_TABLE(BWDWS_CONFIG_ROW)
 #undef BWDWS_CONFIG_ROW
     default:
         snprintf(why, len, "kernel %s is built for d = 64 and 128 (bwd_blocks.h), not d = %d", c->name, d);
@@ -379,7 +424,7 @@ extern "C" void bwd_wgmma_ws_launch(const attn_problem_t *p, bool det, const bwd
         if (det) launch_ws<D_, BR_, BC_, true>(p, a);        \
         else launch_ws<D_, BR_, BC_, false>(p, a);           \
         break;
-    BWD_WGMMA_TABLE(BWDWS_LAUNCH_ROW)
+    BWD_WGMMA_WS_TABLE(BWDWS_LAUNCH_ROW)
 #undef BWDWS_LAUNCH_ROW
     default: break;   /* bwd_wgmma_ws_config() said -1 */
     }

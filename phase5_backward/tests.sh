@@ -118,6 +118,7 @@ for k in wgmma wgmma-dq wgmma-ws wgmma-det; do
         wgmma5_case $k "phase5 gpu $k d=$d N=1" --B 2 --H 2 --N 1 --d $d --causal
     done
     wgmma5_case $k "phase5 gpu $k large problem: sampled dQ rows (B=4 H=16 N=2048 d=128 causal)" --B 4 --H 16 --N 2048 --d 128 --causal
+    wgmma5_case $k "phase5 gpu $k large problem: sampled dQ rows (B=4 H=32 N=2048 d=64 causal)" --B 4 --H 32 --N 2048 --d 64 --causal
 done
 for k in wgmma wgmma-dq wgmma-ws wgmma-det; do
     if [ -n "$WG5_WHY" ]; then t_skip "phase5 gpu $k: a deleted causal range FAILs on the visit counters" "$WG5_WHY"

@@ -10,6 +10,7 @@
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
 #   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
 #           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
+#   bwd2d phase 5's mma2d, d=128 and d=64            FA2's and cuDNN's backward (and wgmma-ws at d=64)
 #   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
 #         wgmma-dq, wgmma-ws), mma2d, d=128, 64
 #
@@ -35,6 +36,9 @@ pair() {
 }
 PEER="$PY tools/sdpa_peer.py --once"   # one SDPA call, nothing else
 q() { echo "--quiet --iters 1 --csv $T/run.csv"; }
+# cuDNN's backward process launches its forward first (cudnn_..._sdpa_sm90_flash_fprop_...):
+# the backward's main kernel is the one named bprop. (Matching 'cudnn|sdpa' took the forward.)
+CUDNN_BWD='sdpa.*bprop|bprop'
 
 set_bwd() {
     pair ours_bwd128  'bwd_mma_kernel<\(int\)128,' build/phase5 --kernel mma --B 2 --H 16 --N 8192 --d 128 $(q)
@@ -80,12 +84,23 @@ set_bwdh() {
     pair wgmmaws128   'bwd_wgmma_ws_kernel<\(int\)128,'            build/phase5 --kernel wgmma-ws $s128 $(q)
     pair mma2d128     'bwd_mma2d_kernel<\(int\)128,'                 build/phase5 --kernel mma2d    $s128 $(q)
     pair fa2b128      'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
-    pair cudnnb128    'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,16,16,8192,8192,128,0
+    pair cudnnb128    "$CUDNN_BWD" $PEER bwd cudnn 2,16,16,8192,8192,128,0
     pair wgmma64      "${wg}64, \(int\)64, \(int\)128, \(bool\)0"  build/phase5 --kernel wgmma    $s64 $(q)
     pair wgmmadq64    "${wg}64, \(int\)64, \(int\)128, \(bool\)1"  build/phase5 --kernel wgmma-dq $s64 $(q)
     pair wgmmaws64    'bwd_wgmma_ws_kernel<\(int\)64,'             build/phase5 --kernel wgmma-ws $s64 $(q)
-    pair cudnnb64     'cudnn|sdpa|fmha|bprop|dgrad' $PEER bwd cudnn 2,32,32,8192,8192,64,0
+    pair cudnnb64     "$CUDNN_BWD" $PEER bwd cudnn 2,32,32,8192,8192,64,0
     table bwdh wgmma128 wgmmadq128 wgmmaws128 mma2d128 fa2b128 cudnnb128 wgmma64 wgmmadq64 wgmmaws64 cudnnb64
+}
+set_bwd2d() {
+    local s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
+    pair mma2d128     'bwd_mma2d_kernel<\(int\)128,' build/phase5 --kernel mma2d $s128 $(q)
+    pair fa2b128      'flash_bwd_dq_dk_dv' $PEER bwd flash 2,16,16,8192,8192,128,0
+    pair cudnnb128    "$CUDNN_BWD" $PEER bwd cudnn 2,16,16,8192,8192,128,0
+    pair mma2d64      'bwd_mma2d_kernel<\(int\)64,'  build/phase5 --kernel mma2d $s64 $(q)
+    pair fa2b64       'flash_bwd_dq_dk_dv' $PEER bwd flash 2,32,32,8192,8192,64,0
+    pair wgmmaws64    'bwd_wgmma_ws_kernel<\(int\)64,' build/phase5 --kernel wgmma-ws $s64 $(q)
+    pair cudnnb64     "$CUDNN_BWD" $PEER bwd cudnn 2,32,32,8192,8192,64,0
+    table bwd2d mma2d128 fa2b128 cudnnb128 mma2d64 fa2b64 wgmmaws64 cudnnb64
 }
 table() {
     local s=$1; shift
@@ -98,7 +113,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, fwd, dec, hopper, bwdh)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, hopper, bwdh)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

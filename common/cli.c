@@ -160,10 +160,11 @@ static void usage(const cli_spec_t *s, FILE *f)
     fprintf(f, "%s - %s\n\n"
                "usage: %s [--B b] [--H h] [--Hkv h] [--N n] [--Nkv n] [--d d] [--causal]\n"
                "          [--seed s] [--kernel name|all] [--iters k] [--sweep] [--csv file]\n"
-               "          %s[--cpu] [--quiet]%s [--help]\n\n"
+               "          %s[--cpu] [--quiet]%s%s [--help]\n\n"
                "  d is one of 16, 32, 64, 128, 256; H must be a multiple of Hkv.\n",
             s->phase, s->summary, s->phase, s->no_dump ? "" : "[--dump dir] ",
-            s->takes_sram ? " [--sram bytes]" : "");
+            s->takes_sram ? " [--sram bytes]" : "", s->takes_mask ? " [--mask name[:p,...]]" : "");
+    if (s->takes_mask) fprintf(f, "  masks (FlashMask's, common/mask.h): %s\n", mask_known_names());
     if (s->kernels) {
         fprintf(f, "  kernels:");
         for (const char *const *k = s->kernels; *k; k++) fprintf(f, " %s", *k);
@@ -185,7 +186,7 @@ static void usage(const cli_spec_t *s, FILE *f)
  * shortened to any prefix that names one option (--it 5); a flag takes no value or one
  * of 1, 0, true, false (--causal=0 turns a phase's causal default off). */
 enum { O_B, O_H, O_HKV, O_N, O_NKV, O_D, O_CAUSAL, O_SEED, O_KERNEL, O_ITERS, O_SWEEP,
-       O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_HELP, O_COUNT };
+       O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_MASK, O_HELP, O_COUNT };
 typedef enum { A_FLAG, A_INT, A_TEXT } arg_kind_t;
 static const struct { const char *name; arg_kind_t kind; long long lo, hi; } OPTS[O_COUNT] = {
     [O_B] = {"B", A_INT, 1, INT_MAX},           [O_H] = {"H", A_INT, 1, INT_MAX},
@@ -196,7 +197,7 @@ static const struct { const char *name; arg_kind_t kind; long long lo, hi; } OPT
     [O_SWEEP] = {"sweep", A_FLAG, 0, 0},        [O_CSV] = {"csv", A_TEXT, 0, 0},
     [O_DUMP] = {"dump", A_TEXT, 0, 0},          [O_CPU] = {"cpu", A_FLAG, 0, 0},
     [O_QUIET] = {"quiet", A_FLAG, 0, 0},        [O_SRAM] = {"sram", A_INT, 1024, 1LL << 30},
-    [O_HELP] = {"help", A_FLAG, 0, 0},
+    [O_MASK] = {"mask", A_TEXT, 0, 0},          [O_HELP] = {"help", A_FLAG, 0, 0},
 };
 
 /* Why this phase does not take option id, or NULL when it does. */
@@ -205,6 +206,7 @@ static const char *not_taken(const cli_spec_t *spec, int id)
     if (id == O_SRAM && !spec->takes_sram) return "it sets the SRAM size of phase 3's tiles";
     if (id == O_KERNEL && !spec->kernels) return "there are no kernels to pick from";
     if (id == O_DUMP && spec->no_dump) return "it writes no tensor dump";
+    if (id == O_MASK && !spec->takes_mask) return "this phase's kernels have no mask path (--causal is its mask)";
     return NULL;
 }
 
@@ -266,6 +268,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
     attn_problem_t p = spec->defaults;
     int H_kv = -1, N_kv = -1;        /* -1: not given */
     bool given[O_COUNT] = { false };
+    const char *mask_spec = NULL;
     o->seed = 1;
     o->kernel = "all";
     o->iters = 20;
@@ -303,6 +306,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         case O_CPU:    o->cpu_only = on; break;
         case O_QUIET:  o->quiet = on; break;
         case O_SRAM:   o->sram_bytes = x; break;
+        case O_MASK:   mask_spec = v; break;
         case O_HELP:   if (on) { usage(spec, stdout); exit(0); } break;
         }
     }
@@ -341,6 +345,14 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         o->csv_path = (o->sweep && spec->default_sweep_csv) ? spec->default_sweep_csv : def;
     }
     check_outputs(ph, o, csv_default);
+    /* --mask NAME[:p,...]: built for this N_q x N_kv (common/mask.h); last, as it allocates */
+    if (mask_spec) {
+        if (p.causal) cli_die(ph, "--mask and --causal together: the causal mask is --mask causal (or --causal alone)");
+        static attn_mask_t mask;
+        char why[200];
+        if (mask_parse(mask_spec, p.N_q, p.N_kv, &mask, why, sizeof why) != 0) cli_die(ph, "%s", why);
+        p.mask = &mask;
+    }
     o->p = p;
 }
 

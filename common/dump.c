@@ -2,6 +2,7 @@
 #include "csv.h"
 #include "npy.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 static int failures;   /* dumps of this run that could not be written */
 
@@ -33,9 +34,20 @@ int attn_dump(const char *dir, const attn_inputs_t *in, const float *O, const fl
     err |= dump_one(dir, "dQ.npy", dQ, p->B, p->H, p->N_q, p->d, 4);
     err |= dump_one(dir, "dK.npy", dK, p->B, p->H_kv, p->N_kv, p->d, 4);
     err |= dump_one(dir, "dV.npy", dV, p->B, p->H_kv, p->N_kv, p->d, 4);
+    if (p->mask) {   /* a FlashMask mask: its four vectors, lts, lte, uts, ute, as rows of [4][N_kv] */
+        const size_t n = (size_t)p->N_kv;
+        float *runs = malloc(4 * n * sizeof *runs);
+        const int32_t *vec[4] = { p->mask->lts, p->mask->lte, p->mask->uts, p->mask->ute };
+        if (runs)
+            for (int k = 0; k < 4; k++)
+                for (size_t j = 0; j < n; j++) runs[k * n + j] = (float)vec[k][j];   /* exact below 2^24 */
+        err |= runs ? dump_one(dir, "mask_runs.npy", runs, 4, n, 0, 0, 2) : -1;
+        free(runs);
+    }
     FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "B=%d\nH=%d\nH_kv=%d\nN_q=%d\nN_kv=%d\nd=%d\ncausal=%d\nscale=%.9g\n",
-                   p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal ? 1 : 0, (double)p->scale);
+    if (f) fprintf(f, "B=%d\nH=%d\nH_kv=%d\nN_q=%d\nN_kv=%d\nd=%d\ncausal=%d\nscale=%.9g\n%s%s%s",
+                   p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal ? 1 : 0, (double)p->scale,
+                   p->mask ? "mask=" : "", p->mask ? p->mask->spec : "", p->mask ? "\n" : "");
     if (!f || fclose(f) != 0 || err) { failures++; return -1; }
     return 0;
 }

@@ -576,6 +576,39 @@ void mask_dense(const attn_mask_t *m, unsigned char *out)
 
 size_t mask_bytes(const attn_mask_t *m) { return 4 * (size_t)m->N_kv * sizeof(int32_t); }
 
+double mask_pairs(const attn_mask_t *m)
+{
+    double pairs = 0;
+    for (int j = 0; j < m->N_kv; j++) {
+        long lo = m->lte[j] - m->lts[j], up = m->ute[j] - m->uts[j];
+        long s = m->lts[j] > m->uts[j] ? m->lts[j] : m->uts[j], e = m->lte[j] < m->ute[j] ? m->lte[j] : m->ute[j];
+        pairs += (double)m->N_q - lo - up + (e > s ? e - s : 0);   /* the overlap was taken twice */
+    }
+    return pairs;
+}
+
+/* first sampled row i' whose original row i' N_q / N_q' is >= r */
+static int32_t sample_row(int32_t r, int N_q, int N_q_small)
+{
+    long long i = ((long long)r * N_q_small + N_q - 1) / N_q;   /* ceil(r N_q' / N_q) */
+    return (int32_t)(i > N_q_small ? N_q_small : i);
+}
+
+int mask_sample(const attn_mask_t *m, int N_q, int N_kv, attn_mask_t *out)
+{
+    char why[16];
+    if (alloc_vectors(out, m->name, N_q, N_kv, why, sizeof why)) return 1;
+    snprintf(out->spec, sizeof out->spec, "%.60s sampled to %dx%d", m->spec, N_q, N_kv);
+    for (int j = 0; j < N_kv; j++) {
+        const int jo = (int)((long long)j * m->N_kv / N_kv);
+        out->lts[j] = sample_row(m->lts[jo], m->N_q, N_q);
+        out->lte[j] = sample_row(m->lte[jo], m->N_q, N_q);
+        out->uts[j] = sample_row(m->uts[jo], m->N_q, N_q);
+        out->ute[j] = sample_row(m->ute[jo], m->N_q, N_q);
+    }
+    return 0;
+}
+
 /* ---- the block preprocessing and the tile rule (FlashMask Sec. 4) --------------------- */
 int mask_blocks(const attn_mask_t *m, int Bc, mask_blocks_t *b)
 {

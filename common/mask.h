@@ -55,7 +55,7 @@
 #define MASK_SPEC_MAX   96     /* the spec kept in attn_mask_t (longer ones are cut) */
 #define MASK_MAX_PARAMS 1024   /* numbers a spec may carry                           */
 
-typedef struct {
+typedef struct attn_mask {
     const char *name;          /* "causal_document", ... (a static string)          */
     int N_q, N_kv;
     int32_t *lts, *lte;        /* lower run of column j: rows [lts[j], lte[j])      */
@@ -115,6 +115,16 @@ static inline int mask_visible(const attn_mask_t *m, int i, int j)
 
 /* The dense mask for the fp64 oracle: out[i * N_kv + j] = 1 when visible, else 0. */
 void mask_dense(const attn_mask_t *m, unsigned char *out);
+
+/* The (row, key) pairs the mask lets through: sum over columns of N_q less the rows of
+ * its two runs (their overlap counted once). O(N_kv). */
+double mask_pairs(const attn_mask_t *m);
+
+/* The same mask on a smaller problem, for a CPU model that runs one (problem.h's
+ * attn_small_like): row i' of N_q' stands for row i'N_q / N_q' of the original, column j'
+ * for column j'N_kv / N_kv'. Sampling rows in order keeps each run a run, so the result is
+ * again two runs a column. Returns 0, or nonzero (out of memory) with nothing allocated. */
+int mask_sample(const attn_mask_t *m, int N_q, int N_kv, attn_mask_t *out);
 
 /* Bytes of the four vectors (16 * N_kv), beside the dense mask's N_q * N_kv. */
 size_t mask_bytes(const attn_mask_t *m);

@@ -9,7 +9,7 @@
 attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal)
 {
     attn_problem_t p = { B, H, H_kv > 0 ? H_kv : H, N_q, N_kv > 0 ? N_kv : N_q, d, causal,
-                         d > 0 ? (float)(1.0 / sqrt((double)d)) : 1.0f };
+                         d > 0 ? (float)(1.0 / sqrt((double)d)) : 1.0f, NULL };
     return p;
 }
 
@@ -19,6 +19,11 @@ size_t attn_l_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->
 
 int attn_visible_count(const attn_problem_t *p, int i)
 {
+    if (p->mask) {
+        int n = 0;
+        for (int j = 0; j < p->N_kv; j++) n += mask_visible(p->mask, i, j);
+        return n;
+    }
     if (!p->causal) return p->N_kv;
     long last = (long)i + (p->N_kv - p->N_q);          /* last visible column */
     if (last < 0) return 0;
@@ -27,6 +32,7 @@ int attn_visible_count(const attn_problem_t *p, int i)
 
 double attn_flops_fwd(const attn_problem_t *p)
 {
+    if (p->mask) return 4.0 * p->B * p->H * p->d * mask_pairs(p->mask);
     double f = 4.0 * p->B * p->H * (double)p->N_q * p->N_kv * p->d;
     return (p->causal && p->N_q == p->N_kv) ? f / 2 : f;
 }
@@ -35,8 +41,8 @@ double attn_flops_bwd(const attn_problem_t *p) { return 2.5 * attn_flops_fwd(p);
 
 void attn_problem_str(const attn_problem_t *p, char *buf, size_t len)
 {
-    snprintf(buf, len, "B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s", p->B, p->H, p->H_kv,
-             p->N_q, p->N_kv, p->d, p->causal ? " causal" : "");
+    snprintf(buf, len, "B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s%s%s", p->B, p->H, p->H_kv,
+             p->N_q, p->N_kv, p->d, p->causal ? " causal" : "", p->mask ? " mask=" : "", p->mask ? p->mask->spec : "");
 }
 
 static void fill_fp16_normal(rng_t *r, uint16_t *h, float *f, size_t n)
@@ -106,7 +112,14 @@ attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops)
     double f = big > 256 ? 256.0 / big : 1.0;
     int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
     /* at most 4 heads x 256 rows x d <= 256: 2^18 elements, far inside every bound */
-    return attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
+    attn_problem_t s = attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
+    if (p->mask) {   /* the same mask, sampled to the smaller problem (mask_sample); one at a time */
+        static attn_mask_t small;
+        mask_free(&small);
+        if (mask_sample(p->mask, s.N_q, s.N_kv, &small)) { fprintf(stderr, "attn_small_like: out of host memory\n"); exit(1); }
+        s.mask = &small;
+    }
+    return s;
 }
 
 void attn_small_like_note(const char *phase, const attn_problem_t *p, const attn_problem_t *pc,

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "mask.h"
 
 /* The small index helpers below are callable from CUDA kernels too. */
 #ifdef __CUDACC__
@@ -42,6 +43,10 @@ typedef struct {
     int d;        /* head dimension                         */
     bool causal;  /* bottom-right aligned causal mask       */
     float scale;  /* softmax scale, 1/sqrt(d) by default    */
+    /* A FlashMask mask (common/mask.h: two masked runs per key column), or NULL. Host
+     * memory: the CPU models and the oracle read it through attn_visible(); a kernel reads
+     * its own device copy, never this pointer. Set only with causal = false. */
+    const struct attn_mask *mask;
 } attn_problem_t;
 
 /* The tile sizes of a blocked kernel or CPU tile model: Br query rows by Bc keys
@@ -67,15 +72,22 @@ static inline ATTN_HD size_t attn_kv_offset(const attn_problem_t *p, int b, int 
 static inline ATTN_HD size_t attn_l_offset(const attn_problem_t *p, int b, int h)
 { return ((size_t)b * p->H + h) * (size_t)p->N_q; }
 
-/* The causal rule above: may row i see column j? */
+/* May row i see column j? The mask's rule where the problem has one (on the host: device
+ * code has no mask here), else the causal rule above. */
 static inline ATTN_HD bool attn_visible(const attn_problem_t *p, int i, int j)
-{ return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q); }
+{
+#ifndef __CUDA_ARCH__
+    if (p->mask) return mask_visible(p->mask, i, j);
+#endif
+    return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q);
+}
 
 /* Number of keys row i can see (0 for a fully masked row). */
 int attn_visible_count(const attn_problem_t *p, int i);
 
 /* Forward FLOPs: 4 * B * H * N_q * N_kv * d (two matmuls, 2 flops per multiply-add),
- * halved when causal with N_q = N_kv (the FlashAttention papers' convention). */
+ * halved when causal with N_q = N_kv (the FlashAttention papers' convention); with a mask,
+ * 4 * B * H * d * (the pairs it lets through), as the FlashMask paper counts. */
 double attn_flops_fwd(const attn_problem_t *p);
 /* Backward FLOPs: 2.5x forward (five matmuls instead of two). */
 double attn_flops_bwd(const attn_problem_t *p);

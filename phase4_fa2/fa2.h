@@ -99,7 +99,7 @@ int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why,
 size_t fa2_sram_bytes(int d, attn_blocks_t b);
 
 /* The closed form above (bytes, all B x H heads), split by tensor. */
-typedef struct { double read_q, read_kv, write_o, write_l, total; } fa2_traffic_t;
+typedef struct { double read_q, read_kv, write_o, write_l, read_mask, total; } fa2_traffic_t;
 fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b);
 REF_PROTO(double, fa2_hbm_bytes, (const attn_problem_t *p, attn_blocks_t b));
 

@@ -2,6 +2,7 @@
 t_units "$BUILD/test_phase4"
 
 P4="$BUILD/phase4"
+PYTHON=${PYTHON:-python3}
 T4=$(mktemp -d "${TMPDIR:-/tmp}/phase4-tests.XXXXXX")
 t_run   "phase4 CPU rows pass (--cpu, default problem)" "$P4" --cpu --quiet --csv "$T4/cpu.csv"
 t_run   "phase4 CPU rows pass (--cpu, default problem, causal)" "$P4" --cpu --quiet --causal --csv "$T4/cpu1.csv"
@@ -22,6 +23,51 @@ t_bounded "phase4 --cpu --sweep (kernel, iters, seed given) ends within 10 s and
 t_exit2 "phase4 rejects --kernel mma with d=16 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 16
 t_exit2 "phase4 rejects --sram (no SRAM knob here)" "$P4" --sram 4096
 t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
+
+# FlashMask's masks (common/mask.h) in the CPU tile model: every mask of the paper at d = 64
+# and 128, on GQA with tails and N_q != N_kv both ways, against the fp64 oracle, FA1's model
+# and the 1-pass attention; the model's bytes (the mask's included) == the formula
+# (fa2_hbm_traffic), its census printed. The kernels have no mask path yet: their rows say so.
+MASKS4="full causal sliding:64 causal_document:100,150,60 document:200 shared_question:100,60,70
+global_sliding:16,64 causal_blockwise:100,100 prefix_lm_causal:128 prefix_lm_document:50,200,40,100
+qk_sparse:100,50,200,40 random_eviction:7"
+for m in $MASKS4; do
+    for d in 64 128; do
+        t_run "phase4 CPU rows pass, --mask $m d=$d (GQA 2:1, N_q=300 N_kv=333)" \
+            "$P4" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 300 --Nkv 333 --d $d --mask $m --csv "$T4/m.csv"
+    done
+done
+for m in causal sliding:40 document:60 prefix_lm_causal:30; do   # N_q > N_kv: rows before every key
+    t_run "phase4 CPU rows pass, --mask $m, N_q=333 N_kv=100 (rows that see no key)" \
+        "$P4" --cpu --quiet --B 1 --H 2 --N 333 --Nkv 100 --d 64 --mask $m --csv "$T4/m.csv"
+done
+t_run "phase4 --mask prints the tile census and the mask's bytes" bash -c "\"$P4\" --cpu --B 1 --H 2 --N 300 --d 64 \
+    --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"
+t_run "phase4 --mask on a large problem: the CPU rows run a smaller one with the mask sampled to it" bash -c "\"$P4\" --cpu \
+    --B 2 --H 8 --Hkv 2 --N 8192 --d 128 --mask causal_document:2000,3000,1500 --csv \"$T4/m.csv\" >\"$T4/big.log\" &&
+    grep -q 'the CPU rows run B=1 H=4 Hkv=2 Nq=256 Nkv=256 d=128 mask=causal_document:2000,3000,1500 sampled to 256x256' \"$T4/big.log\" && grep -q 'phase4: PASS' \"$T4/big.log\""
+for shape in "--N 300 --Nkv 333" "--N 333 --Nkv 100" "--N 1" "--N 200 --Nkv 1000"; do   # the mask path, bit for bit
+    t_run "phase4 --mask causal == --causal bit for bit (CPU model, $shape)" bash -c "rm -rf '$T4/mc' '$T4/mm' &&
+        \"$P4\" --cpu --quiet --B 1 --H 4 --Hkv 2 $shape --d 64 --causal --dump '$T4/mc' --csv '$T4/mc.csv' &&
+        \"$P4\" --cpu --quiet --B 1 --H 4 --Hkv 2 $shape --d 64 --mask causal --dump '$T4/mm' --csv '$T4/mm.csv' &&
+        cmp '$T4/mc/O.npy' '$T4/mm/O.npy' && cmp '$T4/mc/L.npy' '$T4/mm/L.npy'"
+done
+if "$PYTHON" -c "import numpy" >/dev/null 2>&1; then   # NumPy builds the mask from the dumped runs itself
+    t_run "numpy cross-check of a masked dump (shared_question, GQA, N_q != N_kv)" bash -c "rm -rf '$T4/mq' &&
+        \"$P4\" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 300 --Nkv 333 --d 64 --mask shared_question:100,60,70 \
+        --dump '$T4/mq' --csv '$T4/mq.csv' && '$PYTHON' tools/check_numpy.py '$T4/mq'"
+    t_fail "numpy cross-check of a masked dump fails without its mask (the runs file removed)" bash -c "
+        rm -f '$T4/mq/mask_runs.npy' && '$PYTHON' tools/check_numpy.py '$T4/mq'"
+else
+    t_skip "numpy cross-check of a masked dump" "NumPy missing for $PYTHON: install it with '$PYTHON -m pip install numpy' (or make deps)"
+fi
+t_exit2_says "phase4 rejects an unknown mask" "unknown mask 'diagonal'" "$P4" --cpu --mask diagonal
+t_exit2_says "phase4 rejects a mask's bad parameters" "more than N_kv = 100" "$P4" --cpu --N 100 --mask document:60,60
+t_exit2_says "phase4 rejects --mask beside --causal" "--mask and --causal together" "$P4" --cpu --causal --mask sliding:8
+t_exit2_says "phase3 refuses --mask (no mask path there)" "not taken here" "$BUILD/phase3" --cpu --mask causal
+t_exit2_says "phase4 --sweep refuses --mask" "sweep.*ignores --mask" "$P4" --sweep --mask causal
+t_gpu "phase4 gpu --mask: the CPU model PASSes, the GPU rows say why they did not run" bash -c "\"$P4\" --B 1 --H 2 --N 300 \
+    --d 64 --mask sliding:64 --csv \"$T4/mg.csv\" >\"$T4/mg.log\" && grep -q 'GPU rows skipped: with --mask only the CPU tile model runs' \"$T4/mg.log\""
 
 # GPU: phase 1's shape list, every kernel against the oracle, phase 3 and (small) phase 2
 for d in 32 64 128; do

@@ -58,6 +58,11 @@ def reference(np, p, Q, K, V, dO):
         i = np.arange(Nq)[:, None]
         j = np.arange(Nkv)[None, :]
         S = np.where(j <= i + (Nkv - Nq), S, -np.inf)
+    if p.get("mask_runs") is not None:          # a FlashMask mask: two masked runs per key column
+        lts, lte, uts, ute = (p["mask_runs"][k].astype(np.int64)[None, :] for k in range(4))
+        i = np.arange(Nq)[:, None]
+        hidden = ((i >= lts) & (i < lte)) | ((i >= uts) & (i < ute))
+        S = np.where(hidden, -np.inf, S)
     m = S.max(axis=-1, keepdims=True)
     masked = np.isneginf(m)                    # rows that see no key at all
     m_safe = np.where(masked, 0.0, m)
@@ -136,12 +141,16 @@ def main(argv):
     if dO is not None and dO.shape != Q.shape:
         die("dO.npy has shape %s, expected %s" % (dO.shape, Q.shape))
     grads = dO is not None and any(x is not None for x in (dQ, dK, dV))
+    p["mask_runs"] = load("mask_runs", False)   # [4][N_kv]: lts, lte, uts, ute (a FlashMask mask)
+    if p["mask_runs"] is not None and p["mask_runs"].shape != (4, Nkv):
+        die("mask_runs.npy has shape %s, expected %s" % (p["mask_runs"].shape, (4, Nkv)))
 
     Q64, K64, V64 = (x.astype(np.float64) for x in (Q, K, V))
     rO, rL, rdQ, rdK, rdV = reference(np, p, Q64, K64, V64, dO.astype(np.float64) if grads else None)
 
-    print("check_numpy: %s  B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s scale=%g" %
-          (d, B, H, Hkv, Nq, Nkv, dd, " causal" if p["causal"] else "", p["scale"]))
+    print("check_numpy: %s  B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s%s scale=%g" %
+          (d, B, H, Hkv, Nq, Nkv, dd, " causal" if p["causal"] else "",
+           " mask" if p["mask_runs"] is not None else "", p["scale"]))
     rows = [("O", O, rO, tol), ("L", L, rL, tol)]
     if grads:
         rows += [(n, x, r, gtol) for n, x, r in (("dQ", dQ, rdQ), ("dK", dK, rdK), ("dV", dV, rdV))

@@ -40,6 +40,20 @@ static float softmax_row(const float *s, int n_kv, int n_vis, float *prow)
     return n_vis > 0 ? m + logf(l) : INFINITY;
 }
 
+/* softmax_row for row i of any mask: with a FlashMask mask (common/mask.h) the visible
+ * columns are not a prefix, so they are moved to the front of s (in place: the k-th visible
+ * column goes to k <= j), softmaxed there, and P scattered back, 0 on the masked columns. */
+static float softmax_row_visible(const attn_problem_t *p, int i, float *s, float *prow)
+{
+    if (!p->mask) return softmax_row(s, p->N_kv, attn_visible_count(p, i), prow);
+    int n = 0;
+    for (int j = 0; j < p->N_kv; j++)
+        if (attn_visible(p, i, j)) s[n++] = s[j];
+    const float L = softmax_row(s, n, n, prow);
+    for (int j = p->N_kv - 1, k = n - 1; j >= 0; j--) prow[j] = attn_visible(p, i, j) ? prow[k--] : 0.0f;
+    return L;
+}
+
 /* Step 3 for one row: o[x] = fp16(sum_j P_j V_jx). */
 static void pv_row(const attn_problem_t *p, const float *prow, const float *V, float *o)
 {
@@ -80,7 +94,7 @@ void naive_cpu(const attn_inputs_t *in, float *O, float *L, hbm_meter_t *meter)
              *    the standard pipeline, so not metered) */
             for (int i = 0; i < Nq; i++) {
                 hbm_load_f16(meter, row, S_h + (size_t)i * Nkv, Nkv);
-                float Li = softmax_row(row, Nkv, attn_visible_count(p, i), prow);
+                float Li = softmax_row_visible(p, i, row, prow);
                 if (L) L[attn_l_offset(p, b, h) + i] = Li;
                 hbm_store_f16(meter, P_h + (size_t)i * Nkv, prow, Nkv);
             }
@@ -104,7 +118,7 @@ void naive_cpu_row(const attn_problem_t *p, const float *Q, const float *K, cons
     float *s = xmalloc((size_t)p->N_kv * 4, "naive_cpu");
     float *prow = xmalloc((size_t)p->N_kv * 4, "naive_cpu");
     scores_row(p, q, Kh, s);
-    softmax_row(s, p->N_kv, attn_visible_count(p, i), prow);
+    softmax_row_visible(p, i, s, prow);
     pv_row(p, prow, Vh, o_row);
     free(s); free(prow);
 }

@@ -13,6 +13,7 @@
 #include "driver.h"
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,13 +34,39 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
     (void)i; (void)Br; return Tc;
 }
 
+/* FlashMask (common/mask.h): the per-block min/max of a masked problem's vectors, the
+ * preprocessing pass (mask_blocks), or nothing without a mask. */
+static mask_blocks_t fa2_mask_blocks(const attn_problem_t *p, int Bc)
+{
+    mask_blocks_t mb = { 0 };
+    if (p->mask && mask_blocks(p->mask, Bc, &mb) != 0) { fprintf(stderr, "fa2: out of host memory\n"); exit(1); }
+    return mb;
+}
+
+/* The class of tile (Q block i of qr rows, K/V block j) under p's mask (mask_tile_class:
+ * FULLY_MASKED tiles are skipped, K_j and V_j not even read; UNMASKED ones need no
+ * element test; PARTIAL ones test each element). Only for a masked problem. */
+static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, int Br)
+{
+    return mask_tile_class(mb, i * Br, i * Br + qr, j);
+}
+
 void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
                      const char *exercise)
 {
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
-    drv_visits_init(v, Tr, "Q block", "K/V blocks", "the causal range", exercise);
-    for (int i = 0; i < Tr; i++)   /* the reference's range: never the student's (common/ref.h) */
-        v->want[i] = (unsigned long long)p->B * p->H * (skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc);
+    drv_visits_init(v, Tr, "Q block", "K/V blocks", p->mask ? "the mask's tile classes" : "the causal range", exercise);
+    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
+    for (int i = 0; i < Tr; i++) {   /* the reference's range: never the student's (common/ref.h) */
+        int n = skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc;
+        if (p->mask && skip) {   /* FlashMask: the tiles not fully masked */
+            const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+            n = 0;
+            for (int j = 0; j < Tc; j++) n += fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED;
+        }
+        v->want[i] = (unsigned long long)p->B * p->H * n;
+    }
+    mask_blocks_free(&mb);
 }
 
 bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
@@ -52,22 +79,40 @@ bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
 
 /* The chapter's formula: Q block i reads the first min(N_kv, n_i Bc) keys, n_i =
  * fa2_kv_blocks() (all Tc blocks when not causal). The causal range it depends on is
- * checked on its own, against a brute-force scan of the mask (fa2_check.c). */
+ * checked on its own, against a brute-force scan of the mask (fa2_check.c). With a
+ * FlashMask mask, Q block i reads the keys of the tiles not fully masked, and the mask's
+ * bytes (read_mask): the preprocessing pass reads the four vectors (16 N_kv) and writes the
+ * 8 per-block values (32 Tc); each (head, Q block) reads the 32 Tc bytes of those values,
+ * and the four vectors' 16 kr bytes of each partial tile's kr columns. */
 fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
 {
     const double heads = (double)p->B * p->H, d = p->d;
-    const int Tr = (p->N_q + b.Br - 1) / b.Br;
-    double keys = 0;   /* sum over Q blocks of the K/V rows read */
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    double keys = 0, mask_bytes_read = 0;   /* sum over Q blocks of the K/V rows read */
+    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
+        if (p->mask) {
+            const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+            mask_bytes_read += 32.0 * Tc;
+            for (int j = 0; j < Tc; j++) {
+                const int kr = p->N_kv - j * b.Bc < b.Bc ? p->N_kv - j * b.Bc : b.Bc;
+                const mask_tile_t c = fa2_mask_tile(&mb, i, qr, j, b.Br);
+                if (c != MASK_TILE_FULLY_MASKED) keys += kr;
+                if (c == MASK_TILE_PARTIAL) mask_bytes_read += 16.0 * kr;
+            }
+            continue;
+        }
         const long seen = (long)fa2_kv_blocks(p, i, b.Br, b.Bc) * b.Bc;
         keys += (double)(seen < p->N_kv ? seen : p->N_kv);
     }
+    mask_blocks_free(&mb);
     fa2_traffic_t t;
     t.read_q  = heads * 2.0 * p->N_q * d;         /* l.4: Q_i once (fp16)          */
     t.read_kv = heads * 2.0 * 2.0 * keys * d;     /* l.6: K_j, V_j once per Q block */
     t.write_o = heads * 4.0 * p->N_q * d;         /* l.12: O_i once (fp32)          */
     t.write_l = heads * 4.0 * p->N_q;             /* l.13: L_i once (fp32)          */
-    t.total = t.read_q + t.read_kv + t.write_o + t.write_l;
+    t.read_mask = p->mask ? 16.0 * p->N_kv + 32.0 * Tc + heads * mask_bytes_read : 0;   /* FlashMask */
+    t.total = t.read_q + t.read_kv + t.write_o + t.write_l + t.read_mask;
     return t;
 }
 
@@ -86,14 +131,24 @@ double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc)
 
 double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
 {
-    const int Tr = (p->N_q + b.Br - 1) / b.Br;
+    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
     double f = 0;
+    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
         const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
-        const int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
-        const long keys = (long)n * b.Bc < p->N_kv ? (long)n * b.Bc : p->N_kv;
+        int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
+        long keys = (long)n * b.Bc < p->N_kv ? (long)n * b.Bc : p->N_kv;
+        if (p->mask) {   /* the tiles not fully masked */
+            n = 0; keys = 0;
+            for (int j = 0; j < Tc; j++)
+                if (fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED) {
+                    n++;
+                    keys += p->N_kv - j * b.Bc < b.Bc ? p->N_kv - j * b.Bc : b.Bc;
+                }
+        }
         f += (double)qr * (5.0 * keys + n * (p->d + 5.0) + p->d + 3.0);
     }
+    mask_blocks_free(&mb);
     return f * p->B * p->H;
 }
 
@@ -146,10 +201,14 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
 {
     const attn_problem_t *p = &in->p;
     const int d = p->d, Br = bs.Br, Bc = bs.Bc;
-    const int Tr = (p->N_q + Br - 1) / Br;                                  /* l.1 */
+    const int Tr = (p->N_q + Br - 1) / Br, Tc = (p->N_kv + Bc - 1) / Bc;   /* l.1 */
     hbm_meter_t scratch;
     if (!meter) meter = &scratch;
     if (flops) *flops = 0;
+    /* FlashMask's preprocessing: the per-block min/max of the four vectors (read 16 N_kv
+     * bytes, write 8 int32 a block); a problem without a mask has none */
+    mask_blocks_t mb = fa2_mask_blocks(p, Bc);
+    if (p->mask) { hbm_read(meter, mask_bytes(p->mask)); hbm_write(meter, 32ull * Tc); }
 
     sram_t sram;
     sram_init(&sram, fa2_sram_bytes(d, bs));
@@ -172,12 +231,19 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
         memset(Oi, 0, sizeof(float) * (size_t)qr * d);                      /* l.5: on chip */
         for (int r = 0; r < qr; r++) { mi[r] = -INFINITY; li[r] = 0; }
         const int n = fa2_kv_blocks(p, i, Br, Bc);                          /* causal: fewer */
+        if (p->mask) hbm_read(meter, 32ull * Tc);   /* the block min/max this Q block classifies by */
         for (int j = 0; j < n; j++) {                                       /* l.6 */
             const int kr = p->N_kv - j * Bc < Bc ? p->N_kv - j * Bc : Bc;
+            bool elementwise = fa2_block_needs_mask(p, i, j, Br, Bc);
+            if (p->mask) {   /* FlashMask: skip a fully masked tile, test elements in a partial one */
+                const mask_tile_t c = fa2_mask_tile(&mb, i, qr, j, Br);
+                if (c == MASK_TILE_FULLY_MASKED) continue;
+                elementwise = c == MASK_TILE_PARTIAL;
+                if (elementwise) hbm_read(meter, 16ull * kr);   /* the four vectors of its kr columns */
+            }
             hbm_load_f16(meter, Kj, K + (size_t)j * Bc * d, (size_t)kr * d);
             hbm_load_f16(meter, Vj, V + (size_t)j * Bc * d, (size_t)kr * d);
-            fa2_step(p, qr, kr, i * Br, j * Bc, fa2_block_needs_mask(p, i, j, Br, Bc),
-                     Qi, Kj, Vj, Oi, mi, li, S, flops);                     /* l.8-10 */
+            fa2_step(p, qr, kr, i * Br, j * Bc, elementwise, Qi, Kj, Vj, Oi, mi, li, S, flops);   /* l.8-10 */
         }
         /* l.12-13: O_i = diag(l_i)^-1 O~_i once, L_i = m_i + log(l_i) */
         for (int r = 0; r < qr; r++) {
@@ -193,6 +259,7 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
         hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i * Br * d, Oi, (size_t)qr * d);
         hbm_store_f32(meter, L + attn_l_offset(p, b, h) + (size_t)i * Br, li, (size_t)qr);
     }
+    mask_blocks_free(&mb);
     size_t peak = sram.peak;
     sram_give_f32(&sram, li, (size_t)Br);
     sram_give_f32(&sram, mi, (size_t)Br);

@@ -44,7 +44,7 @@ static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .takes_mask = true };
 
 /* What the CPU model's numbers mean, beside FA1's (phase 3) on the same problem. */
-static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
+static void explain(const attn_problem_t *p, const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 {
     attn_blocks_t b1;
     REF(fa1_block_sizes)(FA2_FA1_M, pc->d, &b1);
@@ -54,14 +54,15 @@ static void explain(const attn_problem_t *pc, const drv_row_t *cpu, int iters)
            "FA2 %.0f counted (= formula), FA1 %.0f (%.2fx more); matmul FLOPs %.0f\n", cpu->blocks.Br,
            cpu->blocks.Bc, cpu->hbm_model, b1.Bc, fa1_bytes, fa1_bytes / cpu->hbm_model, cpu->nonmatmul,
            fa1_nm, fa1_nm / cpu->nonmatmul, 4.0 * pc->B * pc->H * pc->N_q * pc->N_kv * pc->d);
-    if (pc->mask) {   /* FlashMask: the tile census of the model's blocks, and the mask's bytes */
+    if (p->mask) {   /* FlashMask: the tile census of the problem asked for at the model's blocks, the mask's bytes */
         mask_census_t c;
-        if (mask_census(pc->mask, cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
-            printf("mask %s (Br x Bc = %d x %d), tiles of a head: %ld fully masked (skipped, K/V not read), %ld partial "
-                   "(element test), %ld unmasked; the four vectors take %zu bytes, a dense mask %.0f; "
-                   "%.0f of the %.0f (row, key) pairs visible\n", pc->mask->spec, cpu->blocks.Br, cpu->blocks.Bc,
-                   c.fully_masked, c.partial, c.unmasked, mask_bytes(pc->mask), mask_dense_bytes(pc->mask),
-                   mask_pairs(pc->mask), (double)pc->N_q * pc->N_kv);
+        if (mask_census(p->mask, cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
+            printf("mask %s, N_q x N_kv = %d x %d (Br x Bc = %d x %d), tiles of a head: %ld fully masked (skipped, K/V "
+                   "not read), %ld partial (element test), %ld unmasked; the four vectors take %zu bytes, a dense mask "
+                   "%.0f; %.0f of the %.0f (row, key) pairs visible (density %.3f)\n", p->mask->spec, p->N_q, p->N_kv,
+                   cpu->blocks.Br, cpu->blocks.Bc, c.fully_masked, c.partial, c.unmasked, mask_bytes(p->mask),
+                   mask_dense_bytes(p->mask), mask_pairs(p->mask), (double)p->N_q * p->N_kv,
+                   mask_pairs(p->mask) / ((double)p->N_q * p->N_kv));
     }
     printf("time: CPU one run; GPU median of %d runs after warm-up (CUDA events, L2 flushed); "
            "vs prev: rel L2 against phase 3's FA1 (kernel fa1-mma; for the CPU model its CPU model)\n", iters);
@@ -115,6 +116,6 @@ int main(int argc, char **argv)
         memcpy(rows + n, ladder, nl * sizeof ladder[0]);
         n += nl;
     }
-    if (!o.quiet) explain(&pc, &rows[0], o.iters);
+    if (!o.quiet) explain(p, &pc, &rows[0], o.iters);
     return drv_finish(&D, rows, n, o.quiet);
 }

@@ -42,7 +42,7 @@ for m in causal sliding:40 document:60 prefix_lm_causal:30; do   # N_q > N_kv: r
         "$P4" --cpu --quiet --B 1 --H 2 --N 333 --Nkv 100 --d 64 --mask $m --csv "$T4/m.csv"
 done
 t_run "phase4 --mask prints the tile census and the mask's bytes" bash -c "\"$P4\" --cpu --B 1 --H 2 --N 300 --d 64 \
-    --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"
+    --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64, N_q x N_kv = 300 x 300 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"
 t_run "phase4 --mask on a large problem: the CPU rows run a smaller one with the mask sampled to it" bash -c "\"$P4\" --cpu \
     --B 2 --H 8 --Hkv 2 --N 8192 --d 128 --mask causal_document:2000,3000,1500 --csv \"$T4/m.csv\" >\"$T4/big.log\" &&
     grep -q 'the CPU rows run B=1 H=4 Hkv=2 Nq=256 Nkv=256 d=128 mask=causal_document:2000,3000,1500 sampled to 256x256' \"$T4/big.log\" && grep -q 'phase4: PASS' \"$T4/big.log\""

@@ -351,7 +351,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         static attn_mask_t mask;
         char why[200];
         if (mask_parse(mask_spec, p.N_q, p.N_kv, &mask, why, sizeof why) != 0) cli_die(ph, "%s", why);
-        p.mask = &mask;
+        p.mask_id = mask_register(&mask);
     }
     o->p = p;
 }

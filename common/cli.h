@@ -61,7 +61,7 @@ typedef struct {
     const char *const *kernels;    /* NULL-terminated kernel names, or NULL        */
     bool takes_sram;               /* accept --sram BYTES                          */
     bool takes_mask;               /* accept --mask NAME[:p,...] (common/mask.h): built
-                                      for the problem's N_q x N_kv into o->p.mask; a bad
+                                      for the problem's N_q x N_kv, o->p.mask_id; a bad
                                       spec, or --causal beside it, exits 2            */
     attn_problem_t defaults;       /* the default problem                          */
     /* The CSV written without --csv; NULL: "results/<phase>/<phase>.csv". */

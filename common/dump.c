@@ -34,10 +34,10 @@ int attn_dump(const char *dir, const attn_inputs_t *in, const float *O, const fl
     err |= dump_one(dir, "dQ.npy", dQ, p->B, p->H, p->N_q, p->d, 4);
     err |= dump_one(dir, "dK.npy", dK, p->B, p->H_kv, p->N_kv, p->d, 4);
     err |= dump_one(dir, "dV.npy", dV, p->B, p->H_kv, p->N_kv, p->d, 4);
-    if (p->mask) {   /* a FlashMask mask: its four vectors, lts, lte, uts, ute, as rows of [4][N_kv] */
+    if (attn_mask(p)) {   /* a FlashMask mask: its four vectors, lts, lte, uts, ute, as rows of [4][N_kv] */
         const size_t n = (size_t)p->N_kv;
         float *runs = malloc(4 * n * sizeof *runs);
-        const int32_t *vec[4] = { p->mask->lts, p->mask->lte, p->mask->uts, p->mask->ute };
+        const int32_t *vec[4] = { attn_mask(p)->lts, attn_mask(p)->lte, attn_mask(p)->uts, attn_mask(p)->ute };
         if (runs)
             for (int k = 0; k < 4; k++)
                 for (size_t j = 0; j < n; j++) runs[k * n + j] = (float)vec[k][j];   /* exact below 2^24 */
@@ -47,7 +47,7 @@ int attn_dump(const char *dir, const attn_inputs_t *in, const float *O, const fl
     FILE *f = fopen(path, "w");
     if (f) fprintf(f, "B=%d\nH=%d\nH_kv=%d\nN_q=%d\nN_kv=%d\nd=%d\ncausal=%d\nscale=%.9g\n%s%s%s",
                    p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal ? 1 : 0, (double)p->scale,
-                   p->mask ? "mask=" : "", p->mask ? p->mask->spec : "", p->mask ? "\n" : "");
+                   attn_mask(p) ? "mask=" : "", attn_mask(p) ? attn_mask(p)->spec : "", attn_mask(p) ? "\n" : "");
     if (!f || fclose(f) != 0 || err) { failures++; return -1; }
     return 0;
 }

@@ -576,6 +576,21 @@ void mask_dense(const attn_mask_t *m, unsigned char *out)
 
 size_t mask_bytes(const attn_mask_t *m) { return 4 * (size_t)m->N_kv * sizeof(int32_t); }
 
+const attn_mask_t *mask_slots[MASK_SLOTS + 1];
+
+uint16_t mask_register(const attn_mask_t *m)
+{
+    static int next = 0;   /* the slot to reuse when all are taken */
+    for (int id = 1; id <= MASK_SLOTS; id++)
+        if (mask_slots[id] == m) return (uint16_t)id;
+    for (int id = 1; id <= MASK_SLOTS; id++)
+        if (!mask_slots[id]) { mask_slots[id] = m; return (uint16_t)id; }
+    const int id = 1 + next;
+    next = (next + 1) % MASK_SLOTS;
+    mask_slots[id] = m;
+    return (uint16_t)id;
+}
+
 double mask_pairs(const attn_mask_t *m)
 {
     double pairs = 0;
@@ -643,17 +658,6 @@ void mask_blocks_free(mask_blocks_t *b)
 {
     if (b->lts_min) { free(b->lts_min); live_allocations--; }
     memset(b, 0, sizeof *b);
-}
-
-mask_tile_t mask_tile_class(const mask_blocks_t *b, int r0, int r1, int c)
-{
-    /* inside one run in every column of the block: nothing visible */
-    if ((r0 >= b->lts_max[c] && r1 <= b->lte_min[c]) || (r0 >= b->uts_max[c] && r1 <= b->ute_min[c]))
-        return MASK_TILE_FULLY_MASKED;
-    /* clear of both runs in every column: nothing masked */
-    if ((r1 <= b->lts_min[c] || r0 >= b->lte_max[c]) && (r1 <= b->uts_min[c] || r0 >= b->ute_max[c]))
-        return MASK_TILE_UNMASKED;
-    return MASK_TILE_PARTIAL;
 }
 
 int mask_census(const attn_mask_t *m, int Br, int Bc, mask_census_t *c)

@@ -52,6 +52,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The rules below are callable from CUDA kernels too (a kernel's device copy of the vectors). */
+#ifdef __CUDACC__
+#define MASK_HD __host__ __device__
+#else
+#define MASK_HD
+#endif
+
 #define MASK_SPEC_MAX   96     /* the spec kept in attn_mask_t (longer ones are cut) */
 #define MASK_MAX_PARAMS 1024   /* numbers a spec may carry                           */
 
@@ -62,6 +69,10 @@ typedef struct attn_mask {
     int32_t *uts, *ute;        /* upper run of column j: rows [uts[j], ute[j])      */
     char spec[MASK_SPEC_MAX];  /* how to make it again, e.g. "sliding:1024"         */
 } attn_mask_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* The names mask_parse knows, for a usage line: "full, causal, sliding, ...". */
 const char *mask_known_names(void);
@@ -107,11 +118,14 @@ void mask_free(attn_mask_t *m);
  * in why. The constructors run it on what they build. */
 int mask_check(const attn_mask_t *m, char *why, size_t len);
 
-/* The element test: may row i attend key j? */
-static inline int mask_visible(const attn_mask_t *m, int i, int j)
+/* The element test: may row i attend key j? runs: the four vectors one after the other,
+ * [lts | lte | uts | ute], N_kv each (how attn_mask_t holds them, and a kernel's copy). */
+static inline MASK_HD int mask_visible_at(const int32_t *runs, int N_kv, int i, int j)
 {
-    return !(i >= m->lts[j] && i < m->lte[j]) && !(i >= m->uts[j] && i < m->ute[j]);
+    const int32_t *lts = runs, *lte = runs + N_kv, *uts = runs + 2 * (size_t)N_kv, *ute = runs + 3 * (size_t)N_kv;
+    return !(i >= lts[j] && i < lte[j]) && !(i >= uts[j] && i < ute[j]);
 }
+static inline int mask_visible(const attn_mask_t *m, int i, int j) { return mask_visible_at(m->lts, m->N_kv, i, j); }
 
 /* The dense mask for the fp64 oracle: out[i * N_kv + j] = 1 when visible, else 0. */
 void mask_dense(const attn_mask_t *m, unsigned char *out);
@@ -131,6 +145,8 @@ size_t mask_bytes(const attn_mask_t *m);
 static inline double mask_dense_bytes(const attn_mask_t *m) { return (double)m->N_q * m->N_kv; }
 
 /* ---- the block preprocessing (FlashMask Sec. 4) -------------------------------------- */
+typedef enum { MASK_TILE_UNMASKED = 0, MASK_TILE_PARTIAL = 1, MASK_TILE_FULLY_MASKED = 2 } mask_tile_t;
+
 typedef struct {
     int Bc, n_blocks;          /* n_blocks = ceil(N_kv / Bc); the last may be a tail */
     int32_t *lts_min, *lts_max, *lte_min, *lte_max;
@@ -142,10 +158,26 @@ typedef struct {
 int  mask_blocks(const attn_mask_t *m, int Bc, mask_blocks_t *b);
 void mask_blocks_free(mask_blocks_t *b);
 
-typedef enum { MASK_TILE_UNMASKED = 0, MASK_TILE_PARTIAL = 1, MASK_TILE_FULLY_MASKED = 2 } mask_tile_t;
 
-/* The class of the tile of rows [r0, r1) (r0 < r1 <= N_q) and column block col_block. */
-mask_tile_t mask_tile_class(const mask_blocks_t *b, int r0, int r1, int col_block);
+/* The class of the tile of rows [r0, r1) (r0 < r1 <= N_q) and column block c, from the 8
+ * per-block values one after the other, n_blocks each, in the order of mask_blocks_t
+ * (lts_min, lts_max, lte_min, lte_max, uts_min, uts_max, ute_min, ute_max): the host's
+ * mask_blocks_t and a kernel's copy. */
+static inline MASK_HD mask_tile_t mask_tile_class_at(const int32_t *blk, int n_blocks, int r0, int r1, int c)
+{
+    const int32_t lts_min = blk[c], lts_max = blk[n_blocks + c], lte_min = blk[2 * n_blocks + c], lte_max = blk[3 * n_blocks + c];
+    const int32_t uts_min = blk[4 * n_blocks + c], uts_max = blk[5 * n_blocks + c];
+    const int32_t ute_min = blk[6 * n_blocks + c], ute_max = blk[7 * n_blocks + c];
+    /* inside one run in every column of the block: nothing visible */
+    if ((r0 >= lts_max && r1 <= lte_min) || (r0 >= uts_max && r1 <= ute_min)) return MASK_TILE_FULLY_MASKED;
+    /* clear of both runs in every column: nothing masked */
+    if ((r1 <= lts_min || r0 >= lte_max) && (r1 <= uts_min || r0 >= ute_max)) return MASK_TILE_UNMASKED;
+    return MASK_TILE_PARTIAL;
+}
+static inline mask_tile_t mask_tile_class(const mask_blocks_t *b, int r0, int r1, int c)
+{
+    return mask_tile_class_at(b->lts_min, b->n_blocks, r0, r1, c);
+}
 
 /* Tiles of Br x Bc (tails included) in each class. Returns 0, or nonzero when out of
  * memory or Br, Bc < 1. */
@@ -156,4 +188,16 @@ int mask_census(const attn_mask_t *m, int Br, int Bc, mask_census_t *c);
  * refused spec leaves it unchanged and that every free returns it to where it was. */
 long mask_live_allocations(void);
 
+/* Masks a problem refers to by a small handle (attn_problem_t.mask_id): mask_register(m)
+ * gives m's handle, 1 .. MASK_SLOTS (the same one when m is registered again; the oldest
+ * slot is reused past MASK_SLOTS); mask_registered(0) is NULL. The mask must outlive the
+ * problems that name it. */
+#define MASK_SLOTS 8
+extern const attn_mask_t *mask_slots[MASK_SLOTS + 1];
+uint16_t mask_register(const attn_mask_t *m);
+static inline const attn_mask_t *mask_registered(uint16_t id) { return id <= MASK_SLOTS ? mask_slots[id] : NULL; }
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,7 +9,7 @@
 attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal)
 {
     attn_problem_t p = { B, H, H_kv > 0 ? H_kv : H, N_q, N_kv > 0 ? N_kv : N_q, d, causal,
-                         d > 0 ? (float)(1.0 / sqrt((double)d)) : 1.0f, NULL };
+                         0, d > 0 ? (float)(1.0 / sqrt((double)d)) : 1.0f };
     return p;
 }
 
@@ -19,9 +19,9 @@ size_t attn_l_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->
 
 int attn_visible_count(const attn_problem_t *p, int i)
 {
-    if (p->mask) {
+    if (attn_mask(p)) {
         int n = 0;
-        for (int j = 0; j < p->N_kv; j++) n += mask_visible(p->mask, i, j);
+        for (int j = 0; j < p->N_kv; j++) n += mask_visible(attn_mask(p), i, j);
         return n;
     }
     if (!p->causal) return p->N_kv;
@@ -32,7 +32,7 @@ int attn_visible_count(const attn_problem_t *p, int i)
 
 double attn_flops_fwd(const attn_problem_t *p)
 {
-    if (p->mask) return 4.0 * p->B * p->H * p->d * mask_pairs(p->mask);
+    if (attn_mask(p)) return 4.0 * p->B * p->H * p->d * mask_pairs(attn_mask(p));
     double f = 4.0 * p->B * p->H * (double)p->N_q * p->N_kv * p->d;
     return (p->causal && p->N_q == p->N_kv) ? f / 2 : f;
 }
@@ -42,7 +42,7 @@ double attn_flops_bwd(const attn_problem_t *p) { return 2.5 * attn_flops_fwd(p);
 void attn_problem_str(const attn_problem_t *p, char *buf, size_t len)
 {
     snprintf(buf, len, "B=%d H=%d Hkv=%d Nq=%d Nkv=%d d=%d%s%s%s", p->B, p->H, p->H_kv,
-             p->N_q, p->N_kv, p->d, p->causal ? " causal" : "", p->mask ? " mask=" : "", p->mask ? p->mask->spec : "");
+             p->N_q, p->N_kv, p->d, p->causal ? " causal" : "", attn_mask(p) ? " mask=" : "", attn_mask(p) ? attn_mask(p)->spec : "");
 }
 
 static void fill_fp16_normal(rng_t *r, uint16_t *h, float *f, size_t n)
@@ -113,11 +113,11 @@ attn_problem_t attn_small_like(const attn_problem_t *p, double max_flops)
     int Nq = (int)(p->N_q * f), Nkv = (int)(p->N_kv * f);
     /* at most 4 heads x 256 rows x d <= 256: 2^18 elements, far inside every bound */
     attn_problem_t s = attn_problem(1, Hkv * (G < 2 ? G : 2), Hkv, Nq > 0 ? Nq : 1, Nkv > 0 ? Nkv : 1, p->d, p->causal);
-    if (p->mask) {   /* the same mask, sampled to the smaller problem (mask_sample); one at a time */
+    if (attn_mask(p)) {   /* the same mask, sampled to the smaller problem (mask_sample); one at a time */
         static attn_mask_t small;
         mask_free(&small);
-        if (mask_sample(p->mask, s.N_q, s.N_kv, &small)) { fprintf(stderr, "attn_small_like: out of host memory\n"); exit(1); }
-        s.mask = &small;
+        if (mask_sample(attn_mask(p), s.N_q, s.N_kv, &small)) { fprintf(stderr, "attn_small_like: out of host memory\n"); exit(1); }
+        s.mask_id = mask_register(&small);
     }
     return s;
 }

@@ -42,11 +42,13 @@ typedef struct {
     int N_kv;     /* key/value sequence length              */
     int d;        /* head dimension                         */
     bool causal;  /* bottom-right aligned causal mask       */
+    /* A FlashMask mask (common/mask.h: two masked runs per key column): its handle from
+     * mask_register(), or 0 for none; attn_mask() gives it. Host memory: the CPU models and
+     * the oracle read it through attn_visible(); a kernel reads its own device copy. Set only
+     * with causal = false. A 16-bit handle in the padding after causal, not a pointer: the
+     * struct stays 32 bytes, and kernels take it by value (8 bytes more made fa2-mma spill). */
+    uint16_t mask_id;
     float scale;  /* softmax scale, 1/sqrt(d) by default    */
-    /* A FlashMask mask (common/mask.h: two masked runs per key column), or NULL. Host
-     * memory: the CPU models and the oracle read it through attn_visible(); a kernel reads
-     * its own device copy, never this pointer. Set only with causal = false. */
-    const struct attn_mask *mask;
 } attn_problem_t;
 
 /* The tile sizes of a blocked kernel or CPU tile model: Br query rows by Bc keys
@@ -72,12 +74,15 @@ static inline ATTN_HD size_t attn_kv_offset(const attn_problem_t *p, int b, int 
 static inline ATTN_HD size_t attn_l_offset(const attn_problem_t *p, int b, int h)
 { return ((size_t)b * p->H + h) * (size_t)p->N_q; }
 
+/* The problem's FlashMask mask, or NULL (host only). */
+static inline const attn_mask_t *attn_mask(const attn_problem_t *p) { return mask_registered(p->mask_id); }
+
 /* May row i see column j? The mask's rule where the problem has one (on the host: device
  * code has no mask here), else the causal rule above. */
 static inline ATTN_HD bool attn_visible(const attn_problem_t *p, int i, int j)
 {
 #ifndef __CUDA_ARCH__
-    if (p->mask) return mask_visible(p->mask, i, j);
+    if (p->mask_id) return mask_visible(mask_registered(p->mask_id), i, j);
 #endif
     return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q);
 }

@@ -138,6 +138,10 @@ int fa2_simple_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 REF_PROTO(int, fa2_mma_config, (int d, gpu_kernel_config_t *c, char *why, size_t len));
 REF_PROTO(void, fa2_simple_launch, (const attn_problem_t *p, const void *q, const void *k, const void *v,
                                     float *o, float *L));
+/* fa2-mma with a FlashMask mask keeps one class byte per K/V block in shared memory: at
+ * most this many K/V blocks (N_kv <= FA2_MASK_MAX_TC Bc). */
+#define FA2_MASK_MAX_TC 4096
+#define FA2_MASK_MAX_D 128   /* d = 256's tiles leave no room for them under 99 KiB: no mask path */
 REF_PROTO(void, fa2_mma_launch, (const attn_problem_t *p, fa2_variant_t variant, const void *q,
                                  const void *k, const void *v, float *o, float *L));
 /* fa2_wgmma.cu: the same algorithm on Hopper's warpgroup MMA (wgmma), built for sm_90a

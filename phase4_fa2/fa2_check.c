@@ -8,7 +8,7 @@ int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why,
 {
     attn_problem_t pm = *p;
     pm.causal = true;
-    pm.mask = NULL;   /* the causal rule alone, whatever mask the problem has */
+    pm.mask_id = 0;   /* the causal rule alone, whatever mask the problem has */
     const int Tr = (p->N_q + bl.Br - 1) / bl.Br, Tc = (p->N_kv + bl.Bc - 1) / bl.Bc;
     for (int i = 0; i < Tr; i++) {
         int want = 0;   /* one past the last K/V block with a visible entry */

@@ -38,6 +38,7 @@
 #include "cuda_check.cuh"
 #include "mma.cuh"
 #include "visits.cuh"
+#include "mask_gpu.h"
 #include "fa2.h"
 
 /* threads per thread block at head dimension D (FA2_WARPS_OF, fa2_blocks.h: 4 warps by default) */
@@ -69,11 +70,15 @@ __device__ __forceinline__ float ex2(float x)
 /* DEFER: O~ unnormalised, divided at the end (else normalised every step, as in FA1).
  * SKIP: causal blocks past the diagonal skipped and only diagonal/tail blocks masked
  * (else every block visited and, with a mask, every element masked).
- * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head. */
-template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
+ * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head.
+ * MASKED: a FlashMask mask (common/mask.h, chapter 4c) instead of the causal rule: mruns its
+ * four vectors, mblk the 8 per-block values of the preprocessing pass (mask_gpu.cu). Each
+ * tile (Q block i, K/V block j) is classified from mblk: fully masked tiles are skipped (K_j,
+ * V_j not loaded), partial ones test each element, unmasked ones run the plain loop. */
+template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST, bool MASKED>
 __global__ void __launch_bounds__(THREADS_OF(D), 8 / FA2_WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
-               float *Og, float *Lg, gpu_visits_t vis)
+               float *Og, float *Lg, gpu_visits_t vis, const int32_t *mruns, const int32_t *mblk)
 {
     using C = Cfg<D, BC, MT, STAGES>;
     constexpr int LDH = C::LDH, BR = C::BR, THREADS = THREADS_OF(D);
@@ -108,6 +113,27 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         /* STUB: n_blocks = 0; */
         /* END EXERCISE */
     }
+    /* FlashMask: the class of each tile (i, j) of this Q block, one byte a K/V block in shared
+     * memory past the tiles (mask_tile_class_at on the preprocessing pass's min/max), so that
+     * the loop reads a byte, not the 8 values (visit_all, the driver's test of the counters:
+     * every tile visited, every element tested) */
+    uint8_t *tile_class = smem + C::SMEM;
+    if (MASKED) {
+        for (int jj = threadIdx.x; jj < Tc; jj += THREADS)
+            tile_class[jj] = visit_all(vis) ? MASK_TILE_PARTIAL
+                                            : mask_tile_class_at(mblk, Tc, i0, i0 + min(BR, p.N_q - i0), jj);
+        __syncthreads();   /* every tile's class is in shared memory */
+        int jj = 0;
+        while (jj < Tc && tile_class[jj] == MASK_TILE_FULLY_MASKED) jj++;
+        n_blocks = jj < Tc;   /* 0: no tile to visit; the visits are counted in the loop below */
+    }
+    /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked */
+    auto next_block = [&](int j) {
+        if (MASKED)
+            for (j++; j < Tc && tile_class[j] == MASK_TILE_FULLY_MASKED; j++) {}
+        else j++;
+        return j;
+    };
     if (visit_all(vis)) n_blocks = Tc;
     /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
     const int row0 = i0 + warp * 16 * MT + g;
@@ -120,9 +146,10 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     }
 
     /* Alg. 1 l.4: Q_i, and the first K (and V) block, into shared memory */
+    int j = MASKED ? next_block(-1) : 0;   /* the first K/V block visited: 0 but with a mask */
     cp_async_tile<D, LDH, THREADS>(Qs, Q, BR, p.N_q - i0);
-    cp_async_tile<D, LDH, THREADS>(Ks, K, BC, p.N_kv);
-    if (STAGES == 2) cp_async_tile<D, LDH, THREADS>(Vs, V, BC, p.N_kv);
+    cp_async_tile<D, LDH, THREADS>(Ks, K + (size_t)j * BC * D, BC, p.N_kv - j * BC);
+    if (STAGES == 2) cp_async_tile<D, LDH, THREADS>(Vs, V + (size_t)j * BC * D, BC, p.N_kv - j * BC);
     cp_async_commit();
 
     uint32_t qf[QREG ? D / 16 : 1][4];    /* MT = 1: Q_i's 16 rows as A fragments     */
@@ -140,8 +167,11 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     /* The two pipelines (STAGES, fa2_blocks.h), per K/V block j:
      *   2:  wait K_j V_j | sync | load K_j+1 V_j+1 (other pair) | S, softmax, P~ V_j
      *   1:  wait K_j | sync | load V_j | S, softmax | wait V_j | sync | load K_j+1 | P~ V_j */
-    for (int j = 0; j < n_blocks; j++) {                                     /* l.6 */
-        const int st = STAGES == 2 ? j % 2 : 0;
+    const int j_end = MASKED ? Tc : n_blocks;   /* with a mask, next_block() returns Tc after the last */
+    int v = 0;
+    for (; j < j_end; v++) {                    /* l.6: K/V block j, the v-th visited */
+        const int jn = MASKED ? next_block(j) : j + 1;   /* the next one */
+        const int st = STAGES == 2 ? (MASKED ? v : j) % 2 : 0;
         cp_async_wait<0>();
         __syncthreads();   /* K_j (STAGES = 2: and V_j; and Q_i) landed and are visible to
                               every warp; every warp is done with block j - 1's buffers */
@@ -153,9 +183,9 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         if (STAGES == 1) {        /* l.7: V_j streams in while S_ij is computed */
             cp_async_tile<D, LDH, THREADS>(Vs, V + (size_t)j * BC * D, BC, p.N_kv - j * BC);
             cp_async_commit();
-        } else if (j + 1 < n_blocks) {   /* l.7: block j + 1 streams in while this one is computed */
-            cp_async_tile<D, LDH, THREADS>(Ks + (1 - st) * BC * LDH, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
-            cp_async_tile<D, LDH, THREADS>(Vs + (1 - st) * BC * LDH, V + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+        } else if (jn < j_end) {   /* l.7: the next block streams in while this one is computed */
+            cp_async_tile<D, LDH, THREADS>(Ks + (1 - st) * BC * LDH, K + (size_t)jn * BC * D, BC, p.N_kv - jn * BC);
+            cp_async_tile<D, LDH, THREADS>(Vs + (1 - st) * BC * LDH, V + (size_t)jn * BC * D, BC, p.N_kv - jn * BC);
             cp_async_commit();
         }
         const __half *Kj = Ks + st * BC * LDH, *Vj = Vs + st * BC * LDH;
@@ -217,9 +247,11 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 }
             }
         }
-        /* the mask: with SKIP only on blocks that cross the diagonal or N_kv */
+        /* the mask: with SKIP only on blocks that cross the diagonal or N_kv; with MASKED on
+         * the partial tiles (and the tail block) */
         const long last_key = (long)(j + 1) * BC - 1;
-        const bool mask = last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)i0 + shift));
+        const bool mask = last_key >= p.N_kv || (MASKED ? tile_class[j] == MASK_TILE_PARTIAL
+                                                         : p.causal && (!SKIP || last_key > (long)i0 + shift));
         if (mask) {
 #pragma unroll
             for (int mtile = 0; mtile < MT; mtile++)
@@ -228,7 +260,9 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const int row = row0 + 16 * mtile + 8 * (e / 2), col = j * BC + n * 8 + 2 * t + e % 2;
-                        if (col >= p.N_kv || (p.causal && col > row + shift)) s[mtile][n][e] = -INFINITY;
+                        if (col >= p.N_kv || (MASKED ? !mask_visible_at(mruns, p.N_kv, row, col)
+                                                     : p.causal && col > row + shift))
+                            s[mtile][n][e] = -INFINITY;
                     }
         }
         /* l.9: m_new = max(m_i, rowmax S) over the quad; P~ = 2^(sl2 S - sl2 m_new) */
@@ -306,8 +340,8 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         if (STAGES == 1) {
             cp_async_wait<0>();
             __syncthreads();   /* V_j landed; every warp is done with K_j */
-            if (j + 1 < n_blocks) {   /* K_j+1 streams in while P~ V_j is computed */
-                cp_async_tile<D, LDH, THREADS>(Ks, K + (size_t)(j + 1) * BC * D, BC, p.N_kv - (j + 1) * BC);
+            if (jn < j_end) {   /* the next K streams in while P~ V_j is computed */
+                cp_async_tile<D, LDH, THREADS>(Ks, K + (size_t)jn * BC * D, BC, p.N_kv - jn * BC);
                 cp_async_commit();
             }
         }
@@ -336,6 +370,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 }
             }
         }
+        j = jn;
     }
 
     /* l.12-13: O_i = O~_i / l_i once; L_i = m_i + log(l_i) (+inf for a row that saw nothing) */
@@ -365,7 +400,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         /* END EXERCISE */
     }
     /* counted last, off the path to the first K/V block; the driver holds it to fa2_kv_blocks() */
-    if (threadIdx.x == 0) visit_count(vis, i, n_blocks);
+    if (threadIdx.x == 0) visit_count(vis, i, MASKED ? v : n_blocks);
 }
 
 /* What must hold for every row of FA2_MMA_TABLE (fa2_blocks.h). Shared memory: fa2-mma
@@ -378,25 +413,30 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     static_assert((MT_) >= 1, "fa2-mma: MT >= 1 m-tile of 16 rows per warp");                   \
     static_assert((ST_) == 1 || (ST_) == 2, "fa2-mma: STAGES is 1 or 2 K/V buffers");                   \
     static_assert(Cfg<D_, BC_, MT_, ST_>::BR == 16 * FA2_WARPS_OF(D_) * (MT_), "fa2-mma: Br = 16 WARPS MT");    \
-    static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM <= FA2_SMEM_CAP,                                  \
-                  "fa2-mma: shared memory above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
+    static_assert(Cfg<D_, BC_, MT_, ST_>::SMEM + ((D_) <= FA2_MASK_MAX_D ? FA2_MASK_MAX_TC : 0) <= FA2_SMEM_CAP, \
+                  "fa2-mma: shared memory (and a mask's class bytes) above sm_86/89's 99 KiB opt-in limit (fa2_blocks.h)");
 FA2_MMA_TABLE(FA2_ASSERT_ROW)
 #undef FA2_ASSERT_ROW
 
-template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST>
+template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST, bool MASKED = false>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
     using C = Cfg<D, BC, MT, STAGES>;
+    /* MASKED: one class byte a K/V block past the tiles (FA2_MASK_MAX_TC of them at most) */
+    const size_t smem = C::SMEM + (MASKED ? FA2_MASK_MAX_TC : 0);
     static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST, MASKED>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attr_set = true;
     }
     const int Tr = (p->N_q + C::BR - 1) / C::BR, BH = p->B * p->H;
     const dim3 grid = MFIRST ? dim3(Tr, BH) : dim3(BH, Tr);
-    fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST><<<grid, THREADS_OF(D), C::SMEM>>>(
-        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr));
+    /* FlashMask: the vectors (an input, uploaded once) and this launch's preprocessing pass */
+    const int32_t *runs = MASKED ? mask_gpu_runs(attn_mask(p)) : NULL;
+    const int32_t *blk = MASKED ? mask_gpu_blocks(runs, p->N_kv, BC) : NULL;
+    fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST, MASKED><<<grid, THREADS_OF(D), smem>>>(
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr), runs, blk);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -421,7 +461,11 @@ static void launch_variant(const attn_problem_t *p, fa2_variant_t var, const voi
     case FA2_DEFERRED: if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, true>(p, q, k, v, o, L); break;
     case FA2_NOSKIP:   if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, false, true>(p, q, k, v, o, L); break;
     case FA2_GRID_BH:  if constexpr (LADDER != 0) launch<D, LB::BC, LB::MT, LB::ST, true, true, false>(p, q, k, v, o, L); break;
-    case FA2_FULL:     launch<D, BC, MT, STAGES, true, true, true>(p, q, k, v, o, L); break;
+    case FA2_FULL:   /* the one variant with a mask path */
+        if constexpr (D <= FA2_MASK_MAX_D)
+            if (attn_mask(p)) { launch<D, BC, MT, STAGES, true, true, true, true>(p, q, k, v, o, L); break; }
+        launch<D, BC, MT, STAGES, true, true, true>(p, q, k, v, o, L);   /* (d = 256 with a mask: the driver says n/a) */
+        break;
     }
 }
 

@@ -137,7 +137,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     if (kind == K_FA1_MMA || kind == K_FA1_PLAIN) fa1_visits_want(&vis, p, r.blocks, kind == K_FA1_MMA ? FA1_BLOCK_SKIP : FA1_PLAIN);
     else if (kind != K_CUBLAS && kind != K_FA1_SIMPLE)
         fa2_visits_want(&vis, p, r.blocks, !(kind == K_FA2_MMA && var == FA2_NOSKIP), kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu"
-                        : kind == K_FA2_MMA ? "fa2.causal_range_mma" : NULL);
+                        : kind == K_FA2_MMA && !attn_mask(p) ? "fa2.causal_range_mma" : NULL);
     drv_gpu_run(&r, in, b, &how);
     drv_visits_free(&vis);
     drv_blame(&r, kind == K_FA2_SIMPLE ? "fa2.causal_range_gpu, fa2.online_gpu, fa2.finish_gpu"
@@ -163,6 +163,32 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     drv_prev_t prev[2] = { { NULL, "phase 3's FA1 kernel" }, { o2, "phase 2's 1-pass attention" } };
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* the simple kernels take seconds at 16k tokens */
     int n = 0;
+    if (attn_mask(p)) {   /* FlashMask: fa2-mma alone has the mask path; held to the oracle (and, small, phase 2) */
+        const attn_blocks_t bm = fa2_mma_blocks(p->d);
+        if (cli_kernel_selected(o, "mma") && (p->d > FA2_MASK_MAX_D || (p->N_kv + bm.Bc - 1) / bm.Bc > FA2_MASK_MAX_TC)) {
+            rows[n] = drv_row("mma", "gpu", sweep, p);
+            drv_not_run(&rows[n++], "n/a", p->d > FA2_MASK_MAX_D ? "fa2-mma has no mask path at d = 256 (fa2.h)"
+                                                                : "a mask over more than FA2_MASK_MAX_TC K/V blocks (fa2.h)");
+        } else if (cli_kernel_selected(o, "mma")) {
+            const bool causal = strcmp(attn_mask(p)->name, "causal") == 0;
+            float *om = NULL, *oc = NULL;
+            rows[n] = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, o->iters, check_rows, prev + 1, 1,
+                                 causal ? &om : NULL, true);
+            if (om) {   /* the causal mask through the mask path == --causal's path, bit for bit */
+                attn_inputs_t ic = *in;
+                ic.p.mask_id = 0;
+                ic.p.causal = true;
+                run_kernel(&ic, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, 1, check_rows, NULL, 0, &oc, false);
+                if (!oc || memcmp(om, oc, attn_q_elems(p) * sizeof(float)) != 0)
+                    drv_fail(&rows[n], "--mask causal: O differs from the causal path's (--causal) in some bit");
+            }
+            free(om); free(oc);
+            n++;
+        }
+        free(o2);
+        drv_gpu_free(&b);
+        return n;
+    }
     if (cli_kernel_selected(o, "cublas"))
         rows[n++] = run_kernel(in, &b, K_CUBLAS, FA2_FULL, "cublas", sweep, o->iters, check_rows, NULL, 0, NULL, true);
     if (cli_kernel_selected(o, "fa1-simple") && simple_ok)

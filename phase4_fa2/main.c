@@ -54,15 +54,15 @@ static void explain(const attn_problem_t *p, const attn_problem_t *pc, const drv
            "FA2 %.0f counted (= formula), FA1 %.0f (%.2fx more); matmul FLOPs %.0f\n", cpu->blocks.Br,
            cpu->blocks.Bc, cpu->hbm_model, b1.Bc, fa1_bytes, fa1_bytes / cpu->hbm_model, cpu->nonmatmul,
            fa1_nm, fa1_nm / cpu->nonmatmul, 4.0 * pc->B * pc->H * pc->N_q * pc->N_kv * pc->d);
-    if (p->mask) {   /* FlashMask: the tile census of the problem asked for at the model's blocks, the mask's bytes */
+    if (attn_mask(p)) {   /* FlashMask: the tile census of the problem asked for at the model's blocks, the mask's bytes */
         mask_census_t c;
-        if (mask_census(p->mask, cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
+        if (mask_census(attn_mask(p), cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
             printf("mask %s, N_q x N_kv = %d x %d (Br x Bc = %d x %d), tiles of a head: %ld fully masked (skipped, K/V "
                    "not read), %ld partial (element test), %ld unmasked; the four vectors take %zu bytes, a dense mask "
-                   "%.0f; %.0f of the %.0f (row, key) pairs visible (density %.3f)\n", p->mask->spec, p->N_q, p->N_kv,
-                   cpu->blocks.Br, cpu->blocks.Bc, c.fully_masked, c.partial, c.unmasked, mask_bytes(p->mask),
-                   mask_dense_bytes(p->mask), mask_pairs(p->mask), (double)p->N_q * p->N_kv,
-                   mask_pairs(p->mask) / ((double)p->N_q * p->N_kv));
+                   "%.0f; %.0f of the %.0f (row, key) pairs visible (density %.3f)\n", attn_mask(p)->spec, p->N_q, p->N_kv,
+                   cpu->blocks.Br, cpu->blocks.Bc, c.fully_masked, c.partial, c.unmasked, mask_bytes(attn_mask(p)),
+                   mask_dense_bytes(attn_mask(p)), mask_pairs(attn_mask(p)), (double)p->N_q * p->N_kv,
+                   mask_pairs(attn_mask(p)) / ((double)p->N_q * p->N_kv));
     }
     printf("time: CPU one run; GPU median of %d runs after warm-up (CUDA events, L2 flushed); "
            "vs prev: rel L2 against phase 3's FA1 (kernel fa1-mma; for the CPU model its CPU model)\n", iters);
@@ -78,6 +78,8 @@ int main(int argc, char **argv)
                 p->d % 32 == 0 ? " (use --kernel simple)" : "");
     if (strcmp(o.kernel, "fa1-mma") == 0 && !fa1_mma_supports(p->d))
         cli_die(PHASE, "kernel fa1-mma is built for d = 32, 64 and 128, not d = %d", p->d);
+    if (attn_mask(p) && strcmp(o.kernel, "all") != 0 && strcmp(o.kernel, "mma") != 0)
+        cli_die(PHASE, "kernel %s has no mask path: --mask runs fa2-mma (--kernel mma) and the CPU model", o.kernel);
     if (strcmp(o.kernel, "simple") == 0 && p->d % 32 != 0)
         cli_die(PHASE, "kernel simple needs d a multiple of 32, not d = %d", p->d);
 
@@ -94,15 +96,13 @@ int main(int argc, char **argv)
     rows[n++] = fa2_cpu_row(&pc, &o, "-", true);
     drv_row_t ladder[FA2_LADDER_STEPS];
 #if HAVE_CUDA
-    if (D.gpu && p->mask)   /* FlashMask is built in the CPU tile model so far */
-        printf("%s: GPU rows skipped: with --mask only the CPU tile model runs (no kernel has a mask path yet)\n", PHASE);
-    else if (D.gpu) {
+    if (D.gpu) {
         attn_inputs_t in;
         drv_inputs(&in, p, o.seed, false, PHASE);
         if (strcmp(o.kernel, "ladder") != 0) n += fa2_gpu_rows(&in, &o, "-", CHECK_ROWS, true, rows + n);
         attn_inputs_free(&in);
         bool want = strcmp(o.kernel, "ladder") == 0 || (strcmp(o.kernel, "all") == 0 && !o.quiet);
-        if (want && (p->d == 64 || p->d == 128)) nl = fa2_ladder(&o, p->d, ladder);
+        if (want && !attn_mask(p) && (p->d == 64 || p->d == 128)) nl = fa2_ladder(&o, p->d, ladder);
     }
 #endif
     if (!D.gpu) printf("%s: GPU rows skipped: %s\n", PHASE, D.why);

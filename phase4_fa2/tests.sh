@@ -66,8 +66,30 @@ t_exit2_says "phase4 rejects a mask's bad parameters" "more than N_kv = 100" "$P
 t_exit2_says "phase4 rejects --mask beside --causal" "--mask and --causal together" "$P4" --cpu --causal --mask sliding:8
 t_exit2_says "phase3 refuses --mask (no mask path there)" "not taken here" "$BUILD/phase3" --cpu --mask causal
 t_exit2_says "phase4 --sweep refuses --mask" "sweep.*ignores --mask" "$P4" --sweep --mask causal
-t_gpu "phase4 gpu --mask: the CPU model PASSes, the GPU rows say why they did not run" bash -c "\"$P4\" --B 1 --H 2 --N 300 \
-    --d 64 --mask sliding:64 --csv \"$T4/mg.csv\" >\"$T4/mg.log\" && grep -q 'GPU rows skipped: with --mask only the CPU tile model runs' \"$T4/mg.log\""
+# On the GPU: fa2-mma's mask path (tiles classified from the preprocessing pass's min/max,
+# fully masked ones skipped) on the same masks and shapes: the oracle (2x rule), the 1-pass
+# attention, the visit counters against the census; --mask causal also reruns --causal's
+# path and FAILs unless O matches bit for bit (the driver's check).
+for m in $MASKS4; do
+    for d in 64 128; do
+        t_gpu "phase4 gpu mma --mask $m d=$d (GQA 2:1, N_q=300 N_kv=333)" \
+            "$P4" --quiet --iters 2 --kernel mma --B 2 --H 4 --Hkv 2 --N 300 --Nkv 333 --d $d --mask $m --csv "$T4/gm.csv"
+    done
+done
+for m in causal sliding:40 document:60 prefix_lm_causal:30; do
+    t_gpu "phase4 gpu mma --mask $m, N_q=333 N_kv=100 (rows that see no key)" \
+        "$P4" --quiet --iters 2 --kernel mma --B 1 --H 2 --N 333 --Nkv 100 --d 64 --mask $m --csv "$T4/gm.csv"
+done
+for shape in "--N 1" "--N 200 --Nkv 1000" "--N 1000 --Nkv 300" "--N 4096 --B 2 --H 8"; do
+    t_gpu "phase4 gpu mma --mask causal == --causal bit for bit ($shape, d=128)" \
+        "$P4" --quiet --iters 2 --kernel mma $shape --d 128 --mask causal --csv "$T4/gm.csv"
+done
+t_gpu "phase4 gpu mma --mask causal_document large problem (B=2 H=16 N=4096 d=128, sampled rows)" \
+    "$P4" --quiet --iters 2 --kernel mma --B 2 --H 16 --N 4096 --d 128 --mask causal_document:1000,1500,700 --csv "$T4/gm.csv"
+if [ -n "$(gpu_skip_reason)" ]; then t_skip "phase4 gpu mma --mask: visiting every tile FAILs on the counters" "$(gpu_skip_reason)"
+else t_run "phase4 gpu mma --mask: visiting every tile FAILs on the counters" bash tools/visits_fail.sh mma \
+    "$P4" --quiet --iters 1 --kernel mma --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T4/gv.csv"; fi
+t_exit2_says "phase4 refuses --mask for a kernel without a mask path" "has no mask path" "$P4" --kernel simple --mask causal
 
 # GPU: phase 1's shape list, every kernel against the oracle, phase 3 and (small) phase 2
 for d in 32 64 128; do

@@ -215,7 +215,7 @@ static void test_claims(void)
     /* both grow as N^2 (FA2 re-reads Q_i, dO_i and updates dQ_i once per K/V block): about
      * 12 d / Bc bytes a (row, key) against the standard's 20 (fp16) */
     report(f < s / 3 && fc < 0.55 * f, "fa2 bwd moves > 3x fewer bytes than the standard, causal ~half (N=4096 d=64)", why);
-    snprintf(why, sizeof why, "S,P,dP,dS at B=32 H=8 N=6250: %.4g bytes", bwd_std_sp_bytes(&(attn_problem_t){32, 8, 8, 6250, 6250, 64, false, 0.125f, NULL}, 2));
+    snprintf(why, sizeof why, "S,P,dP,dS at B=32 H=8 N=6250: %.4g bytes", bwd_std_sp_bytes(&(attn_problem_t){32, 8, 8, 6250, 6250, 64, false, 0, 0.125f}, 2));
     attn_problem_t w = attn_problem(32, 8, 8, 6250, 6250, 64, false);
     report(bwd_std_sp_bytes(&w, 2) == 4.0 * 2 * 32 * 8 * 6250.0 * 6250, "the memory wall's bytes: 4 x 2 x B H N^2", why);
 }

@@ -39,7 +39,7 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
 static mask_blocks_t fa2_mask_blocks(const attn_problem_t *p, int Bc)
 {
     mask_blocks_t mb = { 0 };
-    if (p->mask && mask_blocks(p->mask, Bc, &mb) != 0) { fprintf(stderr, "fa2: out of host memory\n"); exit(1); }
+    if (attn_mask(p) && mask_blocks(attn_mask(p), Bc, &mb) != 0) { fprintf(stderr, "fa2: out of host memory\n"); exit(1); }
     return mb;
 }
 
@@ -55,11 +55,11 @@ void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_
                      const char *exercise)
 {
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
-    drv_visits_init(v, Tr, "Q block", "K/V blocks", p->mask ? "the mask's tile classes" : "the causal range", exercise);
+    drv_visits_init(v, Tr, "Q block", "K/V blocks", attn_mask(p) ? "the mask's tile classes" : "the causal range", exercise);
     mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {   /* the reference's range: never the student's (common/ref.h) */
         int n = skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc;
-        if (p->mask && skip) {   /* FlashMask: the tiles not fully masked */
+        if (attn_mask(p) && skip) {   /* FlashMask: the tiles not fully masked */
             const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
             n = 0;
             for (int j = 0; j < Tc; j++) n += fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED;
@@ -91,7 +91,7 @@ fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
     double keys = 0, mask_bytes_read = 0;   /* sum over Q blocks of the K/V rows read */
     mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
-        if (p->mask) {
+        if (attn_mask(p)) {
             const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
             mask_bytes_read += 32.0 * Tc;
             for (int j = 0; j < Tc; j++) {
@@ -111,7 +111,7 @@ fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
     t.read_kv = heads * 2.0 * 2.0 * keys * d;     /* l.6: K_j, V_j once per Q block */
     t.write_o = heads * 4.0 * p->N_q * d;         /* l.12: O_i once (fp32)          */
     t.write_l = heads * 4.0 * p->N_q;             /* l.13: L_i once (fp32)          */
-    t.read_mask = p->mask ? 16.0 * p->N_kv + 32.0 * Tc + heads * mask_bytes_read : 0;   /* FlashMask */
+    t.read_mask = attn_mask(p) ? 16.0 * p->N_kv + 32.0 * Tc + heads * mask_bytes_read : 0;   /* FlashMask */
     t.total = t.read_q + t.read_kv + t.write_o + t.write_l + t.read_mask;
     return t;
 }
@@ -138,7 +138,7 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
         const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
         int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
         long keys = (long)n * b.Bc < p->N_kv ? (long)n * b.Bc : p->N_kv;
-        if (p->mask) {   /* the tiles not fully masked */
+        if (attn_mask(p)) {   /* the tiles not fully masked */
             n = 0; keys = 0;
             for (int j = 0; j < Tc; j++)
                 if (fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED) {
@@ -208,7 +208,7 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
     /* FlashMask's preprocessing: the per-block min/max of the four vectors (read 16 N_kv
      * bytes, write 8 int32 a block); a problem without a mask has none */
     mask_blocks_t mb = fa2_mask_blocks(p, Bc);
-    if (p->mask) { hbm_read(meter, mask_bytes(p->mask)); hbm_write(meter, 32ull * Tc); }
+    if (attn_mask(p)) { hbm_read(meter, mask_bytes(attn_mask(p))); hbm_write(meter, 32ull * Tc); }
 
     sram_t sram;
     sram_init(&sram, fa2_sram_bytes(d, bs));
@@ -231,11 +231,11 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
         memset(Oi, 0, sizeof(float) * (size_t)qr * d);                      /* l.5: on chip */
         for (int r = 0; r < qr; r++) { mi[r] = -INFINITY; li[r] = 0; }
         const int n = fa2_kv_blocks(p, i, Br, Bc);                          /* causal: fewer */
-        if (p->mask) hbm_read(meter, 32ull * Tc);   /* the block min/max this Q block classifies by */
+        if (attn_mask(p)) hbm_read(meter, 32ull * Tc);   /* the block min/max this Q block classifies by */
         for (int j = 0; j < n; j++) {                                       /* l.6 */
             const int kr = p->N_kv - j * Bc < Bc ? p->N_kv - j * Bc : Bc;
             bool elementwise = fa2_block_needs_mask(p, i, j, Br, Bc);
-            if (p->mask) {   /* FlashMask: skip a fully masked tile, test elements in a partial one */
+            if (attn_mask(p)) {   /* FlashMask: skip a fully masked tile, test elements in a partial one */
                 const mask_tile_t c = fa2_mask_tile(&mb, i, qr, j, Br);
                 if (c == MASK_TILE_FULLY_MASKED) continue;
                 elementwise = c == MASK_TILE_PARTIAL;

@@ -1,0 +1,57 @@
+/* mask_gpu.cu - a FlashMask mask (common/mask.h) on the GPU: the device copy of its four
+ * vectors, and the preprocessing pass that reduces them to the 8 per-block values the
+ * kernels classify their tiles by (FlashMask Sec. 4). The rules a kernel applies with them
+ * are mask.h's mask_tile_class_at() and mask_visible_at(), the same code as the host's.
+ */
+#include <stdio.h>
+#include "cuda_check.cuh"
+#include "mask_gpu.h"
+
+/* The vectors are an input of the problem, like Q, K and V: uploaded when a launch first
+ * sees this mask (the checked run, before any timed one), then reused. */
+extern "C" const int32_t *mask_gpu_runs(const attn_mask_t *m)
+{
+    static const attn_mask_t *host = NULL;
+    static char spec[MASK_SPEC_MAX];
+    static int n_kv = 0;
+    static int32_t *dev = NULL;
+    if (m == host && m->N_kv == n_kv && strcmp(spec, m->spec) == 0) return dev;
+    if (dev) CUDA_CHECK(cudaFree(dev));
+    CUDA_CHECK(cudaMalloc(&dev, mask_bytes(m)));
+    CUDA_CHECK(cudaMemcpy(dev, m->lts, mask_bytes(m), cudaMemcpyHostToDevice));   /* lts | lte | uts | ute */
+    host = m;
+    n_kv = m->N_kv;
+    snprintf(spec, sizeof spec, "%s", m->spec);
+    return dev;
+}
+
+/* One thread a column block: the min and the max of each vector over its columns, in
+ * mask_blocks()'s order (lts_min, lts_max, lte_min, lte_max, uts_min, ..., ute_max). */
+__global__ void mask_blocks_kernel(const int32_t *runs, int N_kv, int Bc, int n_blocks, int32_t *blk)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n_blocks) return;
+    const int j0 = c * Bc, j1 = min(N_kv, j0 + Bc);
+    for (int k = 0; k < 4; k++) {
+        const int32_t *v = runs + (size_t)k * N_kv;
+        int32_t lo = v[j0], hi = v[j0];
+        for (int j = j0 + 1; j < j1; j++) { lo = min(lo, v[j]); hi = max(hi, v[j]); }
+        blk[(2 * k) * n_blocks + c] = lo;
+        blk[(2 * k + 1) * n_blocks + c] = hi;
+    }
+}
+
+extern "C" const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc)
+{
+    static int32_t *blk = NULL;
+    static int cap = 0;
+    const int n_blocks = (N_kv + Bc - 1) / Bc;
+    if (n_blocks > cap) {
+        if (blk) CUDA_CHECK(cudaFree(blk));
+        CUDA_CHECK(cudaMalloc(&blk, 8 * sizeof(int32_t) * (size_t)n_blocks));
+        cap = n_blocks;
+    }
+    mask_blocks_kernel<<<(n_blocks + 127) / 128, 128>>>(runs, N_kv, Bc, n_blocks, blk);
+    CUDA_CHECK_LAUNCH();
+    return blk;
+}

@@ -1,0 +1,20 @@
+/* mask_gpu.h - a FlashMask mask on the GPU (common/mask_gpu.cu): the device copy of its
+ * vectors and the per-block preprocessing pass. CUDA builds only. */
+#ifndef COMMON_MASK_GPU_H
+#define COMMON_MASK_GPU_H
+#include <string.h>
+#include "mask.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The device copy of m's four vectors, [lts | lte | uts | ute] (4 N_kv int32): uploaded the
+ * first time m is seen, then the same buffer (one mask at a time). */
+const int32_t *mask_gpu_runs(const attn_mask_t *m);
+/* The preprocessing pass (a kernel on the current stream): per Bc-wide column block the 8
+ * min/max values in mask_blocks()'s order, into a buffer mask_gpu.cu keeps; returns it. */
+const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc);
+#ifdef __cplusplus
+}
+#endif
+#endif

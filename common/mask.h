@@ -120,10 +120,13 @@ int mask_check(const attn_mask_t *m, char *why, size_t len);
 
 /* The element test: may row i attend key j? runs: the four vectors one after the other,
  * [lts | lte | uts | ute], N_kv each (how attn_mask_t holds them, and a kernel's copy). */
+static inline MASK_HD int mask_row_visible(int32_t lts, int32_t lte, int32_t uts, int32_t ute, int i)
+{
+    return !(i >= lts && i < lte) && !(i >= uts && i < ute);   /* in neither run of its column */
+}
 static inline MASK_HD int mask_visible_at(const int32_t *runs, int N_kv, int i, int j)
 {
-    const int32_t *lts = runs, *lte = runs + N_kv, *uts = runs + 2 * (size_t)N_kv, *ute = runs + 3 * (size_t)N_kv;
-    return !(i >= lts[j] && i < lte[j]) && !(i >= uts[j] && i < ute[j]);
+    return mask_row_visible(runs[j], runs[N_kv + j], runs[2 * (size_t)N_kv + j], runs[3 * (size_t)N_kv + j], i);
 }
 static inline int mask_visible(const attn_mask_t *m, int i, int j) { return mask_visible_at(m->lts, m->N_kv, i, j); }
 

@@ -4,26 +4,40 @@
  * are mask.h's mask_tile_class_at() and mask_visible_at(), the same code as the host's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include "cuda_check.cuh"
 #include "mask_gpu.h"
 
 /* The vectors are an input of the problem, like Q, K and V: uploaded when a launch first
  * sees this mask (the checked run, before any timed one), then reused. */
-extern "C" const int32_t *mask_gpu_runs(const attn_mask_t *m)
+static int32_t *dev_runs = NULL, *dev_cols = NULL;   /* the two layouts of the mask below */
+
+static void upload(const attn_mask_t *m)
 {
     static const attn_mask_t *host = NULL;
     static char spec[MASK_SPEC_MAX];
     static int n_kv = 0;
-    static int32_t *dev = NULL;
-    if (m == host && m->N_kv == n_kv && strcmp(spec, m->spec) == 0) return dev;
-    if (dev) CUDA_CHECK(cudaFree(dev));
-    CUDA_CHECK(cudaMalloc(&dev, mask_bytes(m)));
-    CUDA_CHECK(cudaMemcpy(dev, m->lts, mask_bytes(m), cudaMemcpyHostToDevice));   /* lts | lte | uts | ute */
+    if (m == host && m->N_kv == n_kv && strcmp(spec, m->spec) == 0) return;
+    if (dev_runs) CUDA_CHECK(cudaFree(dev_runs));
+    if (dev_cols) CUDA_CHECK(cudaFree(dev_cols));
+    const size_t n = (size_t)m->N_kv;
+    int32_t *cols = (int32_t *)malloc(mask_bytes(m));
+    if (!cols) { fprintf(stderr, "mask_gpu: out of host memory\n"); exit(1); }
+    for (size_t j = 0; j < n; j++) {   /* column j's four values side by side */
+        cols[4 * j] = m->lts[j]; cols[4 * j + 1] = m->lte[j]; cols[4 * j + 2] = m->uts[j]; cols[4 * j + 3] = m->ute[j];
+    }
+    CUDA_CHECK(cudaMalloc(&dev_runs, mask_bytes(m)));
+    CUDA_CHECK(cudaMalloc(&dev_cols, mask_bytes(m)));
+    CUDA_CHECK(cudaMemcpy(dev_runs, m->lts, mask_bytes(m), cudaMemcpyHostToDevice));   /* lts | lte | uts | ute */
+    CUDA_CHECK(cudaMemcpy(dev_cols, cols, mask_bytes(m), cudaMemcpyHostToDevice));
+    free(cols);
     host = m;
     n_kv = m->N_kv;
     snprintf(spec, sizeof spec, "%s", m->spec);
-    return dev;
 }
+
+extern "C" const int32_t *mask_gpu_runs(const attn_mask_t *m) { upload(m); return dev_runs; }
+extern "C" const int32_t *mask_gpu_columns(const attn_mask_t *m) { upload(m); return dev_cols; }
 
 /* One thread a column block: the min and the max of each vector over its columns, in
  * mask_blocks()'s order (lts_min, lts_max, lte_min, lte_max, uts_min, ..., ute_max). */

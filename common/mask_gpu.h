@@ -8,9 +8,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* The device copy of m's four vectors, [lts | lte | uts | ute] (4 N_kv int32): uploaded the
- * first time m is seen, then the same buffer (one mask at a time). */
+/* The device copy of m's four vectors, [lts | lte | uts | ute] (4 N_kv int32), and the same
+ * values a column at a time, int4 {lts, lte, uts, ute} of column j at [4 j] (a kernel's
+ * element test reads one 16-byte load a column): uploaded the first time m is seen, then the
+ * same buffers (one mask at a time). */
 const int32_t *mask_gpu_runs(const attn_mask_t *m);
+const int32_t *mask_gpu_columns(const attn_mask_t *m);
 /* The preprocessing pass (a kernel on the current stream): per Bc-wide column block the 8
  * min/max values in mask_blocks()'s order, into a buffer mask_gpu.cu keeps; returns it. */
 const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc);

@@ -2,7 +2,7 @@
  *
  *   phaseN [--B b] [--H h] [--Hkv h] [--N n] [--Nkv n] [--d d] [--causal] [--seed s]
  *          [--kernel name|all] [--iters k] [--sweep] [--csv file] [--dump dir]
- *          [--cpu] [--quiet] [--help]   (+ the phase's own extras, e.g. --sram)
+ *          [--cpu] [--quiet] [--help]   (+ the phase's own extras, e.g. --sram, --mask)
  *
  * An option is "--name value" or "--name=value" (one dash works too); a name may be cut to
  * any prefix that names one option (--it 5). A flag (--causal, --sweep, --cpu, --quiet,

@@ -51,7 +51,7 @@ static float softmax_row(const float *s, int n_kv, int n_vis, float *prow)
  * column goes to k <= j), softmaxed there, and P scattered back, 0 on the masked columns. */
 static float softmax_row_visible(const attn_problem_t *p, int i, float *s, float *prow)
 {
-    if (!p->mask) return softmax_row(s, p->N_kv, attn_visible_count(p, i), prow);
+    if (!attn_mask(p)) return softmax_row(s, p->N_kv, attn_visible_count(p, i), prow);
     int n = 0;
     for (int j = 0; j < p->N_kv; j++)
         if (attn_visible(p, i, j)) s[n++] = s[j];

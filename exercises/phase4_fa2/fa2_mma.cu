@@ -71,14 +71,15 @@ __device__ __forceinline__ float ex2(float x)
  * SKIP: causal blocks past the diagonal skipped and only diagonal/tail blocks masked
  * (else every block visited and, with a mask, every element masked).
  * MFIRST: blockIdx.x is the Q block (grid (num_m_blocks, B x H)); else the head.
- * MASKED: a FlashMask mask (common/mask.h, chapter 4c) instead of the causal rule: mruns its
- * four vectors, mblk the 8 per-block values of the preprocessing pass (mask_gpu.cu). Each
+ * MASKED: a FlashMask mask (common/mask.h, chapter 4c) instead of the causal rule: mcols its
+ * four vectors a column at a time (int4), mblk the 8 per-block values of the preprocessing
+ * pass (mask_gpu.cu). Each
  * tile (Q block i, K/V block j) is classified from mblk: fully masked tiles are skipped (K_j,
  * V_j not loaded), partial ones test each element, unmasked ones run the plain loop. */
 template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST, bool MASKED>
 __global__ void __launch_bounds__(THREADS_OF(D), 8 / FA2_WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
-               float *Og, float *Lg, gpu_visits_t vis, const int32_t *mruns, const int32_t *mblk)
+               float *Og, float *Lg, gpu_visits_t vis, const int32_t *mcols, const int32_t *mblk)
 {
     using C = Cfg<D, BC, MT, STAGES>;
     constexpr int LDH = C::LDH, BR = C::BR, THREADS = THREADS_OF(D);
@@ -92,8 +93,9 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const int g = lane / 4, t = lane % 4;
     const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
     const int mb = MFIRST ? blockIdx.x : blockIdx.y, bh = MFIRST ? blockIdx.y : blockIdx.x;
-    /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail */
-    const int i = p.causal ? Tr - 1 - mb : mb;
+    /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail;
+     * the same with a mask (most masks of chapter 4c see more keys further down) */
+    const int i = p.causal || MASKED ? Tr - 1 - mb : mb;
     const int b = bh / p.H, h = bh % p.H;
     const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * BR * D;
     const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
@@ -249,7 +251,21 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         const long last_key = (long)(j + 1) * BC - 1;
         const bool mask = last_key >= p.N_kv || (MASKED ? tile_class[j] == MASK_TILE_PARTIAL
                                                          : p.causal && (!SKIP || last_key > (long)i0 + shift));
-        if (mask) {
+        if (mask && MASKED) {   /* FlashMask: each of this thread's columns' two runs, one 16-byte load */
+#pragma unroll
+            for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+                for (int c2 = 0; c2 < 2; c2++) {   /* its two columns of n-tile n */
+                    const int col = j * BC + n * 8 + 2 * t + c2;
+                    const int4 r = col < p.N_kv ? __ldg(reinterpret_cast<const int4 *>(mcols) + col) : make_int4(0, 0, 0, 0);
+#pragma unroll
+                    for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+                        for (int x = 0; x < 2; x++)
+                            if (col >= p.N_kv || !mask_row_visible(r.x, r.y, r.z, r.w, row0 + 16 * mtile + 8 * x))
+                                s[mtile][n][2 * x + c2] = -INFINITY;
+                }
+        } else if (mask) {
 #pragma unroll
             for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
@@ -257,9 +273,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const int row = row0 + 16 * mtile + 8 * (e / 2), col = j * BC + n * 8 + 2 * t + e % 2;
-                        if (col >= p.N_kv || (MASKED ? !mask_visible_at(mruns, p.N_kv, row, col)
-                                                     : p.causal && col > row + shift))
-                            s[mtile][n][e] = -INFINITY;
+                        if (col >= p.N_kv || (p.causal && col > row + shift)) s[mtile][n][e] = -INFINITY;
                     }
         }
         /* l.9: m_new = max(m_i, rowmax S) over the quad; P~ = 2^(sl2 S - sl2 m_new) */
@@ -393,10 +407,10 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     const int Tr = (p->N_q + C::BR - 1) / C::BR, BH = p->B * p->H;
     const dim3 grid = MFIRST ? dim3(Tr, BH) : dim3(BH, Tr);
     /* FlashMask: the vectors (an input, uploaded once) and this launch's preprocessing pass */
-    const int32_t *runs = MASKED ? mask_gpu_runs(attn_mask(p)) : NULL;
-    const int32_t *blk = MASKED ? mask_gpu_blocks(runs, p->N_kv, BC) : NULL;
+    const int32_t *blk = MASKED ? mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, BC) : NULL;
+    const int32_t *cols = MASKED ? mask_gpu_columns(attn_mask(p)) : NULL;
     fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST, MASKED><<<grid, THREADS_OF(D), smem>>>(
-        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr), runs, blk);
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr), cols, blk);
     CUDA_CHECK_LAUNCH();
 }
 

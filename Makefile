@@ -248,6 +248,12 @@ $(BUILD)/gpu_info: $(call obj_of,tools/gpu_info.c) $(BUILD)/libcommon.a
 	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
 $(eval $(call c_rule,tools/gpu_info.c))
 
+# mask_map: one FlashMask mask and its tile classes as data for chapter 4c's figure.
+$(BUILD)/mask_map: $(call obj_of,tools/mask_map.c) $(BUILD)/libcommon.a
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
+$(eval $(call c_rule,tools/mask_map.c))
+
 # ---- make train-lib: $(BUILD)/libfa_train.so, phase 4's forward and phase 5's backward
 # behind tools/fa_train.h's C API, for tools/train_check.py (PyTorch, through ctypes). The
 # phase libraries are not position-independent, so what it needs is compiled again with
@@ -291,7 +297,7 @@ train-plot:
 .PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

@@ -61,6 +61,11 @@ if "$PYTHON" -c "import numpy" >/dev/null 2>&1; then   # NumPy builds the mask f
 else
     t_skip "numpy cross-check of a masked dump" "NumPy missing for $PYTHON: install it with '$PYTHON -m pip install numpy' (or make deps)"
 fi
+t_run "mask_map (chapter 4c's figure) counts the tiles as phase 4's census does (sliding:256, N=1024, d=128)" bash -c "
+    m=\$(\"$BUILD/mask_map\" sliding:256 1024 128 64 '$T4/mm') && [ \"\$m\" = 'sliding:256 0.219 86 28 14' ] &&
+    \"$P4\" --cpu --B 1 --H 1 --N 1024 --d 128 --mask sliding:256 --csv '$T4/mm.csv' |
+        grep -q 'tiles of a head: 86 fully masked (skipped, K/V not read), 28 partial (element test), 14 unmasked'"
+t_exit2 "mask_map refuses an unknown mask" "$BUILD/mask_map" diagonal 1024 128 64 "$T4/mm2"
 t_exit2_says "phase4 rejects an unknown mask" "unknown mask 'diagonal'" "$P4" --cpu --mask diagonal
 t_exit2_says "phase4 rejects a mask's bad parameters" "more than N_kv = 100" "$P4" --cpu --N 100 --mask document:60,60
 t_exit2_says "phase4 rejects --mask beside --causal" "--mask and --causal together" "$P4" --cpu --causal --mask sliding:8

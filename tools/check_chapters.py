@@ -97,6 +97,43 @@ def check_table(doc, name, got, cells):
            "; ".join("%s: printed %s, recorded %s" % (lab, c, "none" if v is None else "%.4g" % v) for lab, c, v in bad[:4]))
 
 
+# ---- chapter 4c: FlashMask's census (CPU) and fa2-mma's speed per mask (H100) -----------
+def chapter_4c():
+    doc = "04c_masks.md"
+    text = chapter(doc)
+    census = {}
+    with open(os.path.join(CPU, "phase4/mask_census_f60e324.txt")) as f:
+        for line in f:
+            m = re.match(r"mask (\S+), .*tiles of a head: (\d+) fully masked.*?, (\d+) partial.*?, (\d+) unmasked;"
+                         r".*\(density ([\d.]+)\)", line)
+            if m:
+                census[m.group(1)] = [float(m.group(k)) for k in (5, 2, 3, 4)]   # density, fully, partial, unmasked
+    got = table(text, "| `--mask` | density | fully masked | partial | unmasked |")
+    cells = []
+    for r in got or []:
+        spec = r[0].strip("`")
+        want = census.get(spec)
+        for k in range(4):
+            cells.append((spec + " " + ("density", "fully", "partial", "unmasked")[k], r[1 + k], None if want is None else want[k]))
+    check_table(doc, "the tile census at N = 8192", got, cells)
+    speed = {}
+    for r in rows(os.path.join(H100, "phase4/masks_0e2e4f9.csv")):
+        speed[(r["mask"], r["d"])] = (float(r["time_ms"]), float(r["tflops"]))
+    got = table(text, "| mask | density | d = 128 ms | d = 128 TFLOP/s |")
+    cells = []
+    for r in got or []:
+        spec = "causal-flag" if r[0] == "`--causal`" else r[0].strip("`")
+        for d, c in (("128", 2), ("64", 5)):
+            t = speed.get((spec, d))
+            ref = speed.get(("causal-flag", d))
+            cells += [(spec + " d=" + d + " ms", r[c], t and t[0]), (spec + " d=" + d + " TFLOP/s", r[c + 1], t and t[1]),
+                      (spec + " d=" + d + " vs causal", r[c + 2], None if not t or not ref else t[1] / ref[1])]
+        key = spec if spec in census else next((k for k in census if k.startswith(spec + ",")), None)
+        if spec != "causal-flag":
+            cells.append((spec + " density", r[1], census[key][0] if key else None))
+    check_table(doc, "fa2-mma's speed per mask", got, cells)
+
+
 # ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------
 def chapter_4b():
     doc = "04b_hopper.md"
@@ -749,7 +786,7 @@ def self_test():
 
 # ---- every chapter: results tables followed by their command, embedded figures present ----
 def structure():
-    for name in ("04b_hopper.md", "05_backward.md", "05b_hopper_backward.md", "06_decoding.md"):
+    for name in ("04b_hopper.md", "04c_masks.md", "05_backward.md", "05b_hopper_backward.md", "06_decoding.md"):
         lines = chapter(name).splitlines()
         n, missing = 0, []
         while n < len(lines):
@@ -795,7 +832,7 @@ def structure():
 
 
 if __name__ == "__main__":
-    for fn in (chapter_4b, chapter_5, chapter_5b, chapter_6, readme, structure):
+    for fn in (chapter_4b, chapter_4c, chapter_5, chapter_5b, chapter_6, readme, structure):
         try:
             fn()
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, ZeroDivisionError) as e:

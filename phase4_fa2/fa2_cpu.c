@@ -49,12 +49,26 @@ static mask_blocks_t fa2_mask_blocks(const attn_problem_t *p, int Bc)
     return mb;
 }
 
-/* The class of tile (Q block i of qr rows, K/V block j) under p's mask (mask_tile_class:
- * FULLY_MASKED tiles are skipped, K_j and V_j not even read; UNMASKED ones need no
- * element test; PARTIAL ones test each element). Only for a masked problem. */
+/* The class of tile (Q block i of qr rows, K/V block j) under p's mask (chapter 4c):
+ * FULLY_MASKED tiles are skipped, K_j and V_j not even read; UNMASKED ones need no element
+ * test; PARTIAL ones test each element. Only for a masked problem. Written out here as the
+ * exercise; the kernel applies the same rule through mask.h's mask_tile_class_at(). */
 static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, int Br)
 {
-    return mask_tile_class(mb, i * Br, i * Br + qr, j);
+    const int r0 = i * Br, r1 = i * Br + qr;   /* the tile's rows [r0, r1); column block j */
+    /* EXERCISE fa2.mask_tile: classify the tile from its column block's min and max (FlashMask Sec. 4)
+     * HINT: column block j's lower runs [LTS, LTE) have min/max mb->lts_min[j], mb->lts_max[j],
+     * HINT: mb->lte_min[j], mb->lte_max[j]; the upper runs the same with uts, ute. Fully masked
+     * HINT: when one run covers [r0, r1) in every column: r0 >= max start and r1 <= min end.
+     * HINT: Unmasked when both runs miss it in every column: r1 <= min start or r0 >= max end.
+     * HINT: Partial otherwise. */
+    if ((r0 >= mb->lts_max[j] && r1 <= mb->lte_min[j]) || (r0 >= mb->uts_max[j] && r1 <= mb->ute_min[j]))
+        return MASK_TILE_FULLY_MASKED;
+    if ((r1 <= mb->lts_min[j] || r0 >= mb->lte_max[j]) && (r1 <= mb->uts_min[j] || r0 >= mb->ute_max[j]))
+        return MASK_TILE_UNMASKED;
+    return MASK_TILE_PARTIAL;
+    /* STUB: (void)mb; (void)j; (void)r0; (void)r1; return MASK_TILE_PARTIAL; */
+    /* END EXERCISE */
 }
 
 void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
@@ -158,6 +172,20 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
     return f * p->B * p->H;
 }
 
+/* Is element (row, key) hidden? The causal rule (problem.h's attn_visible) or, with a
+ * FlashMask mask, the key column's two masked runs (chapter 4c), written out as the
+ * exercise (the kernel: mask.h's mask_row_visible). */
+static bool fa2_hidden(const attn_problem_t *p, int row, int key)
+{
+    const attn_mask_t *m = attn_mask(p);
+    if (!m) return !attn_visible(p, row, key);
+    /* EXERCISE fa2.mask_element: is row `row` inside one of key column `key`'s masked runs?
+     * HINT: the lower run is [m->lts[key], m->lte[key]), the upper [m->uts[key], m->ute[key]). */
+    return (row >= m->lts[key] && row < m->lte[key]) || (row >= m->uts[key] && row < m->ute[key]);
+    /* STUB: (void)m; (void)row; (void)key; return false; */
+    /* END EXERCISE */
+}
+
 /* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r:
  * i0 = i Br, Q_i's first row), kr rows of K_j, V_j (global key j0 + c: j0 = j Bc).
  * O~_i, m_i, l_i (the tiles Oi, mi, li) are updated in place; m_t is this block's row
@@ -173,7 +201,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
         for (int c = 0; c < kr; c++) {
             float acc = 0;
             for (int k = 0; k < d; k++) acc += Qi[(size_t)r * d + k] * Kj[(size_t)c * d + k];
-            s[c] = mask && !attn_visible(p, i0 + r, j0 + c) ? -INFINITY : acc * p->scale;
+            s[c] = mask && fa2_hidden(p, i0 + r, j0 + c) ? -INFINITY : acc * p->scale;
         }
         /* l.9: m_new = max(m_i, rowmax S), P~ = exp(S - m_new), l_i = e^(m_i - m_new) l_i + rowsum P~ */
         float m_t = -INFINITY;

@@ -39,6 +39,13 @@ drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char 
     r.nonmatmul = nm;
     if (r.hbm_model != r.hbm_formula)
         drv_fail(&r, "counted %.0f HBM bytes, the chapter's formula says %.0f", r.hbm_model, r.hbm_formula);
+    if (attn_mask(pc)) {   /* FlashMask: the tiles the model read, against the reference's tile classes */
+        const double want = REF(fa2_hbm_bytes)(pc, bl);
+        if (r.hbm_model != want)
+            drv_fail(&r, "with the mask %s the model read %.0f HBM bytes; the tiles the reference classifies "
+                     "as not fully masked (and its partial tiles' vectors) make %.0f", attn_mask(pc)->spec, r.hbm_model, want);
+        drv_blame(&r, "fa2.mask_tile");
+    }
     if (nm != fa2_nonmatmul_flops(pc, bl))
         drv_fail(&r, "counted %.0f non-matmul FLOPs, the formula says %.0f", nm, fa2_nonmatmul_flops(pc, bl));
     /* the causal range of this shape's Q blocks, whatever its mask */
@@ -46,7 +53,8 @@ drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char 
     if (fa2_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
     drv_blame(&r, "fa2.causal_range");
     if (full_checks) {
-        oracle_check_cpu_row(&r, &in, O, L, "fa2.rescale, fa2.normalise", "fa2.lse");
+        oracle_check_cpu_row(&r, &in, O, L, attn_mask(pc) ? "fa2.rescale, fa2.normalise, fa2.mask_element"
+                                                           : "fa2.rescale, fa2.normalise", "fa2.lse");
         /* the previous phases: phase 3's FA1 model, phase 2's 1-pass attention (fp32: 1e-5,
          * more over long caches: tol_cpu_rel_l2, check.h) */
         float *O3 = xmalloc(nq * sizeof(float), PHASE), *lm3 = xmalloc(2 * nl * sizeof(float), PHASE);

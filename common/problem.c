@@ -17,6 +17,13 @@ size_t attn_q_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->
 size_t attn_kv_elems(const attn_problem_t *p) { return (size_t)p->B * p->H_kv * p->N_kv * p->d; }
 size_t attn_l_elems(const attn_problem_t *p)  { return (size_t)p->B * p->H * p->N_q; }
 
+mask_blocks_t attn_mask_blocks(const attn_problem_t *p, int Bc)
+{
+    mask_blocks_t mb = { 0 };
+    if (attn_mask(p) && mask_blocks(attn_mask(p), Bc, &mb) != 0) { fprintf(stderr, "mask_blocks: out of host memory\n"); exit(1); }
+    return mb;
+}
+
 int attn_visible_count(const attn_problem_t *p, int i)
 {
     if (attn_mask(p)) {

@@ -87,6 +87,11 @@ static inline ATTN_HD bool attn_visible(const attn_problem_t *p, int i, int j)
     return !p->causal || (long)j <= (long)i + (long)(p->N_kv - p->N_q);
 }
 
+/* FlashMask's preprocessing for a CPU tile model (chapter 4c): the per-block min/max of the
+ * problem's mask at Bc-wide column blocks (mask_blocks), or an empty one without a mask. Free
+ * with mask_blocks_free. Exits on out of memory. */
+mask_blocks_t attn_mask_blocks(const attn_problem_t *p, int Bc);
+
 /* Number of keys row i can see (0 for a fully masked row). */
 int attn_visible_count(const attn_problem_t *p, int i);
 

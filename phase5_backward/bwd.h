@@ -83,6 +83,8 @@ typedef struct {
     double read_l_d;     /* L_i, D_i per visited step                                 */
     double rmw_dq;       /* dQ_i read + written per visited step                      */
     double write_dkv;    /* dK_j, dV_j once                                           */
+    double read_mask;    /* FlashMask (chapter 4c): the preprocessing pass, then per (KV
+                            head, j) its block's 8 values and its kr columns' 4 vectors */
     double total;
 } bwd_traffic_t;
 REF_PROTO(bwd_traffic_t, bwd_hbm_traffic, (const attn_problem_t *p, attn_blocks_t b));

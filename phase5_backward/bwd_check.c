@@ -17,6 +17,7 @@ int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why,
 {
     attn_problem_t pm = *p;
     pm.causal = true;
+    pm.mask_id = 0;   /* the causal rule alone, whatever mask the problem has */
     const int Tr = (p->N_q + bl.Br - 1) / bl.Br, Tc = (p->N_kv + bl.Bc - 1) / bl.Bc;
     for (int j = 0; j < Tc; j++) {
         int want = Tr;   /* the first Q block with a visible entry in column block j */

@@ -64,12 +64,21 @@ bwd_traffic_t bwd_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
 {
     const double d = p->d, G = (double)(p->H / p->H_kv);
     const double kvheads = (double)p->B * p->H_kv, qheads = (double)p->B * p->H;
-    const int Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    const int Tc = (p->N_kv + b.Bc - 1) / b.Bc, Tr = (p->N_q + b.Br - 1) / b.Br;
     double rows = 0;   /* sum over K/V blocks of the query rows visited (one query head) */
+    mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int j = 0; j < Tc; j++) {
+        if (attn_mask(p)) {   /* FlashMask: the Q blocks whose tile with block j is not fully masked */
+            for (int i = 0; i < Tr; i++) {
+                const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+                if (mask_tile_class(&mb, i * b.Br, i * b.Br + qr, j) != MASK_TILE_FULLY_MASKED) rows += qr;
+            }
+            continue;
+        }
         const long r = p->N_q - (long)bwd_q_block_first(p, j, b.Br, b.Bc) * b.Br;
         rows += (double)(r > 0 ? r : 0);
     }
+    mask_blocks_free(&mb);
     bwd_traffic_t t;
     t.pre       = qheads * (2.0 * p->N_q * d + 4.0 * p->N_q * d + 4.0 * p->N_q + 4.0 * p->N_q * d);
     t.read_kv   = kvheads * 2.0 * 2.0 * p->N_kv * d;          /* K_j, V_j fp16, once   */
@@ -77,7 +86,8 @@ bwd_traffic_t bwd_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
     t.read_q_do = kvheads * G * rows * 2.0 * 2.0 * d;         /* Q_i, dO_i fp16         */
     t.read_l_d  = kvheads * G * rows * 2.0 * 4.0;             /* L_i, D_i fp32          */
     t.rmw_dq    = kvheads * G * rows * 2.0 * 4.0 * d;         /* dQ_i read + write fp32 */
-    t.total = t.pre + t.read_kv + t.write_dkv + t.read_q_do + t.read_l_d + t.rmw_dq;
+    t.read_mask = attn_mask(p) ? 16.0 * p->N_kv + 32.0 * Tc + kvheads * (32.0 * Tc + 16.0 * p->N_kv) : 0;
+    t.total = t.pre + t.read_kv + t.write_dkv + t.read_q_do + t.read_l_d + t.rmw_dq + t.read_mask;
     return t;
 }
 
@@ -338,6 +348,11 @@ size_t bwd_fa2_cpu_parts(const attn_inputs_t *in, attn_blocks_t bs, const float 
     if (!meter) meter = &scratch;
     assert(bwd_sram_bytes(d, bs) <= BWD_SRAM_MAX);
 
+    /* FlashMask (chapter 4c): the preprocessing pass (read the four vectors, write the 8
+     * values a column block); a problem without a mask has none */
+    mask_blocks_t mb = attn_mask_blocks(p, Bc);
+    if (attn_mask(p)) { hbm_read(meter, mask_bytes(attn_mask(p))); hbm_write(meter, 32ull * Tc); }
+
     sram_t sram;
     sram_init(&sram, bwd_sram_bytes(d, bs));
     float *Kj  = sram_take_f32(&sram, (size_t)Bc * d, "K_j");
@@ -364,10 +379,14 @@ size_t bwd_fa2_cpu_parts(const attn_inputs_t *in, attn_blocks_t bs, const float 
         memset(dKj, 0, sizeof(float) * (size_t)kr * d);                     /* l.8: on chip */
         memset(dVj, 0, sizeof(float) * (size_t)kr * d);
         const int first = x->q_block_first(p, j, Br, Bc);                  /* causal: fewer */
+        if (attn_mask(p)) hbm_read(meter, 32ull + 16ull * kr);   /* block j's 8 values, its columns' vectors */
         for (int g = 0; g < G; g++) {
             const int h = hk * G + g;
             for (int i = first; i < Tr; i++) {                              /* l.9 */
                 const int qr = p->N_q - i * Br < Br ? p->N_q - i * Br : Br;
+                /* FlashMask: a fully masked tile is skipped, Q_i and dO_i not read (the element
+                 * test of the others is attn_visible()'s, through the mask) */
+                if (attn_mask(p) && mask_tile_class(&mb, i * Br, i * Br + qr, j) == MASK_TILE_FULLY_MASKED) continue;
                 const size_t qo = attn_q_offset(p, b, h) + (size_t)i * Br * d;
                 const size_t lo = attn_l_offset(p, b, h) + (size_t)i * Br;
                 hbm_load_f16(meter, Qi, in->q_h + qo, (size_t)qr * d);      /* l.10 */
@@ -382,6 +401,7 @@ size_t bwd_fa2_cpu_parts(const attn_inputs_t *in, attn_blocks_t bs, const float 
         hbm_store_f32(meter, dK + ko, dKj, (size_t)kr * d);                 /* l.19 */
         hbm_store_f32(meter, dV + ko, dVj, (size_t)kr * d);
     }
+    mask_blocks_free(&mb);
     size_t peak = sram.peak;
     sram_give_f32(&sram, Di, (size_t)Br);
     sram_give_f32(&sram, Li, (size_t)Br);

@@ -138,6 +138,25 @@ t_gpu "phase5 gpu two-pass is bit-identical on a rerun, every kernel row PASS (w
     \"$P5\" --iters 2 --B 2 --H 4 --N 700 --d 64 --causal --csv \"$T5/det.csv\" >\"$T5/det.log\" &&
     grep -q 'two-pass: none, checked bit for bit' \"$T5/det.log\" &&
     awk -F, '!/^#/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\" && !(\$1 ~ /^wgmma/ && \$NF == \"skipped\")) bad++ } END { exit !(n >= 6 && !bad) }' \"$T5/det.csv\""
+# FlashMask's masks (chapter 4c) in the backward's CPU models: the tiles a K/V block visits
+# classified from its column block's min and max, fully masked ones skipped (Q_i, dO_i not
+# read); dQ, dK, dV against the fp64 oracle and the standard backward, the bytes == the formula.
+for m in full causal sliding:64 causal_document:100,150,60 document:200 shared_question:100,60,70 \
+         global_sliding:16,64 causal_blockwise:100,100 prefix_lm_causal:128 prefix_lm_document:50,200,40,100 \
+         qk_sparse:100,50,200,40 random_eviction:7; do
+    t_run "phase5 CPU rows pass, --mask $m (GQA 2:1, N_q=300 N_kv=333, d=64)" \
+        "$P5" --cpu --quiet --B 1 --H 4 --Hkv 2 --N 300 --Nkv 333 --d 64 --mask $m --csv "$T5/m.csv"
+done
+t_run "phase5 CPU rows pass, --mask document:200 d=128" "$P5" --cpu --quiet --B 1 --H 2 --N 300 --Nkv 333 --d 128 --mask document:200 --csv "$T5/m.csv"
+t_run "phase5 CPU rows pass, --mask sliding:40, N_q=333 N_kv=100 (rows that see no key)" \
+    "$P5" --cpu --quiet --B 1 --H 2 --N 333 --Nkv 100 --d 64 --mask sliding:40 --csv "$T5/m.csv"
+t_run "phase5 --mask: fewer bytes than without it (causal_document skips its fully masked tiles)" bash -c "
+    \"$P5\" --cpu --quiet --B 1 --H 2 --N 300 --d 64 --mask full --csv '$T5/mf.csv' &&
+    \"$P5\" --cpu --quiet --B 1 --H 2 --N 300 --d 64 --mask causal_document:100,150,50 --csv '$T5/mc.csv' &&
+    f=\$(awk -F, '\$1 == \"fa2-bwd\" { print \$15 }' '$T5/mf.csv') && c=\$(awk -F, '\$1 == \"fa2-bwd\" { print \$15 }' '$T5/mc.csv') &&
+    [ -n \"\$c\" ] && [ \"\$c\" -lt \"\$f\" ]"
+t_exit2_says "phase5 refuses --mask for a kernel without a mask path" "has no mask path" "$P5" --kernel mma --mask causal
+t_exit2_says "phase5 --sweep refuses --mask" "sweep.*ignores --mask" "$P5" --sweep --mask causal
 t_exit2 "phase5 rejects an unknown kernel"   "$P5" --kernel flash
 t_exit2 "phase5 rejects d=48"                "$P5" --d 48
 t_exit2 "phase5 rejects H % Hkv != 0"        "$P5" --H 6 --Hkv 4

@@ -34,15 +34,6 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
     (void)i; (void)Br; return Tc;
 }
 
-/* FlashMask (common/mask.h): the per-block min/max of a masked problem's vectors, the
- * preprocessing pass (mask_blocks), or nothing without a mask. */
-static mask_blocks_t fa2_mask_blocks(const attn_problem_t *p, int Bc)
-{
-    mask_blocks_t mb = { 0 };
-    if (attn_mask(p) && mask_blocks(attn_mask(p), Bc, &mb) != 0) { fprintf(stderr, "fa2: out of host memory\n"); exit(1); }
-    return mb;
-}
-
 /* The class of tile (Q block i of qr rows, K/V block j) under p's mask (chapter 4c):
  * FULLY_MASKED tiles are skipped, K_j and V_j not even read; UNMASKED ones need no element
  * test; PARTIAL ones test each element. Only for a masked problem. Written out here as the
@@ -64,7 +55,7 @@ void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_
 {
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
     drv_visits_init(v, Tr, "Q block", "K/V blocks", attn_mask(p) ? "the mask's tile classes" : "the causal range", exercise);
-    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
+    mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {   /* the reference's range: never the student's (common/ref.h) */
         int n = skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc;
         if (attn_mask(p) && skip) {   /* FlashMask: the tiles not fully masked */
@@ -97,7 +88,7 @@ fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
     const double heads = (double)p->B * p->H, d = p->d;
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
     double keys = 0, mask_bytes_read = 0;   /* sum over Q blocks of the K/V rows read */
-    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
+    mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
         if (attn_mask(p)) {
             const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
@@ -141,7 +132,7 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
 {
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
     double f = 0;
-    mask_blocks_t mb = fa2_mask_blocks(p, b.Bc);
+    mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
         const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
         int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
@@ -227,7 +218,7 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
     if (flops) *flops = 0;
     /* FlashMask's preprocessing: the per-block min/max of the four vectors (read 16 N_kv
      * bytes, write 8 int32 a block); a problem without a mask has none */
-    mask_blocks_t mb = fa2_mask_blocks(p, Bc);
+    mask_blocks_t mb = attn_mask_blocks(p, Bc);
     if (attn_mask(p)) { hbm_read(meter, mask_bytes(attn_mask(p))); hbm_write(meter, 32ull * Tc); }
 
     sram_t sram;

@@ -230,7 +230,7 @@ ex_mistake "EX=1 catches fa2.normalise without the l = 0 guard" phase4 $F4 fa2.n
 ex_mistake "EX=1 catches fa2.lse giving -inf for a fully masked row" phase4 $F4 fa2.lse 1 '=li[r] = mi[r] + logf(li[r]);'
 ex_mistake "EX=1 catches fa2.lse giving 0 for a fully masked row" phase4 $F4 fa2.lse 1 's/: INFINITY;/: 0.0f;/'
 ex_mistake "EX=1 catches fa2.mask_tile with the lower run's min and max swapped (a visible tile skipped)" phase4 $F4 fa2.mask_tile 1 's/lts_max\[j\] \&\& r1 <= mb->lte_min\[j\]/lts_min[j] \&\& r1 <= mb->lte_max[j]/'
-ex_mistake "EX=1 catches fa2.mask_tile calling every tile unmasked past the first run" phase4 $F4 fa2.mask_tile 3 's/ \&\& (r1 <= mb->uts_min\[j\] || r0 >= mb->ute_max\[j\])//'
+ex_mistake "EX=1 catches fa2.mask_tile calling every tile unmasked past the first run" phase4 $F4 fa2.mask_tile 2 's/ \&\& (r1 <= mb->uts_min\[j\] || r0 >= mb->ute_max\[j\])//'
 ex_mistake "EX=1 catches fa2.mask_element testing the lower run only" phase4 $F4 fa2.mask_element 1 's/ || (row >= m->uts\[key\] \&\& row < m->ute\[key\])//'
 
 # ---- bounded, and valid means PASS : every accepted problem's CPU rows end

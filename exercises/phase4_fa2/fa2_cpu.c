@@ -46,8 +46,9 @@ static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, 
      * HINT: mb->lte_min[j], mb->lte_max[j]; the upper runs the same with uts, ute. Fully masked
      * HINT: when one run covers [r0, r1) in every column: r0 >= max start and r1 <= min end.
      * HINT: Unmasked when both runs miss it in every column: r1 <= min start or r0 >= max end.
-     * HINT: Partial otherwise. */
-    (void)mb; (void)j; (void)r0; (void)r1; return MASK_TILE_PARTIAL;
+     * HINT: Partial otherwise: set fully and unmasked. */
+    const bool fully = false, unmasked = false; (void)mb; (void)j; (void)r0; (void)r1;
+    return fully ? MASK_TILE_FULLY_MASKED : unmasked ? MASK_TILE_UNMASKED : MASK_TILE_PARTIAL;
 }
 
 void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,

@@ -263,7 +263,7 @@ $(eval $(call c_rule,tools/mask_map.c))
 # -z defs: every symbol resolved now, not at dlopen time in the middle of a training script.
 TRAIN_LIB := $(BUILD)/libfa_train.so
 TRAIN_SRC := $(COMMON_SRC) $(phase3_LIB) $(phase4_LIB) $(phase5_LIB) \
-             common/gpu.cu phase4_fa2/fa2_mma.cu phase5_backward/bwd_mma.cu phase5_backward/bwd_simple.cu
+             common/gpu.cu common/mask_gpu.cu phase4_fa2/fa2_mma.cu phase5_backward/bwd_mma.cu phase5_backward/bwd_simple.cu
 pic_of     = $(patsubst %,$(BUILD)/pic/%.o,$(basename $(1)))
 $(BUILD)/pic/%.o: %.c | $(BLOCKS_H)
 	@mkdir -p $(@D)

@@ -51,6 +51,24 @@ static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, 
     return fully ? MASK_TILE_FULLY_MASKED : unmasked ? MASK_TILE_UNMASKED : MASK_TILE_PARTIAL;
 }
 
+/* Q block i's row of tiles under a mask (fa2_mask_tile): how many are not fully masked,
+ * the keys they hold, and the keys of the partial ones (the formulas below count these). */
+typedef struct { int tiles; double keys, partial_keys; } fa2_mask_row_t;
+static fa2_mask_row_t fa2_mask_row(const attn_problem_t *p, const mask_blocks_t *mb, attn_blocks_t b, int i)
+{
+    const int Tc = (p->N_kv + b.Bc - 1) / b.Bc, qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+    fa2_mask_row_t r = { 0, 0, 0 };
+    for (int j = 0; j < Tc; j++) {
+        const int kr = p->N_kv - j * b.Bc < b.Bc ? p->N_kv - j * b.Bc : b.Bc;
+        const mask_tile_t c = fa2_mask_tile(mb, i, qr, j, b.Br);
+        if (c == MASK_TILE_FULLY_MASKED) continue;
+        r.tiles++;
+        r.keys += kr;
+        if (c == MASK_TILE_PARTIAL) r.partial_keys += kr;
+    }
+    return r;
+}
+
 void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
                      const char *exercise)
 {
@@ -59,10 +77,10 @@ void fa2_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_
     mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {   /* the reference's range: never the student's (common/ref.h) */
         int n = skip ? REF(fa2_kv_blocks)(p, i, b.Br, b.Bc) : Tc;
-        if (attn_mask(p) && skip) {   /* FlashMask: the tiles not fully masked */
-            const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
+        if (attn_mask(p) && skip) {   /* FlashMask: the tiles not fully masked, by mask.h's rule */
+            const int r0 = i * b.Br, r1 = p->N_q < r0 + b.Br ? p->N_q : r0 + b.Br;
             n = 0;
-            for (int j = 0; j < Tc; j++) n += fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED;
+            for (int j = 0; j < Tc; j++) n += mask_tile_class(&mb, r0, r1, j) != MASK_TILE_FULLY_MASKED;
         }
         v->want[i] = (unsigned long long)p->B * p->H * n;
     }
@@ -92,14 +110,9 @@ fa2_traffic_t fa2_hbm_traffic(const attn_problem_t *p, attn_blocks_t b)
     mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
         if (attn_mask(p)) {
-            const int qr = p->N_q - i * b.Br < b.Br ? p->N_q - i * b.Br : b.Br;
-            mask_bytes_read += 32.0 * Tc;
-            for (int j = 0; j < Tc; j++) {
-                const int kr = p->N_kv - j * b.Bc < b.Bc ? p->N_kv - j * b.Bc : b.Bc;
-                const mask_tile_t c = fa2_mask_tile(&mb, i, qr, j, b.Br);
-                if (c != MASK_TILE_FULLY_MASKED) keys += kr;
-                if (c == MASK_TILE_PARTIAL) mask_bytes_read += 16.0 * kr;
-            }
+            const fa2_mask_row_t r = fa2_mask_row(p, &mb, b, i);
+            keys += r.keys;
+            mask_bytes_read += 32.0 * Tc + 16.0 * r.partial_keys;
             continue;
         }
         const long seen = (long)fa2_kv_blocks(p, i, b.Br, b.Bc) * b.Bc;
@@ -131,7 +144,7 @@ double fa1_nonmatmul_flops(const attn_problem_t *p, int Bc)
 
 double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
 {
-    const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
+    const int Tr = (p->N_q + b.Br - 1) / b.Br;
     double f = 0;
     mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
     for (int i = 0; i < Tr; i++) {
@@ -139,12 +152,9 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
         int n = fa2_kv_blocks(p, i, b.Br, b.Bc);
         long keys = (long)n * b.Bc < p->N_kv ? (long)n * b.Bc : p->N_kv;
         if (attn_mask(p)) {   /* the tiles not fully masked */
-            n = 0; keys = 0;
-            for (int j = 0; j < Tc; j++)
-                if (fa2_mask_tile(&mb, i, qr, j, b.Br) != MASK_TILE_FULLY_MASKED) {
-                    n++;
-                    keys += p->N_kv - j * b.Bc < b.Bc ? p->N_kv - j * b.Bc : b.Bc;
-                }
+            const fa2_mask_row_t r = fa2_mask_row(p, &mb, b, i);
+            n = r.tiles;
+            keys = (long)r.keys;
         }
         f += (double)qr * (5.0 * keys + n * (p->d + 5.0) + p->d + 3.0);
     }

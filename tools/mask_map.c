@@ -7,14 +7,44 @@
  *     PREFIX.tiles  "r0 r1 c0 c1 class" per tile (class: 0 unmasked, 1 partial, 2 fully
  *                   masked), in the full problem's rows and keys
  *     stdout        "SPEC density fully partial unmasked", one line
+ *   build/mask_map --runs SPEC N_q N_kv OUT.npy
+ *     OUT.npy       the four vectors as rows of [4][N_kv] float32 (lts, lte, uts, ute; exact
+ *                   below 2^24), the mask a peer is given (tools/mask_peers.py): the same
+ *                   mask as ours, from the same constructor, not a second implementation
+ *     stdout        "SPEC density pairs", one line
  * A spec mask_parse refuses: its sentence on stderr, exit 2.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "mask.h"
+#include "npy.h"
+
+static int write_runs(int argc, char **argv)
+{
+    if (argc != 6) { fprintf(stderr, "usage: mask_map --runs SPEC N_q N_kv OUT.npy\n"); return 2; }
+    const int N_q = atoi(argv[3]), N_kv = atoi(argv[4]);
+    if (N_q < 1 || N_kv < 1 || N_kv >= (1 << 24)) { fprintf(stderr, "mask_map: N_q and N_kv must be in 1 .. 2^24 - 1\n"); return 2; }
+    attn_mask_t m;
+    char why[200];
+    if (mask_parse(argv[2], N_q, N_kv, &m, why, sizeof why) != 0) { fprintf(stderr, "mask_map: %s\n", why); return 2; }
+    const size_t n = (size_t)N_kv, shape[2] = { 4, n };
+    float *runs = malloc(4 * n * sizeof *runs);
+    if (!runs) { fprintf(stderr, "mask_map: out of memory\n"); return 1; }
+    const int32_t *vec[4] = { m.lts, m.lte, m.uts, m.ute };
+    for (int k = 0; k < 4; k++)
+        for (size_t j = 0; j < n; j++) runs[k * n + j] = (float)vec[k][j];
+    const int rc = npy_write_f32(argv[5], runs, shape, 2);
+    if (rc != 0) fprintf(stderr, "mask_map: could not write %s\n", argv[5]);
+    else printf("%s %.4f %.0f\n", m.spec, mask_pairs(&m) / ((double)N_q * N_kv), mask_pairs(&m));
+    free(runs);
+    mask_free(&m);
+    return rc != 0;
+}
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--runs") == 0) return write_runs(argc, argv);
     if (argc != 6) { fprintf(stderr, "usage: mask_map SPEC N Br Bc PREFIX\n"); return 2; }
     const int N = atoi(argv[2]), Br = atoi(argv[3]), Bc = atoi(argv[4]);
     if (N < 1 || Br < 1 || Bc < 1) { fprintf(stderr, "mask_map: N, Br and Bc must be positive\n"); return 2; }

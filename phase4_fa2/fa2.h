@@ -157,6 +157,10 @@ int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t l
 int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
+/* wgmma-ws (step 3) has a FlashMask mask path too (attn_mask(p) set; the other steps have
+ * none): one class byte a K/V block of Bc = 128 keys past its ring, and what the d = 128 ring
+ * leaves of the H100's 227 KiB holds this many (N_kv <= 131072); the driver says n/a beyond. */
+#define FA2_WS_MASK_MAX_TC 1024
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,72 @@ static bool wgmma_step_selected(const cli_opts_t *o, kind_t k)
     return cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
 }
 
+/* A kernel's mask path (chapter 4c), checked (oracle, prev, visit counters against the mask's
+ * census) and timed; with --mask causal also the same kernel on --causal's path (no mask),
+ * whose O must equal it bit for bit (docs/04c_masks.md). keep: receives the masked O when
+ * it passed (or NULL). */
+static drv_row_t run_masked(const attn_inputs_t *in, const drv_gpu_bufs_t *b, kind_t kind, const char *sweep, int iters,
+                            int check_rows, const drv_prev_t *prev, int nprev, bool row, float **keep)
+{
+    const attn_problem_t *p = &in->p;
+    const bool causal = row && strcmp(attn_mask(p)->name, "causal") == 0;
+    float *om = NULL, *oc = NULL;
+    drv_row_t r = run_kernel(in, b, kind, FA2_FULL, KIND_NAME[kind], sweep, row ? iters : 1, check_rows, prev, nprev,
+                             causal || keep ? &om : NULL, row);
+    if (causal && om) {   /* the causal mask through the mask path == --causal's path, bit for bit */
+        attn_inputs_t ic = *in;
+        ic.p.mask_id = 0;
+        ic.p.causal = true;
+        run_kernel(&ic, b, kind, FA2_FULL, KIND_NAME[kind], sweep, 1, check_rows, NULL, 0, &oc, false);
+        if (!oc || memcmp(om, oc, attn_q_elems(p) * sizeof(float)) != 0)
+            drv_fail(&r, "--mask causal: O differs from the causal path's (--causal) in some bit");
+    }
+    free(oc);
+    if (keep) *keep = om;
+    else free(om);
+    return r;
+}
+
+/* The masked problem's rows: fa2-mma's mask path (a row when --kernel mma or all), then
+ * wgmma-ws's (Hopper; --kernel wgmma-ws or all) held to fa2-mma's masked O on every element,
+ * as the unmasked Hopper ladder is. prev2: phase 2's 1-pass attention (small problems). */
+static int masked_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_opts_t *o, const char *sweep,
+                       int check_rows, const drv_prev_t *prev2, drv_row_t *rows)
+{
+    const attn_problem_t *p = &in->p;
+    const bool mma = cli_kernel_selected(o, "mma"), ws = cli_kernel_selected(o, KIND_NAME[K_FA2_WGMMA_WS]);
+    const attn_blocks_t bm = fa2_mma_blocks(p->d);
+    const char *mma_na = p->d > FA2_MASK_MAX_D ? "fa2-mma has no mask path at d = 256 (fa2.h)"
+                       : (p->N_kv + bm.Bc - 1) / bm.Bc > FA2_MASK_MAX_TC ? "a mask over more than FA2_MASK_MAX_TC K/V blocks (fa2.h)"
+                       : NULL;
+    int n = 0;
+    float *om = NULL;   /* fa2-mma's masked O: wgmma-ws is held to it */
+    if (mma && mma_na) {
+        rows[n] = drv_row("mma", "gpu", sweep, p);
+        drv_not_run(&rows[n++], "n/a", mma_na);
+    } else if (!mma_na && (mma || ws)) {
+        drv_row_t r = run_masked(in, b, K_FA2_MMA, sweep, o->iters, check_rows, prev2, 1, mma, ws ? &om : NULL);
+        if (mma) rows[n++] = r;
+    }
+    if (ws) {
+        gpu_kernel_config_t c;
+        char why[200];
+        if (CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0 &&   /* built for d (maybe not runnable here) */
+            (p->N_kv + c.blocks.Bc - 1) / c.blocks.Bc > FA2_WS_MASK_MAX_TC) {   /* its class bytes (fa2.h) */
+            rows[n] = drv_row(KIND_NAME[K_FA2_WGMMA_WS], "gpu", sweep, p);
+            snprintf(why, sizeof why, "a mask over more than FA2_WS_MASK_MAX_TC = %d K/V blocks of %d keys (fa2.h)",
+                     FA2_WS_MASK_MAX_TC, c.blocks.Bc);
+            drv_not_run(&rows[n++], "n/a", why);
+        } else {   /* (off Hopper, or at d = 256, run_kernel's row says skipped or n/a, with the reason) */
+            const drv_prev_t prev4[2] = { { om, "phase 4's fa2-mma" }, *prev2 };
+            rows[n++] = run_masked(in, b, K_FA2_WGMMA_WS, sweep, o->iters, check_rows, om ? prev4 : prev2, om ? 2 : 1,
+                                   true, NULL);
+        }
+    }
+    free(om);
+    return n;
+}
+
 /* All selected GPU rows of one problem. simple_ok: time the simple kernels too. */
 int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep, int check_rows,
                         bool simple_ok, drv_row_t *rows)
@@ -171,28 +237,8 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     drv_prev_t prev[2] = { { NULL, "phase 3's FA1 kernel" }, { o2, "phase 2's 1-pass attention" } };
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* the simple kernels take seconds at 16k tokens */
     int n = 0;
-    if (attn_mask(p)) {   /* FlashMask: fa2-mma alone has the mask path; held to the oracle (and, small, phase 2) */
-        const attn_blocks_t bm = fa2_mma_blocks(p->d);
-        if (cli_kernel_selected(o, "mma") && (p->d > FA2_MASK_MAX_D || (p->N_kv + bm.Bc - 1) / bm.Bc > FA2_MASK_MAX_TC)) {
-            rows[n] = drv_row("mma", "gpu", sweep, p);
-            drv_not_run(&rows[n++], "n/a", p->d > FA2_MASK_MAX_D ? "fa2-mma has no mask path at d = 256 (fa2.h)"
-                                                                : "a mask over more than FA2_MASK_MAX_TC K/V blocks (fa2.h)");
-        } else if (cli_kernel_selected(o, "mma")) {
-            const bool causal = strcmp(attn_mask(p)->name, "causal") == 0;
-            float *om = NULL, *oc = NULL;
-            rows[n] = run_kernel(in, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, o->iters, check_rows, prev + 1, 1,
-                                 causal ? &om : NULL, true);
-            if (om) {   /* the causal mask through the mask path == --causal's path, bit for bit */
-                attn_inputs_t ic = *in;
-                ic.p.mask_id = 0;
-                ic.p.causal = true;
-                run_kernel(&ic, &b, K_FA2_MMA, FA2_FULL, "mma", sweep, 1, check_rows, NULL, 0, &oc, false);
-                if (!oc || memcmp(om, oc, attn_q_elems(p) * sizeof(float)) != 0)
-                    drv_fail(&rows[n], "--mask causal: O differs from the causal path's (--causal) in some bit");
-            }
-            free(om); free(oc);
-            n++;
-        }
+    if (attn_mask(p)) {   /* FlashMask: the kernels with a mask path, fa2-mma and wgmma-ws */
+        n = masked_rows(in, &b, o, sweep, check_rows, prev + 1, rows);
         free(o2);
         drv_gpu_free(&b);
         return n;

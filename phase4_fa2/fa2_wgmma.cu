@@ -36,6 +36,11 @@
  *        barrier: full[0]  full[1]  full[2]      waited with parity (j / STAGES) & 1;
  *                                                refilled with tile j + STAGES once every
  *                                                warp is done with it
+ *   3  wgmma-ws, 4 wgmma-pingpong, 5 wgmma-overlap: a producer warpgroup and two consumer
+ *                warpgroups (Br = 128), further down
+ *   3m wgmma-ws with a FlashMask mask (chapter 4c): fully masked K/V blocks skipped, not
+ *                loaded; the element test on partial tiles only
+ *                                   build/phase4 --kernel wgmma-ws --mask sliding:1024
  */
 #include <cuda.h>        /* CUtensorMap and its enums (the encoder is fetched at run time) */
 #include <cuda_fp16.h>
@@ -47,6 +52,7 @@
 #include "wgmma.cuh"
 #include "visits.cuh"
 #include "tma_map.cuh"   /* the tensor maps (host) */
+#include "mask_gpu.h"    /* FlashMask's vectors and preprocessing pass (step 3's mask path) */
 #include "fa2.h"
 
 #define WG_THREADS 128
@@ -79,6 +85,10 @@ struct WgArgs {
     float *O, *L;
     CUtensorMap tq, tk, tv;
     gpu_visits_t vis;             /* counts[Q block] += the K/V blocks it visited */
+    /* FlashMask (step 3's mask path, chapter 4c): the four vectors a column at a time and the
+     * preprocessing pass's 8 min/max values a K/V block (common/mask_gpu.h); NULL without */
+    const int4 *mcols;
+    const int32_t *mblk;
 };
 
 #if FA_HAVE_WGMMA
@@ -149,18 +159,50 @@ __device__ __forceinline__ void issue_s(float (&s)[BC / 64][32], const unsigned 
     wgmma_commit();
 }
 
+/* FlashMask's element test on a partial tile (FlashMask Sec. 4; mask.h's mask_row_visible):
+ * S = -inf where row i lies in one of key column j's two masked runs, and past N_kv. A
+ * thread's 2 rows share each of its columns, so one 16-byte load of the column's
+ * {LTS, LTE, UTS, UTE} serves both:
+ *
+ *            64 keys of s[sub]: thread t holds columns 8 n8 + 2t, + 1 (n8 = 0..7)
+ *   row0     . . x x . . x x ...     s[sub][4 n8 + c]       (x: in a masked run)
+ *   row0 + 8 . . . x . . x x ...     s[sub][4 n8 + 2 + c]
+ *                  ^ one int4 a column: 16 loads a thread per 64 keys */
+template <int BC>
+__device__ __forceinline__ void mask_partial_tile(float (&s)[BC / 64][32], int j, int row0, const attn_problem_t &p,
+                                                  int t, const int4 *mcols)
+{
+#pragma unroll
+    for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+        for (int n8 = 0; n8 < 8; n8++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                const int col = j * BC + 64 * sub + 8 * n8 + 2 * t + c;
+                const int4 r = col < p.N_kv ? __ldg(mcols + col) : make_int4(0, 0, 0, 0);
+#pragma unroll
+                for (int x = 0; x < 2; x++)
+                    if (col >= p.N_kv || !mask_row_visible(r.x, r.y, r.z, r.w, row0 + 8 * x))
+                        s[sub][4 * n8 + 2 * x + c] = -INFINITY;
+            }
+}
+
 /* the mask, the online softmax and the rescale of O~ for block j; P~ into A registers.
  * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
- * (the mask test) */
-template <int D, bool SKIP, int BC>
+ * (the mask test). MASKED: FlashMask's mask instead of the causal rule, the element test on
+ * partial tiles (and a tail block) only; an unmasked tile does no mask work. */
+template <int D, bool SKIP, int BC, bool MASKED = false>
 __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], uint32_t (&pa)[BC / 16][4], int j,
-                                              int row0, int first_row, const attn_problem_t &p, float sl2, int t)
+                                              int row0, int first_row, const attn_problem_t &p, float sl2, int t,
+                                              bool partial = false, const int4 *mcols = nullptr)
 {
     const int shift = p.N_kv - p.N_q;
     /* the mask, on the blocks that cross the diagonal or N_kv; s[sub][4 n8 + e] is row
      * row0 + 8 (e / 2), key j Bc + 64 sub + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
     const long last_key = (long)(j + 1) * BC - 1;
-    if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)first_row + shift))) {
+    if constexpr (MASKED) {
+        if (last_key >= p.N_kv || partial) mask_partial_tile<BC>(s, j, row0, p, t, mcols);
+    } else if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)first_row + shift))) {
 #pragma unroll
         for (int sub = 0; sub < BC / 64; sub++)
 #pragma unroll
@@ -225,11 +267,12 @@ __device__ __forceinline__ void issue_pv(RowTile<D> &st, const uint32_t (&pa)[BC
 }
 
 /* One K/V block, in order: S, softmax, P V, each product waited for (steps 1-4; with the
- * turns of step 4 around each product). */
-template <int D, bool SKIP, int BC>
+ * turns of step 4 around each product). MASKED, partial, mcols: softmax_block's. */
+template <int D, bool SKIP, int BC, bool MASKED = false>
 __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
                                              const unsigned char *Vj, int j, int row0, int first_row,
-                                             const attn_problem_t &p, float sl2, int t, const Turns &turn)
+                                             const attn_problem_t &p, float sl2, int t, const Turns &turn,
+                                             bool partial = false, const int4 *mcols = nullptr)
 {
     float s[BC / 64][32];
     uint32_t pa[BC / 16][4];
@@ -237,7 +280,7 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
     issue_s<D, BC>(s, Qt, Kj);
     if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
     wgmma_wait<0>();
-    softmax_block<D, SKIP, BC>(st, s, pa, j, row0, first_row, p, sl2, t);
+    softmax_block<D, SKIP, BC, MASKED>(st, s, pa, j, row0, first_row, p, sl2, t, partial, mcols);
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
     issue_pv<D, BC>(st, pa, Vj);
     if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
@@ -399,7 +442,19 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
  *                                      arrive empty[s]            (256 arrivals a phase)
  *
  * No __syncthreads in the loop: the copy of block j + STAGES - 1 overlaps the products of
- * block j without any thread waiting for it. PINGPONG adds step 4's turns (Turns). */
+ * block j without any thread waiting for it. PINGPONG adds step 4's turns (Turns).
+ *
+ * MASKED (step 3 only; build/phase4 --kernel wgmma-ws --mask sliding:1024): a FlashMask
+ * mask (chapter 4c). Before the loop every thread classifies a share of this Q block's Tc
+ * tiles from the preprocessing pass's min/max (FlashMask Sec. 4, mask_tile_class_at) into
+ * one byte a K/V block past the barriers; then producer and consumers walk the same
+ * sequence, the blocks not fully masked, the v-th of them in ring slot v % STAGES:
+ *
+ *   class bytes:  U U P F F F P U     (U unmasked, P partial, F fully masked)
+ *   visited j:    0 1 2       6 7     v = 0 1 2 3 4: slots 0 1 2 0 1 (STAGES = 3)
+ *
+ * so the ring's parities count visited blocks, not j. A fully masked K/V block is never
+ * loaded; a partial one gets the element test (mask_partial_tile), an unmasked one none. */
 #define WS_CONSUMERS 2
 #define WS_THREADS (WG_THREADS * (1 + WS_CONSUMERS))
 #define WS_BR (64 * WS_CONSUMERS)
@@ -415,18 +470,33 @@ struct WsCfg {
     static constexpr int STAGES = FIT < 4 ? FIT : 4;
     static constexpr size_t Q_OFF = 0, K_OFF = WS_CONSUMERS * Q_TILE, V_OFF = K_OFF + STAGES * TILE;
     static constexpr size_t BAR_OFF = V_OFF + STAGES * TILE;           /* full, empty, Q */
-    static constexpr size_t SMEM = BAR_OFF + 8 * (2 * STAGES + 1) + 1024;
+    static constexpr size_t CLASS_OFF = BAR_OFF + 8 * (2 * STAGES + 1);   /* MASKED: a byte a K/V block */
+    static constexpr size_t SMEM = CLASS_OFF + 1024;
+    static constexpr size_t SMEM_MASKED = SMEM + FA2_WS_MASK_MAX_TC;
     static_assert(STAGES >= 2 && SMEM <= SMEM_OPTIN_SM90, "the ring does not fit shared memory");
 };
+
+/* The next K/V block a Q block visits after j: j + 1, or with a mask the next whose tile is
+ * not fully masked (Tc after the last). The producer and the consumers both call it, on the
+ * same class bytes: they walk the same blocks. */
+template <bool MASKED>
+__device__ __forceinline__ int next_kv_block(const uint8_t *tile_class, int j, int Tc)
+{
+    j++;
+    if constexpr (MASKED)
+        while (j < Tc && tile_class[j] == MASK_TILE_FULLY_MASKED) j++;
+    return j;
+}
 
 /* MODE: WS_PLAIN (step 3), WS_PINGPONG (step 4), WS_OVERLAP (step 5: on step 3, the next
  * block's S = Q K^T issued before this block's softmax) */
 enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2 };
 
-template <int D, bool SKIP, int MODE, int BC>
+template <int D, bool SKIP, int MODE, int BC, bool MASKED = false>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 {
+    static_assert(!MASKED || MODE == WS_PLAIN, "the mask path is step 3's (wgmma-ws)");
 #if FA_HAVE_WGMMA
     using C = WsCfg<D, BC>;
     constexpr int ATOMS = D / 64;
@@ -437,17 +507,29 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
-    const int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;   /* longest first */
+    /* longest first: causal, and with a mask (most masks of chapter 4c see more keys further
+     * down), as fa2-mma */
+    const int i = p.causal || MASKED ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;
     const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
     const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
     const int i0 = i * WS_BR;
+    uint8_t *tile_class = smem + C::CLASS_OFF;   /* MASKED: [Tc] */
 
-    const int n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
-    if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);   /* the producer's thread: it loads them */
-    if (n_blocks == 0) {
-        write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
-        return;
+    int n_blocks = Tc;   /* MASKED: unused (the class bytes say which blocks are visited) */
+    if constexpr (!MASKED) {
+        n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
+        if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);   /* the producer's thread: it loads them */
+        if (n_blocks == 0) {
+            write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
+            return;
+        }
+    } else {
+        /* FlashMask Sec. 4: tile (i, j)'s class from column block j's 8 min/max, once (the
+         * loop reads a byte). visit_all (the counters' test): every tile visited and tested */
+        const int r1 = min(p.N_q, i0 + WS_BR);
+        for (int jj = threadIdx.x; jj < Tc; jj += WS_THREADS)
+            tile_class[jj] = visit_all(args.vis) ? MASK_TILE_PARTIAL : mask_tile_class_at(args.mblk, Tc, i0, r1, jj);
     }
     if (threadIdx.x == 0) {
         for (int st = 0; st < C::STAGES; st++) {
@@ -457,7 +539,14 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
         mbar_init(q_full, 1);
         mbar_init_fence();
     }
-    __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers */
+    __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers (and the
+                          class bytes, MASKED, are written) */
+    if constexpr (MASKED) {
+        if (next_kv_block<true>(tile_class, -1, Tc) == Tc) {   /* every tile fully masked: no visit */
+            write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
+            return;
+        }
+    }
 
     const int wg = threadIdx.x / WG_THREADS;
     if (wg == 0) {   /* ---- producer ---- */
@@ -467,9 +556,11 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             for (int c = 0; c < WS_CONSUMERS; c++)
                 for (int a = 0; a < ATOMS; a++)
                     tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, b * p.H + h);
-            for (int j = 0; j < n_blocks; j++) {
-                const int st = j % C::STAGES, use = j / C::STAGES;
-                if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* both consumers done with block j - STAGES */
+            /* K_j, V_j into ring slot st for its use-th fill, once both consumers are done
+             * with the slot's previous block. The v-th block visited goes to slot v % STAGES,
+             * fill v / STAGES (v = j without a mask) */
+            auto load_kv = [&](int j, int st, int use) {
+                if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* both consumers done with visit v - STAGES */
                 mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
                 for (int sub = 0; sub < BC / 64; sub++)   /* 64 keys a box */
                     for (int a = 0; a < ATOMS; a++) {
@@ -477,6 +568,14 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
                         tma_load_3d(Ks + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
                         tma_load_3d(Vs + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
                     }
+            };
+            if constexpr (MASKED) {
+                int v = 0;
+                for (int j = next_kv_block<true>(tile_class, -1, Tc); j < Tc; j = next_kv_block<true>(tile_class, j, Tc), v++)
+                    load_kv(j, v % C::STAGES, v / C::STAGES);
+                visit_count(args.vis, i, v);   /* the blocks it loaded: the driver holds them to the census */
+            } else {
+                for (int j = 0; j < n_blocks; j++) load_kv(j, j % C::STAGES, j / C::STAGES);
             }
         }
         return;
@@ -490,7 +589,16 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     const unsigned char *Qt = Qs + c * C::Q_TILE;
     RowTile<D> tile;
     mbar_wait(q_full, 0);
-    if (MODE != WS_OVERLAP) {
+    if constexpr (MASKED) {   /* the producer's sequence: visit v in slot v % STAGES */
+        int v = 0;
+        for (int j = next_kv_block<true>(tile_class, -1, Tc); j < Tc; j = next_kv_block<true>(tile_class, j, Tc), v++) {
+            const int st = v % C::STAGES;
+            mbar_wait(full + st, (v / C::STAGES) & 1);
+            attend_block<D, SKIP, BC, true>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t,
+                                            Turns{}, tile_class[j] == MASK_TILE_PARTIAL, args.mcols);
+            mbar_arrive(empty + st);
+        }
+    } else if (MODE != WS_OVERLAP) {
         Turns turn{MODE == WS_PINGPONG, 1 + c, 1 + (1 - c), true};
         if (MODE == WS_PINGPONG && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
         for (int j = 0; j < n_blocks; j++) {
@@ -557,15 +665,21 @@ struct Step {
     }
 };
 
+/* More than 48 KiB of shared memory a block needs an opt-in, once per kernel. */
+template <typename Kernel>
+static void smem_opt_in(Kernel kernel, size_t smem, bool &done)
+{
+    if (!done) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        done = true;
+    }
+}
+
 template <int D, int STEP>
 static void launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L)
 {
     using S = Step<D, STEP>;
     static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(S::kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM));
-        attr_set = true;
-    }
     /* the tensor maps are encoded once per set of buffers and shapes, not in the timed loop */
     static WgArgs a;
     static bool have = false;
@@ -582,6 +696,25 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     }
     const dim3 grid((p->N_q + S::BR - 1) / S::BR, p->B * p->H);
     a.vis = gpu_visits(grid.x);   /* every launch: the buffer may have grown */
+    if constexpr (STEP == 3) {
+        if (attn_mask(p)) {   /* FlashMask: the vectors (uploaded once) and this launch's preprocessing pass */
+            constexpr auto kernel = fa2_wgmma_ws_kernel<D, true, WS_PLAIN, S::BC, true>;
+            constexpr size_t smem = WsCfg<D, S::BC>::SMEM_MASKED;
+            static_assert(smem <= SMEM_OPTIN_SM90, "wgmma-ws: FA2_WS_MASK_MAX_TC class bytes do not fit beside the ring");
+            static bool masked_attr_set = false;
+            if ((p->N_kv + S::BC - 1) / S::BC > FA2_WS_MASK_MAX_TC) {   /* the driver says n/a before this */
+                fprintf(stderr, "fa2-wgmma-ws: a mask over more than FA2_WS_MASK_MAX_TC K/V blocks\n");
+                exit(2);
+            }
+            smem_opt_in(kernel, smem, masked_attr_set);
+            a.mblk = mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, S::BC);
+            a.mcols = reinterpret_cast<const int4 *>(mask_gpu_columns(attn_mask(p)));
+            kernel<<<grid, S::THREADS, smem>>>(a);
+            CUDA_CHECK_LAUNCH();
+            return;
+        }
+    }
+    smem_opt_in(S::kernel(), S::SMEM, attr_set);
     S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
     CUDA_CHECK_LAUNCH();
 }

@@ -78,8 +78,9 @@ int main(int argc, char **argv)
                 p->d % 32 == 0 ? " (use --kernel simple)" : "");
     if (strcmp(o.kernel, "fa1-mma") == 0 && !fa1_mma_supports(p->d))
         cli_die(PHASE, "kernel fa1-mma is built for d = 32, 64 and 128, not d = %d", p->d);
-    if (attn_mask(p) && strcmp(o.kernel, "all") != 0 && strcmp(o.kernel, "mma") != 0)
-        cli_die(PHASE, "kernel %s has no mask path: --mask runs fa2-mma (--kernel mma) and the CPU model", o.kernel);
+    if (attn_mask(p) && strcmp(o.kernel, "all") != 0 && strcmp(o.kernel, "mma") != 0 && strcmp(o.kernel, "wgmma-ws") != 0)
+        cli_die(PHASE, "kernel %s has no mask path: --mask runs fa2-mma (--kernel mma), wgmma-ws (--kernel wgmma-ws, "
+                "Hopper) and the CPU model", o.kernel);
     if (strcmp(o.kernel, "simple") == 0 && p->d % 32 != 0)
         cli_die(PHASE, "kernel simple needs d a multiple of 32, not d = %d", p->d);
 

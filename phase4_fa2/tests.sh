@@ -27,7 +27,7 @@ t_exit2 "phase4 rejects an unknown flag"     "$P4" --frobnicate
 # FlashMask's masks (common/mask.h) in the CPU tile model: every mask of the paper at d = 64
 # and 128, on GQA with tails and N_q != N_kv both ways, against the fp64 oracle, FA1's model
 # and the 1-pass attention; the model's bytes (the mask's included) == the formula
-# (fa2_hbm_traffic), its census printed. The kernels have no mask path yet: their rows say so.
+# (fa2_hbm_traffic), its census printed.
 MASKS4="full causal sliding:64 causal_document:100,150,60 document:200 shared_question:100,60,70
 global_sliding:16,64 causal_blockwise:100,100 prefix_lm_causal:128 prefix_lm_document:50,200,40,100
 qk_sparse:100,50,200,40 random_eviction:7"
@@ -94,7 +94,71 @@ t_gpu "phase4 gpu mma --mask causal_document large problem (B=2 H=16 N=4096 d=12
 if [ -n "$(gpu_skip_reason)" ]; then t_skip "phase4 gpu mma --mask: visiting every tile FAILs on the counters" "$(gpu_skip_reason)"
 else t_run "phase4 gpu mma --mask: visiting every tile FAILs on the counters" bash tools/visits_fail.sh mma \
     "$P4" --quiet --iters 1 --kernel mma --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T4/gv.csv"; fi
-t_exit2_says "phase4 refuses --mask for a kernel without a mask path" "has no mask path" "$P4" --kernel simple --mask causal
+# Every kernel without a mask path refuses --mask in one line naming those that have one;
+# wgmma-ws (Hopper) takes it (its CPU rows run here, its GPU row on a GPU).
+for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap; do
+    t_exit2_says "phase4 refuses --mask for --kernel $k (no mask path)" \
+        "kernel $k has no mask path: --mask runs fa2-mma \(--kernel mma\), wgmma-ws \(--kernel wgmma-ws" \
+        "$P4" --kernel $k --mask causal
+done
+t_run "phase4 --kernel wgmma-ws takes --mask (CPU rows, --cpu)" "$P4" --cpu --quiet --kernel wgmma-ws --B 1 --H 2 \
+    --N 200 --d 64 --mask sliding:50 --csv "$T4/wsc.csv"
+
+# wgmma-ws's mask path (Hopper, fa2_wgmma.cu step 3: tile classes in shared memory, fully
+# masked K/V blocks neither loaded nor computed, the element test on partial tiles): its row
+# must PASS the oracle (2x rule), fa2-mma's masked O on every element, its visit counters
+# against the mask's census at its own 128 x 128 tiles and the mask-aware bytes; with
+# --mask causal the driver also reruns wgmma-ws on --causal's path and FAILs unless O is the
+# same bit for bit. Off Hopper the row says skipped, and so does the test.
+ws_mask_case() {   # NAME ARGS...
+    local name=$1 why; shift
+    why=$(gpu_skip_reason)
+    if [ -n "$why" ]; then t_skip "$name" "$why"; return; fi
+    local log="$T4/wsm.log" rc=0
+    "$P4" --kernel wgmma-ws --quiet --iters 2 "$@" --csv "$T4/wsm.csv" >"$log" 2>&1 || rc=$?
+    why=$(grep -o 'skipped wgmma-ws (gpu): .*' "$log" | head -n 1)
+    if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma-ws (gpu): }"; return; fi
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 == \"wgmma-ws\" && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 1 && !bad) }' '$log'"
+}
+for m in $MASKS4; do
+    for d in 64 128; do
+        ws_mask_case "phase4 gpu wgmma-ws --mask $m d=$d (GQA 2:1, N_q=300 N_kv=333)" \
+            --B 2 --H 4 --Hkv 2 --N 300 --Nkv 333 --d $d --mask $m
+    done
+    ws_mask_case "phase4 gpu wgmma-ws --mask $m d=64 (GQA 2:1, N_q=1000 N_kv=1300: all three tile classes)" \
+        --B 1 --H 4 --Hkv 2 --N 1000 --Nkv 1300 --d 64 --mask $m
+done
+for m in causal sliding:40 document:60 prefix_lm_causal:30; do
+    for d in 64 128; do
+        ws_mask_case "phase4 gpu wgmma-ws --mask $m d=$d, N_q=333 N_kv=100 (rows and Q blocks that see no key)" \
+            --B 1 --H 2 --N 333 --Nkv 100 --d $d --mask $m
+    done
+done
+for shape in "--N 1" "--N 200 --Nkv 1000" "--N 1000 --Nkv 300" "--N 4096 --B 2 --H 8"; do
+    for d in 64 128; do
+        ws_mask_case "phase4 gpu wgmma-ws --mask causal == --causal bit for bit ($shape, d=$d)" $shape --d $d --mask causal
+    done
+done
+ws_mask_case "phase4 gpu wgmma-ws --mask causal_document large problem (B=2 H=16 N=4096 d=128, sampled rows)" \
+    --B 2 --H 16 --N 4096 --d 128 --mask causal_document:1000,1500,700
+ws_mask_case "phase4 gpu wgmma-ws --mask sliding:1024 (B=1 H=16 N=8192 d=128, sampled rows)" \
+    --B 1 --H 16 --N 8192 --d 128 --mask sliding:1024
+# the limits, as rows that say n/a with the reason (the run goes on and exits 0)
+t_gpu "phase4 gpu wgmma-ws --mask at d=256: its row says n/a" bash -c "\"$P4\" --kernel wgmma-ws --quiet --iters 1 \
+    --B 1 --H 1 --N 100 --d 256 --mask causal --csv '$T4/wsn.csv' | grep -q '^  n/a wgmma-ws (gpu): kernel wgmma-ws is built for d = 64 and 128'"
+t_gpu "phase4 gpu wgmma-ws --mask over more than FA2_WS_MASK_MAX_TC K/V blocks: its row says n/a" bash -c "\"$P4\" \
+    --kernel wgmma-ws --quiet --iters 1 --B 1 --H 1 --N 64 --Nkv 131200 --d 64 --mask sliding:64 --csv '$T4/wsn.csv' |
+    grep -q '^  n/a wgmma-ws (gpu): a mask over more than FA2_WS_MASK_MAX_TC = 1024 K/V blocks of 128 keys'"
+# the counters have teeth: every tile visited (FA_TEST_VISIT_ALL=1) leaves O right but FAILs them
+why=$(gpu_skip_reason)
+if [ -z "$why" ]; then
+    why=$("$P4" --quiet --iters 1 --B 1 --H 2 --N 64 --d 64 --kernel wgmma-ws --mask causal --csv "$T4/vw.csv" 2>&1 |
+          grep -o 'skipped wgmma-ws (gpu): .*' | head -n 1)
+    why=${why#skipped wgmma-ws (gpu): }
+fi
+if [ -n "$why" ]; then t_skip "phase4 gpu wgmma-ws --mask: visiting every tile FAILs on the counters" "$why"
+else t_run "phase4 gpu wgmma-ws --mask: visiting every tile FAILs on the counters" bash tools/visits_fail.sh wgmma-ws \
+    "$P4" --quiet --iters 1 --kernel wgmma-ws --B 1 --H 2 --N 1000 --d 64 --mask sliding:100 --csv "$T4/gv.csv"; fi
 
 # GPU: phase 1's shape list, every kernel against the oracle, phase 3 and (small) phase 2
 for d in 32 64 128; do

@@ -170,12 +170,23 @@ typedef struct {
 
 /* What a backward kernel's visit counters must read (common/driver.h, drv_visits_t): K/V
  * block j of the K/V-outer kernel (blocks b) visits B H (Tr - REF(bwd_q_block_first)(j))
- * Q blocks over all query heads (skip false: all Tr). dq: the blocks of two-pass's dQ
+ * Q blocks over all query heads (skip false: all Tr); with a FlashMask mask (and skip),
+ * B H (the Q blocks i whose tile (i, j) mask.h's rule does not call fully masked). dq: the blocks of two-pass's dQ
  * kernel, whose Q block i then visits B H REF(fa2_kv_blocks)(i) K/V blocks (tiles after
  * the main kernel's); NULL for one kernel. Free with drv_visits_free. */
 struct drv_visits;
 void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
                      const attn_blocks_t *dq);
+
+/* FlashMask (chapter 4c) on the GPU: mma and wgmma-ws (not wgmma-det) have a mask path. A
+ * K/V block lists the Q blocks it visits (those whose tile is not fully masked) in shared
+ * memory, a uint16_t each: at most this many Q blocks (N_q <= BWD_MASK_MAX_TR Br); the
+ * driver says n/a past it. */
+#define BWD_MASK_MAX_TR 8192
+/* Does kernel `name` (mma, wgmma-ws, ...) have a mask path? The driver refuses --mask for the
+ * others (main.c), and its message names these: */
+#define BWD_MASK_KERNELS "mma, wgmma-ws"
+bool bwd_kernel_has_mask_path(const char *name);
 
 /* The preprocess (Alg. 2 l.4): D = rowsum(dO * O), and dQ = 0 when zero_dq (the
  * accumulator of the atomic kernels). One warp per row. */

@@ -44,14 +44,33 @@ void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_
     const int Tr = (p->N_q + b.Br - 1) / b.Br, Tc = (p->N_kv + b.Bc - 1) / b.Bc;
     const int Tq = dq ? (p->N_q + dq->Br - 1) / dq->Br : 0;   /* the dQ kernel's Q blocks */
     const unsigned long long heads = (unsigned long long)p->B * p->H;
-    drv_visits_init(v, Tc + Tq, "K/V block", "Q blocks", "the causal range", "bwd.causal_range_gpu");
+    const bool masked = attn_mask(p) && skip;
+    drv_visits_init(v, Tc + Tq, "K/V block", "Q blocks", masked ? "the mask's tile classes" : "the causal range",
+                    masked ? NULL : "bwd.causal_range_gpu");   /* the mask's classes are no exercise */
     v->split = Tc;   /* then the dQ kernel's tiles: Q blocks that visit K/V blocks */
     v->part[1].tile = "the dQ kernel's Q block";
     v->part[1].unit = "K/V blocks";
     v->part[1].exercise = NULL;   /* its range is no exercise */
     /* the reference's ranges, never the student's (common/ref.h) */
     for (int j = 0; j < Tc; j++) v->want[j] = heads * (Tr - (skip ? REF(bwd_q_block_first)(p, j, b.Br, b.Bc) : 0));
+    if (masked) {   /* FlashMask: the tiles of column block j not fully masked, by mask.h's rule (Sec. 4) */
+        mask_blocks_t mb = attn_mask_blocks(p, b.Bc);
+        for (int j = 0; j < Tc; j++) {
+            unsigned long long n = 0;
+            for (int i = 0; i < Tr; i++) {
+                const int r1 = p->N_q < (i + 1) * b.Br ? p->N_q : (i + 1) * b.Br;
+                n += mask_tile_class(&mb, i * b.Br, r1, j) != MASK_TILE_FULLY_MASKED;
+            }
+            v->want[j] = heads * n;
+        }
+        mask_blocks_free(&mb);
+    }
     for (int i = 0; i < Tq; i++) v->want[Tc + i] = heads * REF(fa2_kv_blocks)(p, i, dq->Br, dq->Bc);
+}
+
+bool bwd_kernel_has_mask_path(const char *name)
+{
+    return strcmp(name, "mma") == 0 || strcmp(name, "wgmma-ws") == 0;   /* BWD_MASK_KERNELS */
 }
 
 size_t bwd_sram_bytes(int d, attn_blocks_t b)

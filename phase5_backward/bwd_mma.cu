@@ -10,6 +10,10 @@
  *             kernel for dQ that recomputes S, P, dP, dS and writes dQ_i once.
  *                                                      build/phase5 --kernel two-pass
  *   noskip    mma with every Q block visited and masked (what the causal skip buys).
+ *   mma + a FlashMask mask (chapter 4c; MASKED below): the Q blocks each K/V block visits
+ *             are those whose tile is not fully masked, from the preprocessing pass's
+ *             min/max; partial tiles test each element.
+ *                                                      build/phase5 --kernel mma --mask sliding:1024
  *
  * Why the warps own keys. The step computes S^T = K_j Q_i^T rather than S: a warp's
  * accumulators are then 16 keys x Br queries, and the mma's C layout is exactly the A
@@ -35,6 +39,7 @@
 #include "bwd.h"
 #include "bwd_gpu.cuh"
 #include "visits.cuh"
+#include "mask_gpu.h"
 
 /* D: head dimension; BR: query rows a step; BC: keys of the block, 16 a warp. */
 template <int D, int BR, int BC>
@@ -75,11 +80,20 @@ __device__ __forceinline__ void mma_rows_bt(float (&acc)[N / 8][4], const __half
 }
 
 /* DQ: compute dQ (the atomic pass) or not (pass 1 of two). SKIP: start at the causal
- * range's first Q block and mask only the blocks that need it. */
-template <int D, int BR, int BC, bool DQ, bool SKIP>
+ * range's first Q block and mask only the blocks that need it.
+ * MASKED: a FlashMask mask (common/mask.h) instead of the causal rule, FlashMask Sec. 4 from
+ * the K/V block's side: mblk the 8 per-block min/max values of the preprocessing pass at
+ * this Bc (mask_gpu_blocks), mcols the four vectors a column at a time (int4). The Q blocks
+ * whose tile (i, j) is not fully masked are listed in shared memory past the tiles
+ * (bwd_mask_q_blocks, bwd_gpu.cuh) and visited (Q_i, dO_i of the others never loaded);
+ * partial tiles test each element against its column's two runs, unmasked ones do no mask
+ * work. The thread's two keys are the same at every step (S^T's rows), so their columns'
+ * runs are loaded once, into registers. */
+template <int D, int BR, int BC, bool DQ, bool SKIP, bool MASKED>
 __global__ void __launch_bounds__(Cfg<D, BR, BC>::THREADS, 1)
 bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
-               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis)
+               const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis,
+               const int32_t *mcols, const int32_t *mblk)
 {
     using C = Cfg<D, BR, BC>;
     constexpr int LDH = C::LDH, LDS = C::LDS, THREADS = C::THREADS;
@@ -96,10 +110,27 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const float sl2 = p.scale * BWD_LOG2E;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
-    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
-    const bwd_steps_t sched = bwd_steps(p, j, b, kvh, BR, BC, SKIP && !visit_all(vis));
+    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads: the
+     * causal range, or with a mask the list of tiles not fully masked (warp 0 writes it past
+     * the tiles, its length first) */
+    bwd_steps_t sched;
+    int4 mrun[2];   /* MASKED: the two runs of this thread's keys g, g + 8 of the warp */
+    if constexpr (MASKED) {
+        int *n_vis = (int *)(smem + C::SMEM);
+        uint16_t *list = (uint16_t *)(smem + C::SMEM + 16);
+        if (threadIdx.x < 32) {   /* warp 0 lists the Q blocks (a ballot per 32 of them) */
+            const int n = bwd_mask_q_blocks(mblk, gridDim.x, j, p.N_q, BR, visit_all(vis), list);
+            if (lane == 0) *n_vis = n;
+        }
+#pragma unroll
+        for (int x = 0; x < 2; x++) mrun[x] = bwd_mask_column(mcols, j0 + warp * 16 + g + 8 * x, p.N_kv);
+        __syncthreads();   /* the list and its length are in shared memory */
+        sched = bwd_steps_masked(p, b, kvh, list, *n_vis);
+    } else {
+        sched = bwd_steps(p, j, b, kvh, BR, BC, SKIP && !visit_all(vis));
+    }
     const int steps = sched.count;
-    if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
+    if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_visits_want() */
 
     /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
     auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
@@ -142,8 +173,11 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
         mma_rows_bt<D, BR, LDH>(s, Kw, Qi);
-        /* l.11: P^T = e^(scale S^T - L), L one per query column; masked entries 0 */
+        /* l.11: P^T = e^(scale S^T - L), L one per query column; masked entries 0 (with a
+         * FlashMask mask, p.causal is false: `mask` is then the tails alone, and `partial` the
+         * mask's element test, after the exercise's lines) */
         const bool mask = (!SKIP && p.causal) || bwd_block_needs_mask(p, i, j, BR, BC);
+        const bool partial = MASKED && sched.partial(st);
 #pragma unroll
         for (int n = 0; n < BR / 8; n++)
 #pragma unroll
@@ -161,6 +195,11 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 s[n][e] = pe;
                 /* STUB: s[n][e] = 0.0f; (void)col; (void)key; (void)mask; (void)sl2; */
                 /* END EXERCISE */
+                /* FlashMask's element test (partial tiles only): row i BR + col in one of key's
+                 * two runs. A row that sees no key has L = +inf: P = 2^-inf = 0 already. */
+                if (MASKED && partial && !mask_row_visible(mrun[e / 2].x, mrun[e / 2].y, mrun[e / 2].z, mrun[e / 2].w,
+                                                           i * BR + col))
+                    s[n][e] = 0.0f;
             }
         /* l.12: dP^T = V_j dO_i^T */
         mma_rows_bt<D, BR, LDH>(dp, Vw, dOi);
@@ -391,7 +430,8 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
     static_assert(Cfg<D_, BR_, BC_>::WARPS % Cfg<D_, BR_, BC_>::WM == 0 &&                          \
                   (D_) / 8 % Cfg<D_, BR_, BC_>::WD == 0 && Cfg<D_, BR_, BC_>::NT % 2 == 0,          \
                   "bwd-mma: dQ's Br x d tile must split evenly over the warps");                    \
-    static_assert(Cfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "bwd-mma: shared memory above 227 KiB"); \
+    static_assert(Cfg<D_, BR_, BC_>::SMEM + 16 + 2 * BWD_MASK_MAX_TR <= SMEM_OPTIN_SM90,                \
+                  "bwd-mma: shared memory (and a mask's Q-block list) above 227 KiB");                \
     static_assert(DqCfg<D_>::SMEM <= Cfg<D_, BR_, BC_>::SMEM, "bwd-dq: more shared memory than the main kernel (bwd_mma_config checks that one)");
 BWD_MMA_TABLE(BWD_ASSERT_ROW)
 #undef BWD_ASSERT_ROW
@@ -404,6 +444,10 @@ static void set_smem(F *kernel, size_t bytes, bool &done)
         done = true;
     }
 }
+
+/* MASKED: the Q-block list's shared memory past the tiles (its length, then a uint16_t a Q
+ * block), for Tr Q blocks; at most BWD_MASK_MAX_TR (bwd.h) */
+static size_t mask_list_bytes(int Tr) { return 16 + ((2 * (size_t)Tr + 15) & ~(size_t)15); }
 
 template <int D, int BR, int BC>
 static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_t *a)
@@ -418,8 +462,9 @@ static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_
     bwd_preprocess_launch(p, a, v != BWD_TWO_PASS);
     if (v == BWD_TWO_PASS) {
         static bool s1 = false, s2 = false;
-        set_smem(bwd_mma_kernel<D, BR, BC, false, true>, C::SMEM, s1);
-        bwd_mma_kernel<D, BR, BC, false, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
+        set_smem(bwd_mma_kernel<D, BR, BC, false, true, false>, C::SMEM, s1);
+        bwd_mma_kernel<D, BR, BC, false, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK,
+                                                                                    a->dV, vis, nullptr, nullptr);
         CUDA_CHECK_LAUNCH();
         set_smem(bwd_dq_kernel<D>, DqCfg<D>::SMEM, s2);
         gpu_visits_t vis_dq = vis;
@@ -428,13 +473,25 @@ static void launch(const attn_problem_t *p, bwd_variant_t v, const bwd_gpu_args_
         CUDA_CHECK_LAUNCH();
     } else if (v == BWD_NOSKIP) {
         static bool s = false;
-        set_smem(bwd_mma_kernel<D, BR, BC, true, false>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
+        set_smem(bwd_mma_kernel<D, BR, BC, true, false, false>, C::SMEM, s);
+        bwd_mma_kernel<D, BR, BC, true, false, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK,
+                                                                                    a->dV, vis, nullptr, nullptr);
+        CUDA_CHECK_LAUNCH();
+    } else if (attn_mask(p)) {   /* FlashMask: the one variant with a mask path (the driver refuses the others) */
+        static bool s = false;
+        set_smem(bwd_mma_kernel<D, BR, BC, true, true, true>, C::SMEM + mask_list_bytes(BWD_MASK_MAX_TR), s);
+        /* the vectors (an input, uploaded once) and this launch's preprocessing pass at this Bc */
+        const int32_t *blk = mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, BC);
+        const int32_t *cols = mask_gpu_columns(attn_mask(p));
+        const size_t smem = C::SMEM + mask_list_bytes((p->N_q + BR - 1) / BR);
+        bwd_mma_kernel<D, BR, BC, true, true, true><<<grid, C::THREADS, smem>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK,
+                                                                                a->dV, vis, cols, blk);
         CUDA_CHECK_LAUNCH();
     } else {
         static bool s = false;
-        set_smem(bwd_mma_kernel<D, BR, BC, true, true>, C::SMEM, s);
-        bwd_mma_kernel<D, BR, BC, true, true><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK, a->dV, vis);
+        set_smem(bwd_mma_kernel<D, BR, BC, true, true, false>, C::SMEM, s);
+        bwd_mma_kernel<D, BR, BC, true, true, false><<<grid, C::THREADS, C::SMEM>>>(*p, Q, K, V, dO, a->L, a->D, a->dQ, a->dK,
+                                                                                   a->dV, vis, nullptr, nullptr);
         CUDA_CHECK_LAUNCH();
     }
 }

@@ -13,6 +13,14 @@
  *     (check_hot): no NaN or infinity, rel L2 < 1e-2.
  * A FAIL names the exercise behind it: dV, then dK, then dQ (EX_MMA_T).
  * No NaN or inf passes (common/check.c). Outputs are poisoned before every checked run.
+ *
+ * With a FlashMask mask (--mask, chapter 4c) the rows are the kernels with a mask path (mma,
+ * wgmma-ws), under the same checks and tolerances: the oracle applies the mask (attn_visible),
+ * the visit counters are held to the mask's tile classes (bwd_visits_want), the bytes are
+ * the mask-aware formula (bwd_hbm_bytes). std (cuBLAS, bwd_std.cu) has no mask path, so its
+ * yardstick and its gradients (vs prev) come from its fp16 passes on the CPU (bwd_std_cpu,
+ * or on sampled rows masked_dq_rows below), as where std does not fit. --mask causal also
+ * reruns the --causal path: dK and dV must match bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +30,7 @@
 #include "bwd_rows.h"
 #include "dump.h"
 #include "fa2.h"
+#include "fp16.h"
 
 #if HAVE_CUDA
 #define PHASE "phase5"
@@ -36,6 +45,7 @@ static const char *const EX_MMA = "bwd.causal_range_gpu, bwd.recompute_P_mma, bw
 /* mma2d (bwd_mma2d.cu) and wgmma, wgmma-dq, wgmma-ws, wgmma-det (bwd_wgmma*.cu) hold no
  * exercise: only the causal range they share with the others */
 static const char *const EX_MMA2D = "bwd.causal_range_gpu";
+static const char *const EX_MMA_MASKED = "bwd.recompute_P_mma, bwd.dS_mma, bwd.dQ_mma";
 static bool causal_range_only(kind_t k)
 {
     return k == K_MMA2D || k == K_WGMMA || k == K_WGMMA_DQ || k == K_WGMMA_WS || k == K_WGMMA_DET;
@@ -83,6 +93,62 @@ static void launch(void *ctx)
 
 static size_t n_of(const attn_problem_t *p, int t) { return t == 0 ? attn_q_elems(p) : attn_kv_elems(p); }
 
+static bool has_mask_path(kind_t k) { return bwd_kernel_has_mask_path(KIND[k]); }
+
+/* One row's dQ under a FlashMask mask, sampled for a problem too big for oracle_bwd: the fp64
+ * oracle's (dq) and the standard fp16 backward's emulated on the CPU (dq16: S, P, dP, dS
+ * rounded to fp16 as bwd_std.cu stores them, fp32 sums), the 2x rule's yardstick. The same
+ * arithmetic as bwd_oracle_dq_row and bwd_std16_dq_row (bwd_check.c), which walk the keys
+ * 0 .. n-1 a causal row sees; a mask's visible keys need not be a prefix (sliding, document,
+ * qk_sparse), so these walk the keys attn_visible lets through. */
+static void masked_dq_rows(const attn_inputs_t *in, int b, int h, int i, double *dq, float *dq16)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    const float *q = in->q + attn_q_offset(p, b, h) + (size_t)i * d, *g = in->dO + attn_q_offset(p, b, h) + (size_t)i * d;
+    const float *K = in->k + attn_kv_offset(p, b, h), *V = in->v + attn_kv_offset(p, b, h);
+    int *key = xmalloc(((size_t)p->N_kv + 1) * sizeof(int), PHASE), n = 0;
+    for (int j = 0; j < p->N_kv; j++) if (attn_visible(p, i, j)) key[n++] = j;
+    for (int k = 0; k < d; k++) { dq[k] = 0.0; dq16[k] = 0.0f; }
+    if (n == 0) { free(key); return; }   /* a row that sees no key: no gradient */
+    double *s = xmalloc(2 * (size_t)n * sizeof(double), PHASE), *dp = s + n;
+    float *s16 = xmalloc(2 * (size_t)n * sizeof(float), PHASE), *dp16 = s16 + n;
+    double m = -INFINITY, m16 = -INFINITY;
+    for (int x = 0; x < n; x++) {
+        const float *kr = K + (size_t)key[x] * d, *vr = V + (size_t)key[x] * d;
+        double a = 0.0, c = 0.0;
+        float a16 = 0.0f, c16 = 0.0f;
+        for (int k = 0; k < d; k++) {
+            a += (double)q[k] * kr[k]; c += (double)g[k] * vr[k];
+            a16 += q[k] * kr[k]; c16 += g[k] * vr[k];
+        }
+        s[x] = (double)p->scale * a; dp[x] = c;
+        s16[x] = p->scale * a16; dp16[x] = f16_round(c16);   /* 1, 3: S, dP as cuBLAS leaves them */
+        if (s[x] > m) m = s[x];
+        if (s16[x] > m16) m16 = s16[x];
+    }
+    double l = 0.0, l16 = 0.0, D = 0.0;
+    for (int x = 0; x < n; x++) { l += exp(s[x] - m); l16 += exp(s16[x] - m16); }
+    const float L16 = (float)(m16 + log(l16));   /* the forward's L (fp32) */
+    float D16 = 0.0f;
+    for (int x = 0; x < n; x++) {   /* P; D = rowsum(P dP) (= rowsum(dO O)); 2, 4 in fp16 */
+        s[x] = exp(s[x] - m) / l;
+        D += s[x] * dp[x];
+        s16[x] = f16_round(expf(f16_round(s16[x]) - L16));
+        D16 += s16[x] * dp16[x];
+    }
+    for (int x = 0; x < n; x++) {   /* dS, dQ = scale dS K */
+        const float *kr = K + (size_t)key[x] * d;
+        const double ds = s[x] * (dp[x] - D);
+        const float ds16 = f16_round(s16[x] * (dp16[x] - D16));
+        for (int k = 0; k < d; k++) {
+            dq[k] += (double)p->scale * ds * kr[k];
+            dq16[k] += p->scale * ds16 * kr[k];
+        }
+    }
+    free(s); free(s16); free(key);
+}
+
 static void fetch(const bctx_t *c, float *g[3])
 {
     const float *src[3] = { c->a.dQ, c->a.dK, c->a.dV };
@@ -124,7 +190,14 @@ static void check(drv_row_t *r, bctx_t *c, float *const g[3], kind_t kind, const
     r->rows_checked = c->ref[0] ? (int)attn_l_elems(p) : c->nrows;
     if (kind != K_STD && c->prev[0]) {
         static const char *const PREV[3] = {"std's dQ", "std's dK", "std's dV"};
-        for (int t = 0; t < 3; t++) drv_compare_prev(r, PREV[t], g[t], c->prev[t], n_of(p, t), BWD_REL_L2);
+        for (int t = 0; t < 3; t++) {
+            /* a gradient the oracle says is exactly 0 (one key a row: dS = P (dP - D) = 0)
+             * has no relative error (check.c's rule): the max abs above judged it, and two
+             * kernels' rounding noise around 0 is no measure of either */
+            bool zero = c->ref[0] != NULL;
+            for (size_t e = 0; zero && e < n_of(p, t); e++) zero = c->ref[t][e] == 0.0;
+            if (!zero) drv_compare_prev(r, PREV[t], g[t], c->prev[t], n_of(p, t), BWD_REL_L2);
+        }
     }
     drv_blame(r, ex);
 }
@@ -141,6 +214,8 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
     launch_t x = { *p, kind, c };
     const char *ex = kind == K_SIMPLE ? EX_SIMPLE : kind == K_STD ? NULL
                    : causal_range_only(kind) ? EX_MMA2D : EX_MMA;
+    if (attn_mask(p))   /* the mask path has no causal range: mma's step exercises alone, wgmma-ws none */
+        ex = kind == K_MMA ? EX_MMA_MASKED : NULL;
     gpu_kernel_config_t cfg;
     char why[200];
     if (kind == K_STD) {
@@ -156,6 +231,10 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
                : bwd_mma_config(p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         if (kind == K_FWD_BWD && !fa2_mma_supports(p->d)) { drv_not_run(&r, "n/a", "phase 4's fa2-mma is not built for this d"); return r; }
+        if (attn_mask(p) && (p->N_q + cfg.blocks.Br - 1) / cfg.blocks.Br > BWD_MASK_MAX_TR) {
+            drv_not_run(&r, "n/a", "a mask over more than BWD_MASK_MAX_TR Q blocks (bwd.h): the Q-block list's shared memory");
+            return r;
+        }
         r.blocks = cfg.blocks;
         attn_problem_t pf = *p;
         if (kind == K_NOSKIP) pf.causal = false;   /* every Q block read: a full mask's bytes */
@@ -203,6 +282,29 @@ static drv_row_t run_kernel(bctx_t *c, kind_t kind, const char *sweep, int iters
             drv_fail(&r, "not deterministic: a rerun changed %zu gradient elements", diff);
         if (rerun_diff) *rerun_diff = diff;
         for (int t = 0; t < 3; t++) free(g2[t]);
+    }
+    if (attn_mask(p) && strcmp(attn_mask(p)->name, "causal") == 0 && drv_passed(&r)) {
+        /* the causal mask through the mask path == --causal's path, bit for bit (as phase 4's
+         * forward, fa2_rows.c): the same Q blocks in the same order, the same entries zeroed.
+         * dK and dV only: each is summed on chip in a fixed order and written once, while
+         * dQ's shares are added with atomics (mma) or bulk reduces (wgmma-ws) in whatever
+         * order the K/V blocks arrive, so its last bits change from run to run. */
+        launch_t xc = x;
+        xc.p.mask_id = 0;
+        xc.p.causal = true;
+        float *gc[3];
+        for (int t = 0; t < 3; t++) gc[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
+        gpu_poison_f32(c->a.dQ, attn_q_elems(p));
+        gpu_poison_f32(c->a.dK, attn_kv_elems(p));
+        gpu_poison_f32(c->a.dV, attn_kv_elems(p));
+        launch(&xc);
+        gpu_sync();
+        fetch(c, gc);
+        size_t diff = 0;
+        for (int t = 1; t < 3; t++)
+            for (size_t e = 0; e < n_of(p, t); e++) diff += memcmp(&g[t][e], &gc[t][e], sizeof(float)) != 0;
+        if (diff) drv_fail(&r, "--mask causal: %zu elements of dK, dV differ from the causal path's (--causal) in some bit", diff);
+        for (int t = 0; t < 3; t++) free(gc[t]);
     }
     if (dump_dir) {   /* --dump: the inputs, the forward's O and L, and these gradients */
         float *O = xmalloc(attn_q_elems(p) * sizeof(float), PHASE), *L = xmalloc(attn_l_elems(p) * sizeof(float), PHASE);
@@ -299,12 +401,29 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
                  drv_row_t *rows, size_t *rerun_diff)
 {
     const attn_problem_t *p = &in->p;
+    const bool masked = attn_mask(p) != NULL;
+    int n = 0;
+    if (masked) {   /* FlashMask: the kernels with a mask path alone (main.c refuses the others) */
+        bool any = false;
+        for (kind_t k = K_MMA; k <= K_FWD_BWD; k++) any |= has_mask_path(k) && cli_kernel_selected(o, KIND[k]);
+        if (!any) return 0;   /* --kernel cpu */
+        /* the forward that feeds them: phase 4's fa2-mma mask path, where it has one */
+        const attn_blocks_t b4 = fa2_mma_blocks(p->d);
+        if (!fa2_mma_supports(p->d) || p->d > FA2_MASK_MAX_D || (p->N_kv + b4.Bc - 1) / b4.Bc > FA2_MASK_MAX_TC) {
+            for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)
+                if (has_mask_path(k) && cli_kernel_selected(o, KIND[k])) {
+                    rows[n] = drv_row(KIND[k], "gpu", sweep, p);
+                    drv_not_run(&rows[n++], "n/a", "phase 4's forward (fa2-mma) has no mask path for this d or N_kv (fa2.h)");
+                }
+            return n;
+        }
+    }
     bctx_t c;
     ctx_open(&c, in);
-    /* std's S, P, dP, dS when they fit with 1 GiB to spare */
+    /* std's S, P, dP, dS when they fit with 1 GiB to spare (with a mask std does not run) */
     size_t free_b = 0, total_b = 0;
     const double sp = bwd_std_sp_bytes(p, 2);
-    if (gpu_mem_info(&free_b, &total_b) == 0 && sp + (1u << 30) < (double)free_b) c.sp = gpu_malloc((size_t)sp);
+    if (!masked && gpu_mem_info(&free_b, &total_b) == 0 && sp + (1u << 30) < (double)free_b) c.sp = gpu_malloc((size_t)sp);
     /* the oracle */
     if (attn_flops_bwd(p) <= BWD_FULL_ORACLE_FLOPS) {
         for (int t = 0; t < 3; t++) c.ref[t] = xmalloc(n_of(p, t) * sizeof(double), PHASE);
@@ -313,16 +432,43 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
         c.bhi = xmalloc(3 * DQ_SAMPLE_ROWS * sizeof(int), PHASE);
         c.nrows = attn_check_rows(p, DQ_SAMPLE_ROWS, c.bhi);
         c.refq = xmalloc((size_t)c.nrows * p->d * sizeof(double), PHASE);
-        for (int k = 0; k < c.nrows; k++)
-            bwd_oracle_dq_row(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d);
+        if (masked) {   /* and std's fp16 passes on the same rows: the yardstick (masked_dq_rows) */
+            float *dq = xmalloc((size_t)p->d * sizeof(float), PHASE);
+            double worst = 0;
+            for (int k = 0; k < c.nrows; k++) {
+                masked_dq_rows(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d, dq);
+                for (int e = 0; e < p->d; e++) worst = fmax(worst, fabs(dq[e] - c.refq[(size_t)k * p->d + e]));
+            }
+            c.yard[0] = worst;
+            free(dq);
+        } else {
+            for (int k = 0; k < c.nrows; k++)
+                bwd_oracle_dq_row(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d);
+        }
     }
-    int n = 0;
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* simple takes seconds at 16k tokens */
     /* std: the yardstick and the previous kernel, always run; timed and a row when asked */
-    const bool want_std = cli_kernel_selected(o, "std");
-    rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL, NULL);
-    if (want_std || !drv_passed(&rows[n])) n++;   /* a missing yardstick is always shown */
-    if (isnan(c.yard[0]) && c.refq) {   /* std did not fit: its fp16 passes emulated on the sampled rows */
+    const bool want_std = cli_kernel_selected(o, "std") && !masked;
+    if (masked && c.ref[0]) {   /* no mask path in bwd_std.cu: its fp16 passes on the CPU, on the GPU forward's L */
+        float *L = xmalloc(attn_l_elems(p) * sizeof(float), PHASE), *g[3];
+        gpu_download(L, c.a.L, attn_l_elems(p) * sizeof(float));
+        for (int t = 0; t < 3; t++) g[t] = xmalloc(n_of(p, t) * sizeof(float), PHASE);
+        if (bwd_std_cpu(in, L, 2, g[0], g[1], g[2], NULL) == 0) {
+            for (int t = 0; t < 3; t++) {   /* its max abs against the oracle, per tensor; its gradients: vs prev */
+                c.yard[t] = err_compare(g[t], c.ref[t], n_of(p, t), (tol_t){ INFINITY, 1.0, false }).max_abs;
+                c.prev[t] = g[t];
+            }
+        } else {
+            for (int t = 0; t < 3; t++) free(g[t]);
+            rows[n] = drv_row("std", "cpu", sweep, p);   /* the missing yardstick is shown (and FAILs the rows) */
+            drv_not_run(&rows[n++], "OOM", "the standard backward's fp16 passes (the 2x rule's yardstick) do not fit in host memory");
+        }
+        free(L);
+    } else if (!masked) {
+        rows[n] = run_kernel(&c, K_STD, sweep, want_std ? o->iters : 0, NULL, NULL);
+        if (want_std || !drv_passed(&rows[n])) n++;   /* a missing yardstick is always shown */
+    }
+    if (!masked && isnan(c.yard[0]) && c.refq) {   /* std did not fit: its fp16 passes emulated on the sampled rows */
         float *dq = xmalloc((size_t)p->d * sizeof(float), PHASE);
         double worst = 0;
         for (int k = 0; k < c.nrows; k++) {
@@ -332,9 +478,9 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
         c.yard[0] = worst;
         free(dq);
     }
-    if (cli_kernel_selected(o, "simple") && simple_ok) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL, NULL);
+    if (cli_kernel_selected(o, "simple") && simple_ok && !masked) rows[n++] = run_kernel(&c, K_SIMPLE, sweep, its, NULL, NULL);
     for (kind_t k = K_MMA; k <= K_FWD_BWD; k++)   /* --dump: mma's gradients (the sweep dumps nothing) */
-        if (cli_kernel_selected(o, KIND[k]))
+        if (cli_kernel_selected(o, KIND[k]) && (!masked || has_mask_path(k)))
             rows[n++] = run_kernel(&c, k, sweep, o->iters, k == K_MMA ? rerun_diff : NULL,
                                    k == K_MMA && !o->sweep ? o->dump_dir : NULL);
     ctx_close(&c);

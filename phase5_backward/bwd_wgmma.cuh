@@ -104,10 +104,13 @@ __device__ __forceinline__ void issue_dq(float (&dq)[WgDqSplit<D, BC, BR>::NH][3
  * it pay for the test). Element e = 4 n8 + 2 x + y of the accumulators is key key0 + 8 x of
  * the block (key0 = 64 wg + 16 warp + g), query 8 n8 + 2 t + y of Q_i (wgmma.cuh's
  * picture): a thread's queries come in pairs, so L_i is read a float2 at a time. Out: P^T
- * in s (fp32, for dS^T) and as fp16 A fragments pa (k16 slice kk = queries 16 kk ..). */
-template <int BR, bool MASK>
+ * in s (fp32, for dS^T) and as fp16 A fragments pa (k16 slice kk = queries 16 kk ..).
+ * FM (FlashMask, wgmma-ws's mask path): also 0 where the query lies in one of its key's two
+ * runs, mr[x] = {lts, lte, uts, ute} of key key0 + 8 x (the thread's keys: loaded once). */
+template <int BR, bool MASK, bool FM = false>
 __device__ __forceinline__ void bwd_p_masked(float (&s)[32], uint32_t (&pa)[BR / 16][4], const float *Li,
-                                             const attn_problem_t &p, int q0, int key0, int j0, float sl2, int t)
+                                             const attn_problem_t &p, int q0, int key0, int j0, float sl2, int t,
+                                             const int4 *mr = nullptr)
 {
 #pragma unroll
     for (int n8 = 0; n8 < 8; n8++) {
@@ -122,6 +125,7 @@ __device__ __forceinline__ void bwd_p_masked(float (&s)[32], uint32_t (&pa)[BR /
                 if (MASK) {
                     const int key = j0 + key0 + 8 * x, qrow = q0 + 8 * n8 + 2 * t + y;
                     if (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key)) pv = 0.0f;
+                    if (FM && !mask_row_visible(mr[x].x, mr[x].y, mr[x].z, mr[x].w, qrow)) pv = 0.0f;
                 }
                 s[e] = pv;
             }
@@ -134,6 +138,16 @@ __device__ __forceinline__ void bwd_p(float (&s)[32], uint32_t (&pa)[BR / 16][4]
                                       const attn_problem_t &p, int q0, int key0, int j0, bool mask, float sl2, int t)
 {
     if (mask) bwd_p_masked<BR, true>(s, pa, Li, p, q0, key0, j0, sl2, t);
+    else bwd_p_masked<BR, false>(s, pa, Li, p, q0, key0, j0, sl2, t);
+}
+/* With a FlashMask mask: the tail test and the element test on partial tiles (one
+ * instantiation for both: a tail tile's run test is cheap), nothing on unmasked ones. */
+template <int BR>
+__device__ __forceinline__ void bwd_p_fm(float (&s)[32], uint32_t (&pa)[BR / 16][4], const float *Li,
+                                         const attn_problem_t &p, int q0, int key0, int j0, bool mask, bool partial,
+                                         const int4 (&mr)[2], float sl2, int t)
+{
+    if (mask || partial) bwd_p_masked<BR, true, true>(s, pa, Li, p, q0, key0, j0, sl2, t, mr);
     else bwd_p_masked<BR, false>(s, pa, Li, p, q0, key0, j0, sl2, t);
 }
 

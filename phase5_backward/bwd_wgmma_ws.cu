@@ -14,6 +14,16 @@
  *   wgmma-det the same, with dQ_i added in a fixed order (DET: turn counters, last K/V block
  *             first; the dQ writer below): the gradients are the same bit for bit on every run.
  *                                          build/phase5 --kernel wgmma-det [--causal]  (sm_90a)
+ *   wgmma-ws + a FlashMask mask (MASKED, chapter 4c): the Q blocks a K/V block visits are
+ *             listed once in shared memory (the tiles not fully masked, FlashMask Sec. 4 from
+ *             the K/V block's side), and the producer, the dQ writer and the MMA warpgroups
+ *             all walk that one list; partial tiles test each element.
+ *                                          build/phase5 --kernel wgmma-ws --mask sliding:1024
+ *             wgmma-det has no mask path: its turn order (block j adds after the jl - j blocks
+ *             right of it, jl = the last K/V block Q block i sees) counts on every block in
+ *             [0, jl] visiting Q block i, which holds for the causal range but not for a mask
+ *             that skips blocks in between (a document mask): a skipped block never takes its
+ *             turn, and the blocks left of it would wait for ever. The driver refuses it.
  *
  * Who waits for whom (mbarriers: a phase completes when its arrivals are in; the u-th use
  * of a barrier waits for parity u & 1):
@@ -78,6 +88,7 @@
 #include "bwd_wgmma.cuh"
 #include "visits.cuh"
 #include "tma_map.cuh"
+#include "mask_gpu.h"
 
 #define WS_PRODUCER_REGS 24    /* 128 x 24 + 256 x 240 = 64512 of the SM's 65536 */
 #define WS_MMA_REGS 240
@@ -102,6 +113,8 @@ struct WsBwdCfg {
     static constexpr size_t BAR_OFF = LD_OFF + 2 * STAGES * BR * sizeof(float);
     static constexpr int BARS = 1 + 2 * STAGES + 2 * DQ_STAGES;   /* kv_full, full[], empty[], dq_full[], dq_empty[] */
     static constexpr size_t SMEM = BAR_OFF + 8 * BARS + 1024;   /* + room to align */
+    /* MASKED: past the barriers, the Q-block list's length and the list (mask_list_bytes more) */
+    static constexpr size_t MASK_OFF = (BAR_OFF + 8 * BARS + 15) / 16 * 16;
     static_assert((BR == 64 || (BR == 128 && D == 64)) && BC == 128 && D % 64 == 0,
                   "wgmma-ws bwd: Br = 64 (bwd_wgmma.cu's blocks), or 128 at d = 64 (FA3's)");
     static_assert(DQ_OFF % 1024 == 0 && BAR_OFF % 8 == 0, "wgmma-ws bwd: aligned regions");
@@ -116,12 +129,18 @@ struct WsBwdArgs {
     float *dQ, *dK, *dV;
     gpu_visits_t vis;
     int *dq_turn;   /* DET: per query head and Q block, how many K/V blocks have added their dQ_i */
+    const int32_t *mcols, *mblk;   /* MASKED: the mask's columns (int4 each) and the 8 per-block min/max */
 };
 
-template <int D, int BR, int BC, bool DET>
+/* MASKED: the shared memory past the barriers: the list's length (16 bytes), a uint16_t per Q
+ * block, and 16 bytes for the barriers' end rounded up to 16 (MASK_OFF) */
+static size_t mask_list_bytes(int Tr) { return 32 + ((2 * (size_t)Tr + 15) & ~(size_t)15); }
+
+template <int D, int BR, int BC, bool DET, bool MASKED>
 __global__ void __launch_bounds__(WsBwdCfg<D, BR, BC>::THREADS, 1)
 bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 {
+    static_assert(!(DET && MASKED), "wgmma-det has no mask path (its turn order; the head comment)");
 #if FA_HAVE_WGMMA
     using C = WsBwdCfg<D, BR, BC>;
     using DQ = typename C::DQ;
@@ -142,11 +161,16 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
     const int j0 = j * BC;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
-    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
-    const bwd_steps_t sched = bwd_steps(p, j, b, kvh, BR, BC, !visit_all(args.vis));
-    const int steps = sched.count;
+    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads: the
+     * causal range, or with a mask the list of tiles not fully masked, written once by warp 2
+     * (idle otherwise) while thread 0 sets up the barriers: every role walks the same list */
+    int *n_vis = (int *)(smem + C::MASK_OFF);
+    uint16_t *list = (uint16_t *)(smem + C::MASK_OFF + 16);
+    if (MASKED && threadIdx.x / 32 == 2) {
+        const int n = bwd_mask_q_blocks(args.mblk, Tc, j, p.N_q, BR, visit_all(args.vis), list);
+        if (threadIdx.x % 32 == 0) *n_vis = n;
+    }
     if (threadIdx.x == 0) {
-        visit_count(args.vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
         mbar_init(kv_full, 1);
         for (int s = 0; s < STAGES; s++) {
             mbar_init(full + s, 32);                 /* the producer warp's lanes' L_i, D_i copies (+ bytes) */
@@ -158,7 +182,12 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         }
         mbar_init_fence();
     }
-    __syncthreads();   /* the barriers are initialised; from here on, only mbarriers */
+    __syncthreads();   /* the barriers are initialised (MASKED: and the Q-block list written);
+                          from here on, only mbarriers */
+    const bwd_steps_t sched = MASKED ? bwd_steps_masked(p, b, kvh, list, *n_vis)
+                                     : bwd_steps(p, j, b, kvh, BR, BC, !visit_all(args.vis));
+    const int steps = sched.count;
+    if (threadIdx.x == 0) visit_count(args.vis, j, steps);   /* the driver holds it to bwd_visits_want() */
 
     const int wg = threadIdx.x / WGB_THREADS, lane = threadIdx.x % 32;
     if (wg == 0) {
@@ -241,6 +270,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
     const int c = wg - 1, warp = (threadIdx.x / 32) % 4, g = lane / 4, t = lane % 4;
     const int key0 = 64 * c + 16 * warp + g;   /* this thread's keys of the block: key0, key0 + 8 */
     const float sl2 = p.scale * BWD_LOG2E;
+    int4 mrun[2];   /* MASKED: the two runs of those keys' columns, the same at every step */
+#pragma unroll
+    for (int x = 0; x < 2; x++) mrun[x] = MASKED ? bwd_mask_column(args.mcols, j0 + key0 + 8 * x, p.N_kv) : make_int4(0, 0, 0, 0);
     float dk[HALVES][32], dv[HALVES][32];   /* l.7: this warpgroup's 64 rows of dK_j, dV_j */
 #pragma unroll
     for (int a = 0; a < HALVES; a++)
@@ -256,7 +288,8 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
         unsigned char *dSt = dSs + (st % 2) * C::DS_TILE;
         int i; size_t l_off;
         sched.at(st, BR, i, l_off);
-        const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);
+        const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);   /* tails (and causal: the diagonal) */
+        const bool partial = MASKED && sched.partial(st);         /* FlashMask: the element test */
 
         /* l.10-12: S^T and dP^T, two groups: P^T is computed while dP^T is still running.
          * Each is QH products of 64 keys x 64 queries (query slice qh: rows 64 qh .. of Q_i) */
@@ -274,8 +307,12 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 #pragma unroll
         for (int qh = 0; qh < QH; qh++) {                                       /* l.11 */
             wgmma_fence_regs(sc[qh]);
-            bwd_p<64>(sc[qh], *reinterpret_cast<Frag64 *>(pa[4 * qh]), Li + 64 * qh, p, i * BR + 64 * qh, key0, j0,
-                      mask, sl2, t);
+            if constexpr (MASKED)   /* a row that sees no key: L = +inf, P = 2^-inf = 0 already */
+                bwd_p_fm<64>(sc[qh], *reinterpret_cast<Frag64 *>(pa[4 * qh]), Li + 64 * qh, p, i * BR + 64 * qh, key0, j0,
+                             mask, partial, mrun, sl2, t);
+            else
+                bwd_p<64>(sc[qh], *reinterpret_cast<Frag64 *>(pa[4 * qh]), Li + 64 * qh, p, i * BR + 64 * qh, key0, j0,
+                          mask, sl2, t);
         }
         /* l.13: dV_j += P^T dO_i. At Br = 128 it is issued at once (FA3's order) and runs while
          * dP^T finishes and dS^T is computed; at Br = 64 (d = 128) after dS^T, the order that
@@ -351,8 +388,9 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 }
 
 /* What must hold for every row of BWD_WGMMA_WS_TABLE (bwd_blocks.h) */
-#define BWDWS_ASSERT_ROW(D_, BR_, BC_) \
-    static_assert(WsBwdCfg<D_, BR_, BC_>::SMEM <= SMEM_OPTIN_SM90, "wgmma-ws bwd: shared memory above 227 KiB");
+#define BWDWS_ASSERT_ROW(D_, BR_, BC_)                                                                    \
+    static_assert(WsBwdCfg<D_, BR_, BC_>::SMEM + 32 + 2 * BWD_MASK_MAX_TR <= SMEM_OPTIN_SM90,             \
+                  "wgmma-ws bwd: shared memory (and a mask's Q-block list) above 227 KiB");
 BWD_WGMMA_WS_TABLE(BWDWS_ASSERT_ROW)
 #undef BWDWS_ASSERT_ROW
 
@@ -372,7 +410,7 @@ static int *dq_turn_buffer(const attn_problem_t *p, int br)
     return buf;
 }
 
-template <int D, int BR, int BC, bool DET>
+template <int D, int BR, int BC, bool DET, bool MASKED = false>
 static void launch_ws(const attn_problem_t *p, const bwd_gpu_args_t *a)
 {
     using C = WsBwdCfg<D, BR, BC>;
@@ -386,14 +424,19 @@ static void launch_ws(const attn_problem_t *p, const bwd_gpu_args_t *a)
     x.L = a->L; x.D = a->D; x.dQ = a->dQ; x.dK = a->dK; x.dV = a->dV;
     x.vis = gpu_visits(grid.x);
     x.dq_turn = DET ? dq_turn_buffer(p, BR) : NULL;
+    /* FlashMask: the vectors (an input, uploaded once) and this launch's preprocessing pass at Bc */
+    x.mblk = MASKED ? mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, BC) : NULL;
+    x.mcols = MASKED ? mask_gpu_columns(attn_mask(p)) : NULL;
     bwd_preprocess_launch(p, a, 1);   /* D = rowsum(dO * O), dQ = 0 */
     static bool attr = false;
     if (!attr) {
-        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_ws_kernel<D, BR, BC, DET>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)C::SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(bwd_wgmma_ws_kernel<D, BR, BC, DET, MASKED>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)(C::SMEM + (MASKED ? mask_list_bytes(BWD_MASK_MAX_TR) : 0))));
         attr = true;
     }
-    bwd_wgmma_ws_kernel<D, BR, BC, DET><<<grid, C::THREADS, C::SMEM>>>(x);
+    const size_t smem = C::SMEM + (MASKED ? mask_list_bytes((p->N_q + BR - 1) / BR) : 0);
+    bwd_wgmma_ws_kernel<D, BR, BC, DET, MASKED><<<grid, C::THREADS, smem>>>(x);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -422,6 +465,7 @@ extern "C" void bwd_wgmma_ws_launch(const attn_problem_t *p, bool det, const bwd
 #define BWDWS_LAUNCH_ROW(D_, BR_, BC_)                       \
     case D_:                                                 \
         if (det) launch_ws<D_, BR_, BC_, true>(p, a);        \
+        else if (attn_mask(p)) launch_ws<D_, BR_, BC_, false, true>(p, a);   /* FlashMask */ \
         else launch_ws<D_, BR_, BC_, false>(p, a);           \
         break;
     BWD_WGMMA_WS_TABLE(BWDWS_LAUNCH_ROW)

@@ -191,8 +191,10 @@ int main(int argc, char **argv)
 {
     cli_opts_t o;
     cli_parse(argc, argv, &SPEC, &o);
-    if (attn_mask(&o.p) && strcmp(o.kernel, "all") != 0 && strcmp(o.kernel, "cpu") != 0)
-        cli_die(PHASE, "kernel %s has no mask path: --mask runs the backward's CPU models (--kernel cpu)", o.kernel);
+    /* FlashMask: mma and wgmma-ws have a mask path (bwd_mma.cu, bwd_wgmma_ws.cu); all runs those */
+    if (attn_mask(&o.p) && strcmp(o.kernel, "all") != 0 && strcmp(o.kernel, "cpu") != 0 && !bwd_kernel_has_mask_path(o.kernel))
+        cli_die(PHASE, "kernel %s has no mask path: with --mask use --kernel %s, or cpu (the CPU models)", o.kernel,
+                BWD_MASK_KERNELS);
     drv_t D;
     drv_start(&D, PHASE, &o);
     drv_csv_open(&D, &o, argc, argv, CSV_COLS);
@@ -214,9 +216,10 @@ int main(int argc, char **argv)
     size_t rerun = 0;
     (void)rerun;
 #if HAVE_CUDA
-    if (D.gpu && attn_mask(&o.p))   /* FlashMask: the backward's kernels have no mask path yet */
-        printf("%s: GPU rows skipped: with --mask only the CPU models run (no backward kernel has a mask path yet)\n", PHASE);
-    else if (D.gpu) {
+    if (D.gpu && attn_mask(&o.p) && strcmp(o.kernel, "cpu") != 0 && !o.quiet)   /* FlashMask: bwd_rows.c */
+        printf("%s: --mask: the GPU rows are the kernels with a mask path (%s); std's yardstick is its fp16 "
+               "passes emulated on the CPU (bwd_std.cu has no mask path)\n", PHASE, BWD_MASK_KERNELS);
+    if (D.gpu) {
         attn_inputs_t in;
         drv_inputs(&in, &o.p, o.seed, true, PHASE);
         n += bwd_gpu_rows(&in, &o, "-", true, rows + n, &rerun);

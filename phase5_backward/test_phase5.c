@@ -220,9 +220,78 @@ static void test_claims(void)
     report(bwd_std_sp_bytes(&w, 2) == 4.0 * 2 * 32 * 8 * 6250.0 * 6250, "the memory wall's bytes: 4 x 2 x B H N^2", why);
 }
 
+/* The visit counters' expectation under a FlashMask mask (bwd_visits_want): --mask causal
+ * wants what --causal wants, K/V block by K/V block (the tile rule's not-fully-masked Q blocks
+ * of a column block are exactly the causal range); for other masks the total over the K/V
+ * blocks is B H (the tiles not fully masked), mask_census's count of the same tiles; and the
+ * masked row names no exercise (the mask's classes are none). */
+static void test_mask_visits(void)
+{
+    static const int shapes[][2] = { {300, 333}, {333, 100}, {1, 1}, {200, 1000}, {128, 128} };
+    static const char *const specs[] = { "sliding:40", "causal_document:100,150,60", "document:60", "qk_sparse:10,20,50,40",
+                                         "shared_question:50,30,20", "random_eviction:7" };
+    const attn_blocks_t blocks[] = { { 32, 128 }, { 64, 128 }, { 128, 128 } };
+    char why[240];
+    int ok = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && ok; s++)
+        for (size_t k = 0; k < sizeof blocks / sizeof blocks[0] && ok; k++) {
+            const int Nq = shapes[s][0], Nkv = shapes[s][1];
+            attn_mask_t m;
+            if (mask_parse("causal", Nq, Nkv, &m, why, sizeof why) != 0) { ok = 0; break; }
+            attn_problem_t pc = attn_problem(2, 4, 2, Nq, Nkv, 64, true), pm = attn_problem(2, 4, 2, Nq, Nkv, 64, false);
+            pm.mask_id = mask_register(&m);
+            drv_visits_t vc = { 0 }, vm = { 0 };
+            bwd_visits_want(&vc, &pc, blocks[k], true, NULL);
+            bwd_visits_want(&vm, &pm, blocks[k], true, NULL);
+            for (int j = 0; j < vc.ntiles && ok; j++)
+                if (vc.want[j] != vm.want[j]) {
+                    snprintf(why, sizeof why, "N_q=%d N_kv=%d Br=%d: K/V block %d wants %llu Q blocks with --mask causal, "
+                             "%llu with --causal", Nq, Nkv, blocks[k].Br, j, vm.want[j], vc.want[j]);
+                    ok = 0;
+                }
+            if (ok && vm.part[0].exercise != NULL) { snprintf(why, sizeof why, "a masked row blames an exercise"); ok = 0; }
+            drv_visits_free(&vc); drv_visits_free(&vm);
+            mask_free(&m);
+        }
+    report(ok, "bwd masked visits: --mask causal wants what --causal wants (K/V block by K/V block)", why);
+    ok = 1;
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0] && ok; s++)
+        for (size_t k = 0; k < sizeof blocks / sizeof blocks[0] && ok; k++) {
+            attn_mask_t m;
+            if (mask_parse(specs[s], 300, 333, &m, why, sizeof why) != 0) { ok = 0; break; }
+            attn_problem_t p = attn_problem(2, 4, 2, 300, 333, 64, false);
+            p.mask_id = mask_register(&m);
+            drv_visits_t v = { 0 };
+            bwd_visits_want(&v, &p, blocks[k], true, NULL);
+            unsigned long long got = 0;
+            for (int j = 0; j < v.ntiles; j++) got += v.want[j];
+            mask_census_t c;
+            mask_census(&m, blocks[k].Br, blocks[k].Bc, &c);
+            const unsigned long long want = 2ull * 4 * (unsigned long long)(c.partial + c.unmasked);
+            if (got != want) {
+                snprintf(why, sizeof why, "%s Br=%d: the K/V blocks want %llu Q blocks in all, the census says %llu", specs[s],
+                         blocks[k].Br, got, want);
+                ok = 0;
+            }
+            /* and fewer than without the skip: the masks above hide whole tiles */
+            drv_visits_t all = { 0 };
+            bwd_visits_want(&all, &p, blocks[k], false, NULL);
+            unsigned long long every = 0;
+            for (int j = 0; j < all.ntiles; j++) every += all.want[j];
+            if (ok && c.fully_masked > 0 && !(got < every)) {
+                snprintf(why, sizeof why, "%s Br=%d: %llu visits with the skip, %llu without", specs[s], blocks[k].Br, got, every);
+                ok = 0;
+            }
+            drv_visits_free(&v); drv_visits_free(&all);
+            mask_free(&m);
+        }
+    report(ok, "bwd masked visits: the K/V blocks' Q blocks sum to the census's tiles not fully masked (B H of them)", why);
+}
+
 int main(void)
 {
     test_range();
+    test_mask_visits();
     static const int Ns[] = {1, 17, 128, 200};
     for (int d = 32; d <= 128; d *= 2)
         for (int k = 0; k < 4; k++)

@@ -155,7 +155,58 @@ t_run "phase5 --mask: fewer bytes than without it (causal_document skips its ful
     \"$P5\" --cpu --quiet --B 1 --H 2 --N 300 --d 64 --mask causal_document:100,150,50 --csv '$T5/mc.csv' &&
     f=\$(awk -F, '\$1 == \"fa2-bwd\" { print \$15 }' '$T5/mf.csv') && c=\$(awk -F, '\$1 == \"fa2-bwd\" { print \$15 }' '$T5/mc.csv') &&
     [ -n \"\$c\" ] && [ \"\$c\" -lt \"\$f\" ]"
-t_exit2_says "phase5 refuses --mask for a kernel without a mask path" "has no mask path" "$P5" --kernel mma --mask causal
+# The kernels without a mask path refuse --mask: one line naming the ones that have one
+for k in std simple mma2d wgmma wgmma-dq wgmma-det two-pass noskip fwd-bwd; do
+    t_exit2_says "phase5 refuses --mask for $k (no mask path)" "kernel $k has no mask path: with --mask use --kernel mma, wgmma-ws" \
+        "$P5" --kernel $k --mask causal
+done
+t_run "phase5 --kernel mma --mask is taken (the CPU rows with --cpu)" "$P5" --cpu --quiet --kernel mma --B 1 --H 2 --N 200 --d 64 \
+    --mask sliding:40 --csv "$T5/mk.csv"
+t_run "phase5 --kernel wgmma-ws --mask is taken (the CPU rows with --cpu)" "$P5" --cpu --quiet --kernel wgmma-ws --B 1 --H 2 --N 200 \
+    --d 64 --mask sliding:40 --csv "$T5/mk.csv"
+# On the GPU: mma's and wgmma-ws's mask paths (bwd_mma.cu, bwd_wgmma_ws.cu: per K/V block the
+# Q blocks whose tile is not fully masked, listed from the preprocessing pass's min/max;
+# partial tiles test each element): dQ, dK, dV against the fp64 oracle (2x rule against the
+# standard backward's fp16 passes, emulated on the CPU: bwd_std.cu has no mask path) and
+# against those passes' gradients, the visit counters against the mask's tile classes. Every
+# mask at d = 64 and 128, GQA 2:1 with tails (N_q = 300, N_kv = 333: no multiple of Br or
+# Bc); N_q > N_kv (rows that see no key: L = +inf, P = 0); --mask causal also reruns the
+# --causal path and FAILs unless dK, dV match bit for bit; a large problem (sampled dQ rows).
+# --kernel all runs both kernels of a mask path; wgmma-ws is skipped off sm_90 (WG5_WHY).
+masked5_case() {   # NAME ARGS...: the mma row PASS, and the wgmma-ws row PASS (or skipped off sm_90)
+    local name=$1; shift
+    if [ -n "$(gpu_skip_reason)" ]; then t_skip "$name" "$(gpu_skip_reason)"; return; fi
+    t_run "$name" bash -c "\"\$0\" --kernel all --iters 2 \"\$@\" --csv '$T5/gm.csv' >'$T5/gm.log' 2>&1; rc=\$?; cat '$T5/gm.log'
+        [ \$rc -eq 0 ] && awk -v ws_skip='${WG5_WHY:+1}' '\$2 == \"gpu\" && \$1 == \"mma\" { m++; if (\$NF != \"PASS\") bad = 1 }
+            \$2 == \"gpu\" && \$1 == \"wgmma-ws\" { w++; if (\$NF != \"PASS\" && !(ws_skip && \$NF == \"skipped\")) bad = 1 }
+            END { exit !(m == 1 && w == 1 && !bad) }' '$T5/gm.log'" "$P5" "$@"
+}
+for m in full causal sliding:64 causal_document:100,150,60 document:200 shared_question:100,60,70 \
+         global_sliding:16,64 causal_blockwise:100,100 prefix_lm_causal:128 prefix_lm_document:50,200,40,100 \
+         qk_sparse:100,50,200,40 random_eviction:7; do
+    for d in 64 128; do
+        masked5_case "phase5 gpu mma, wgmma-ws --mask $m d=$d (GQA 2:1, N_q=300 N_kv=333)" \
+            --B 2 --H 4 --Hkv 2 --N 300 --Nkv 333 --d $d --mask $m
+    done
+done
+for m in causal sliding:40 document:60 prefix_lm_causal:30; do
+    masked5_case "phase5 gpu mma, wgmma-ws --mask $m, N_q=333 N_kv=100 (rows that see no key)" \
+        --B 1 --H 4 --Hkv 2 --N 333 --Nkv 100 --d 64 --mask $m
+done
+for shape in "--N 1" "--N 200 --Nkv 1000" "--N 1000 --Nkv 300" "--N 4096 --B 2 --H 8"; do
+    masked5_case "phase5 gpu mma, wgmma-ws --mask causal == --causal bit for bit in dK, dV ($shape, d=128)" \
+        $shape --d 128 --mask causal
+done
+t_gpu "phase5 gpu mma --mask sliding:64 d=32 (GQA 2:1, N_q=300 N_kv=333)" "$P5" --quiet --iters 2 --kernel mma \
+    --B 2 --H 4 --Hkv 2 --N 300 --Nkv 333 --d 32 --mask sliding:64 --csv "$T5/gm.csv"
+masked5_case "phase5 gpu mma, wgmma-ws --mask causal_document large problem (B=2 H=16 N=4096 d=128, sampled dQ rows)" \
+    --B 2 --H 16 --N 4096 --d 128 --mask causal_document:1000,1500,700
+if [ -n "$(gpu_skip_reason)" ]; then t_skip "phase5 gpu mma --mask: visiting every tile FAILs on the counters" "$(gpu_skip_reason)"
+else t_run "phase5 gpu mma --mask: visiting every tile FAILs on the counters" bash tools/visits_fail.sh mma \
+    "$P5" --quiet --iters 1 --kernel mma --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T5/gv.csv"; fi
+if [ -n "$WG5_WHY" ]; then t_skip "phase5 gpu wgmma-ws --mask: visiting every tile FAILs on the counters" "$WG5_WHY"
+else t_run "phase5 gpu wgmma-ws --mask: visiting every tile FAILs on the counters" bash tools/visits_fail.sh wgmma-ws \
+    "$P5" --quiet --iters 1 --kernel wgmma-ws --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T5/gv.csv"; fi
 t_exit2_says "phase5 --sweep refuses --mask" "sweep.*ignores --mask" "$P5" --sweep --mask causal
 t_exit2 "phase5 rejects an unknown kernel"   "$P5" --kernel flash
 t_exit2 "phase5 rejects d=48"                "$P5" --d 48

@@ -60,17 +60,24 @@ __device__ __forceinline__ bool bwd_block_needs_mask(const attn_problem_t &p, in
 
 /* Alg. 2 l.8, the inner loop of a K/V-outer thread block (mma, mma2d, wgmma): under GQA the
  * G query heads of its KV head in turn, each over the Q blocks [first, Tr) its causal range
- * allows. Step st is (query head kvh G + st / per_head, Q block i = first + st % per_head);
- * l_off is its first row's offset in L and D, l_off d the same in Q, dO and dQ. */
+ * allows, or with a FlashMask mask over the Q blocks of its list (bwd_mask_q_blocks below).
+ * Step st is (query head kvh G + st / per_head, Q block i = first + st % per_head, or the
+ * list's entry st % per_head); l_off is its first row's offset in L and D, l_off d the same
+ * in Q, dO and dQ. */
+#define BWD_MASK_PARTIAL 0x8000u   /* a list entry's flag: the tile is partial (element test) */
 struct bwd_steps_t {
     int first, per_head, count;   /* count = G per_head: the steps, and the visits counted */
     size_t head0;                 /* (b H + kvh G) N_q: the first query head's rows       */
     int N_q;
+    const uint16_t *list;         /* FlashMask: the visited Q blocks (shared memory), or NULL */
     __device__ __forceinline__ void at(int st, int Br, int &i, size_t &l_off) const
     {
-        i = first + st % per_head;
+        const int k = st % per_head;
+        i = list ? (int)(list[k] & ~BWD_MASK_PARTIAL) : first + k;
         l_off = head0 + (size_t)(st / per_head) * N_q + (size_t)i * Br;
     }
+    /* FlashMask: is step st's tile partial (its elements tested)? */
+    __device__ __forceinline__ bool partial(int st) const { return (list[st % per_head] & BWD_MASK_PARTIAL) != 0; }
 };
 /* skip: start at bwd_first_q_block (else every Q block: noskip, or a test's deleted range) */
 __device__ __forceinline__ bwd_steps_t bwd_steps(const attn_problem_t &p, int j, int b, int kvh, int Br, int Bc,
@@ -83,8 +90,65 @@ __device__ __forceinline__ bwd_steps_t bwd_steps(const attn_problem_t &p, int j,
     s.count = G * s.per_head;
     s.head0 = ((size_t)b * p.H + (size_t)kvh * G) * p.N_q;
     s.N_q = p.N_q;
+    s.list = nullptr;
     return s;
 }
+
+/* FlashMask (Wang et al., arXiv 2410.01359, Sec. 4) from the K/V block's side: the tile
+ * (Q block i, K/V block j) is classified by mask.h's rule on column block j's 8 min/max
+ * values (mblk: the preprocessing pass, mask_gpu_blocks, at this kernel's Bc), the same rule
+ * as the forward's but with j fixed and i running. K/V block j visits the Q blocks whose tile
+ * is not fully masked; they need not be a range (a document mask's column sees one run of
+ * rows, qk_sparse's up to three), so they are listed: list[n] = i, with BWD_MASK_PARTIAL set
+ * where the tile is partial. One warp builds it, 32 Q blocks a ballot; returns the count
+ * (every lane). all (the tests' deleted range, visit_all): every Q block, every one partial,
+ * so the result stays right and only the visit counters can tell.
+ *
+ *        Q blocks i:  0  1  2  3  4  5  6  7       column block j's class of each tile
+ *        class:       F  F  P  U  U  P  F  F       (F fully masked, P partial, U unmasked)
+ *        list:              2  3  4  5             per_head = 4 steps a query head
+ */
+#ifdef __CUDACC__   /* warp intrinsics: tools/mma_emu compiles this header as host C++ (mma2d, wgmma: no mask path) */
+__device__ __forceinline__ int bwd_mask_q_blocks(const int32_t *mblk, int Tc, int j, int N_q, int Br, bool all,
+                                                 uint16_t *list)
+{
+    const int lane = threadIdx.x % 32, Tr = (N_q + Br - 1) / Br;
+    int n = 0;
+    for (int base = 0; base < Tr; base += 32) {
+        const int i = base + lane;
+        mask_tile_t c = MASK_TILE_FULLY_MASKED;
+        if (i < Tr) c = all ? MASK_TILE_PARTIAL : mask_tile_class_at(mblk, Tc, i * Br, min(N_q, i * Br + Br), j);
+        const unsigned seen = __ballot_sync(0xffffffffu, c != MASK_TILE_FULLY_MASKED);
+        if (c != MASK_TILE_FULLY_MASKED)   /* its place: the visited blocks of lower lanes before it */
+            list[n + __popc(seen & ((1u << lane) - 1u))] = (uint16_t)(i | (c == MASK_TILE_PARTIAL ? BWD_MASK_PARTIAL : 0u));
+        n += __popc(seen);
+    }
+    return n;
+}
+
+/* The schedule of a masked K/V block: the G query heads, each over the n Q blocks of list. */
+__device__ __forceinline__ bwd_steps_t bwd_steps_masked(const attn_problem_t &p, int b, int kvh, const uint16_t *list,
+                                                        int n)
+{
+    const int G = p.H / p.H_kv;
+    bwd_steps_t s;
+    s.first = 0;
+    s.per_head = n;
+    s.count = G * n;
+    s.head0 = ((size_t)b * p.H + (size_t)kvh * G) * p.N_q;
+    s.N_q = p.N_q;
+    s.list = list;
+    return s;
+}
+
+/* Column `key`'s two runs {lts, lte, uts, ute} (one 16-byte load from mask_gpu_columns), or
+ * none past N_kv (those keys are zeroed by the tail test). A thread of the K/V-outer kernels
+ * holds the same keys for every step, so it loads its columns once. */
+__device__ __forceinline__ int4 bwd_mask_column(const int32_t *mcols, int key, int N_kv)
+{
+    return key < N_kv ? __ldg(reinterpret_cast<const int4 *>(mcols) + key) : make_int4(0, 0, 0, 0);
+}
+#endif
 
 /* L_i and D_i of a step (its rows from l_off, `valid` of them before N_q) into one stage's
  * Ls, Ds with cp.async; the rows past N_q get 0 (the mask hides them). */

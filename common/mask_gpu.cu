@@ -69,3 +69,39 @@ extern "C" const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc)
     CUDA_CHECK_LAUNCH();
     return blk;
 }
+
+/* Longest first (LPT, the classic rule for jobs of known lengths on identical machines): a
+ * Q block whose row sees 128 tiles and is started last keeps one SM busy while the others
+ * idle (global_sliding's global rows, a prefix-LM's last document). One thread block: warp w
+ * counts the tiles of Q blocks w, w + 32, ... (its lanes over the K/V blocks, the class
+ * rule of mask.h), then each thread ranks its Q blocks among all by a count in shared memory.
+ * O(Tr Tc / 1024 + Tr^2 / 1024) steps a thread: microseconds at the sizes timed here. */
+__global__ void __launch_bounds__(1024) mask_order_kernel(const int32_t *blk, int N_q, int Tc, int Br, int Tr, int32_t *order)
+{
+    extern __shared__ int32_t tiles[];   /* [Tr]: tiles not fully masked, per Q block */
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int i = warp; i < Tr; i += warps) {
+        const int r0 = i * Br, r1 = min(N_q, r0 + Br);
+        int n = 0;
+        for (int c = lane; c < Tc; c += 32) n += mask_tile_class_at(blk, Tc, r0, r1, c) != MASK_TILE_FULLY_MASKED;
+        for (int off = 16; off > 0; off /= 2) n += __shfl_xor_sync(0xffffffffu, n, off);
+        if (lane == 0) tiles[i] = n;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < Tr; i += blockDim.x) {
+        int rank = 0;   /* the blocks before i: more tiles, or as many and later */
+        for (int k = 0; k < Tr; k++) rank += tiles[k] > tiles[i] || (tiles[k] == tiles[i] && k > i);
+        order[rank] = i;
+    }
+}
+
+extern "C" const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, int Br, int Bc)
+{
+    static int32_t *order = NULL;
+    const int Tr = (N_q + Br - 1) / Br, Tc = (N_kv + Bc - 1) / Bc;
+    if (Tr > MASK_GPU_MAX_TR) return NULL;   /* the kernel then takes the last Q block first */
+    if (!order) CUDA_CHECK(cudaMalloc(&order, sizeof(int32_t) * MASK_GPU_MAX_TR));
+    mask_order_kernel<<<1, 1024, sizeof(int32_t) * Tr>>>(blk, N_q, Tc, Br, Tr, order);
+    CUDA_CHECK_LAUNCH();
+    return order;
+}

@@ -17,6 +17,14 @@ const int32_t *mask_gpu_columns(const attn_mask_t *m);
 /* The preprocessing pass (a kernel on the current stream): per Bc-wide column block the 8
  * min/max values in mask_blocks()'s order, into a buffer mask_gpu.cu keeps; returns it. */
 const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc);
+/* The Q blocks of Br rows in the order a kernel takes them, longest first: from blk (the pass
+ * above, at Bc), each Q block's number of tiles not fully masked, then the blocks sorted by it
+ * (ties: the later block first, so that the causal mask gives the causal path's order,
+ * Tr - 1 first). A kernel on the current stream; returns Tr int32 in a buffer mask_gpu.cu
+ * keeps (one order at a time); NULL when Tr = ceil(N_q / Br) > MASK_GPU_MAX_TR (the kernel
+ * then takes its Q blocks last first). */
+#define MASK_GPU_MAX_TR 4096
+const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, int Br, int Bc);
 #ifdef __cplusplus
 }
 #endif

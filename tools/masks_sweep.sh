@@ -15,9 +15,12 @@
 #
 # Each of our runs is a checked run (the oracle, the visit counters, the bytes) before it is
 # timed: a row that does not PASS is kept with its verdict and the table says so.
-# Knobs: MASK_NS ("8192 16384 32768"), MASK_DS ("64 128"), MASK_SET (all: the 12 masks; table:
+# Knobs: MASK_NS ("8192 16384 32768"), MASK_DS ("64 128") or MASK_POINTS ("8192:64 16384:128":
+# the points N:d themselves), MASK_SET (all: the 12 masks; table:
 # the six of the chapter's speed table), ITERS (10), FWD_KERNELS ("mma wgmma-ws"),
-# BWD_KERNELS ("mma wgmma-ws"): the kernels that have a mask path.
+# BWD_KERNELS ("mma wgmma-ws"): the kernels with a mask path, whose --causal runs are the
+# yardsticks (a masked run is one --kernel all run a pass: every kernel with a mask path, in
+# one process; empty: that pass is not run).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${1:?usage: tools/masks_sweep.sh OUTDIR [ours|peers|all]}
@@ -30,6 +33,7 @@ ITERS=${ITERS:-10}
 FWD_KERNELS=${FWD_KERNELS-mma wgmma-ws}
 BWD_KERNELS=${BWD_KERNELS-mma wgmma-ws}
 B=1 H=16
+POINTS=${MASK_POINTS:-$(for N in $NS; do for d in $DS; do printf '%s:%s ' "$N" "$d"; done; done)}
 mkdir -p "$OUT"
 
 # The masks at N tokens: the chapter's six (the FlashMask paper's kernel-table masks), then
@@ -76,32 +80,34 @@ ours() {   # PHASE PASS SPEC KERNEL N d ARGS...
 
 if [ "$PART" = ours ] || [ "$PART" = all ]; then
     rm -f "$OUT/masks_ours.csv"
-    for N in $NS; do
-        for d in $DS; do
+    for pt in $POINTS; do
+        N=${pt%:*} d=${pt#*:}
+        {
             S=$(date +%s)
             for k in $FWD_KERNELS; do ours phase4 fwd causal-flag "$k" "$N" "$d" --causal; done
             for k in $BWD_KERNELS; do ours phase5 bwd causal-flag "$k" "$N" "$d" --causal; done
-            while read -r spec; do
-                for k in $FWD_KERNELS; do ours phase4 fwd "$spec" "$k" "$N" "$d" --mask "$spec"; done
-                for k in $BWD_KERNELS; do ours phase5 bwd "$spec" "$k" "$N" "$d" --mask "$spec"; done
+            while read -r spec; do   # one run a pass: --kernel all runs every kernel with a mask path
+                [ -n "$FWD_KERNELS" ] && ours phase4 fwd "$spec" all "$N" "$d" --mask "$spec"
+                [ -n "$BWD_KERNELS" ] && ours phase5 bwd "$spec" all "$N" "$d" --mask "$spec"
             done < <(specs_for "$N")
             echo "masks_sweep: ours N=$N d=$d in $(( $(date +%s) - S )) s"
-        done
+        }
     done
     rm -f "$OUT/.run.csv" "$OUT/.run.log"
 fi
 
 if [ "$PART" = peers ] || [ "$PART" = all ]; then
     rm -f "$OUT/masks_peers.csv"
-    for N in $NS; do
-        for d in $DS; do
+    for pt in $POINTS; do
+        N=${pt%:*} d=${pt#*:}
+        {
             S=$(date +%s)
             mapfile -t specs < <(specs_for "$N")
             MAP="$BUILD/mask_map" python3 tools/mask_peers.py "$OUT/masks_peers.csv" $B $H "$N" "$d" "${specs[@]}" \
                 > "$OUT/.peers.log" 2>&1 || { tail -n 5 "$OUT/.peers.log"; exit 1; }
-            grep -m1 "skipped" "$OUT/.peers.log" && break 2
+            grep -m1 "skipped" "$OUT/.peers.log" && break
             echo "masks_sweep: peers N=$N d=$d in $(( $(date +%s) - S )) s"
-        done
+        }
     done
     rm -f "$OUT/.peers.log"
 fi

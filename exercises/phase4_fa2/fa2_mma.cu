@@ -79,7 +79,8 @@ __device__ __forceinline__ float ex2(float x)
 template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST, bool MASKED>
 __global__ void __launch_bounds__(THREADS_OF(D), 8 / FA2_WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
-               float *Og, float *Lg, gpu_visits_t vis, const int32_t *mcols, const int32_t *mblk)
+               float *Og, float *Lg, gpu_visits_t vis, const int32_t *mcols, const int32_t *mblk,
+               const int32_t *morder)
 {
     using C = Cfg<D, BC, MT, STAGES>;
     constexpr int LDH = C::LDH, BR = C::BR, THREADS = THREADS_OF(D);
@@ -92,10 +93,15 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
     const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
-    const int mb = MFIRST ? blockIdx.x : blockIdx.y, bh = MFIRST ? blockIdx.y : blockIdx.x;
-    /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail;
-     * the same with a mask (most masks of chapter 4c see more keys further down) */
-    const int i = p.causal || MASKED ? Tr - 1 - mb : mb;
+    /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail.
+     * With a mask the lengths follow the mask, not the row: morder (mask_gpu_order) lists the
+     * Q blocks longest first, and the thread blocks take them rank by rank across every head
+     * (the linear block index: rank major, head minor), so the long ones of every head start
+     * before any short one, and the last to start are the shortest. */
+    const int linear = blockIdx.x + blockIdx.y * gridDim.x, BH = p.B * p.H;
+    const int mb = MASKED ? linear / BH : MFIRST ? blockIdx.x : blockIdx.y;
+    const int bh = MASKED ? linear % BH : MFIRST ? blockIdx.y : blockIdx.x;
+    const int i = MASKED && morder ? morder[mb] : p.causal || MASKED ? Tr - 1 - mb : mb;
     const int b = bh / p.H, h = bh % p.H;
     const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * BR * D;
     const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
@@ -174,7 +180,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         cp_async_wait<0>();
         __syncthreads();   /* K_j (STAGES = 2: and V_j; and Q_i) landed and are visible to
                               every warp; every warp is done with block j - 1's buffers */
-        if (QREG && j == 0) {
+        if (QREG && (MASKED ? v : j) == 0) {   /* the first block visited: Q_i into registers */
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++)
                 load_a_16x16(qf[kk], Qs + warp * 16 * LDH + kk * 16, LDH);
@@ -409,8 +415,9 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     /* FlashMask: the vectors (an input, uploaded once) and this launch's preprocessing pass */
     const int32_t *blk = MASKED ? mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, BC) : NULL;
     const int32_t *cols = MASKED ? mask_gpu_columns(attn_mask(p)) : NULL;
+    const int32_t *order = MASKED ? mask_gpu_order(blk, p->N_q, p->N_kv, C::BR, BC) : NULL;
     fa2_mma_kernel<D, BC, MT, STAGES, DEFER, SKIP, MFIRST, MASKED><<<grid, THREADS_OF(D), smem>>>(
-        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr), cols, blk);
+        *p, (const __half *)q, (const __half *)k, (const __half *)v, o, L, gpu_visits(Tr), cols, blk, order);
     CUDA_CHECK_LAUNCH();
 }
 

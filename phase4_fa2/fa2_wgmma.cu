@@ -89,6 +89,7 @@ struct WgArgs {
      * preprocessing pass's 8 min/max values a K/V block (common/mask_gpu.h); NULL without */
     const int4 *mcols;
     const int32_t *mblk;
+    const int32_t *morder;        /* the Q blocks longest first (mask_gpu_order), NULL: last first */
 };
 
 #if FA_HAVE_WGMMA
@@ -507,10 +508,13 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
-    /* longest first: causal, and with a mask (most masks of chapter 4c see more keys further
-     * down), as fa2-mma */
-    const int i = p.causal || MASKED ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x;
-    const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
+    /* longest first: causal, the last Q block first; with a mask, as fa2-mma, the order of
+     * mask_gpu_order taken rank by rank across every head (rank major, head minor) */
+    const int linear = blockIdx.x + blockIdx.y * gridDim.x;
+    const int rank = MASKED ? linear / (int)gridDim.y : (int)blockIdx.x;
+    const int bh = MASKED ? linear % (int)gridDim.y : (int)blockIdx.y;
+    const int i = MASKED && args.morder ? args.morder[rank] : p.causal || MASKED ? Tr - 1 - rank : rank;
+    const int b = bh / p.H, h = bh % p.H;
     const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
     const int i0 = i * WS_BR;
@@ -591,11 +595,13 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     mbar_wait(q_full, 0);
     if constexpr (MASKED) {   /* the producer's sequence: visit v in slot v % STAGES */
         int v = 0;
-        for (int j = next_kv_block<true>(tile_class, -1, Tc); j < Tc; j = next_kv_block<true>(tile_class, j, Tc), v++) {
+        auto next = [&](int j) { return __shfl_sync(0xffffffffu, next_kv_block<true>(tile_class, j, Tc), 0); };
+        for (int j = next(-1); j < Tc; j = next(j), v++) {
             const int st = v % C::STAGES;
             mbar_wait(full + st, (v / C::STAGES) & 1);
+            const bool partial = __shfl_sync(0xffffffffu, tile_class[j], 0) == MASK_TILE_PARTIAL;
             attend_block<D, SKIP, BC, true>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t,
-                                            Turns{}, tile_class[j] == MASK_TILE_PARTIAL, args.mcols);
+                                            Turns{}, partial, args.mcols);
             mbar_arrive(empty + st);
         }
     } else if (MODE != WS_OVERLAP) {
@@ -709,6 +715,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
             smem_opt_in(kernel, smem, masked_attr_set);
             a.mblk = mask_gpu_blocks(mask_gpu_runs(attn_mask(p)), p->N_kv, S::BC);
             a.mcols = reinterpret_cast<const int4 *>(mask_gpu_columns(attn_mask(p)));
+            a.morder = mask_gpu_order(a.mblk, p->N_q, p->N_kv, WS_BR, S::BC);
             kernel<<<grid, S::THREADS, smem>>>(a);
             CUDA_CHECK_LAUNCH();
             return;

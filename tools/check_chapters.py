@@ -21,6 +21,7 @@ import sys
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H100 = os.path.join(ROOT, "docs/results/h100")   # the recorded files: never the copies of the self-test
 CPU = os.path.join(ROOT, "docs/results/cpu")
+H200 = os.path.join(ROOT, "docs/results/h200")
 failures = 0
 checks = 0
 
@@ -97,7 +98,7 @@ def check_table(doc, name, got, cells):
            "; ".join("%s: printed %s, recorded %s" % (lab, c, "none" if v is None else "%.4g" % v) for lab, c, v in bad[:4]))
 
 
-# ---- chapter 4c: FlashMask's census (CPU) and fa2-mma's speed per mask (H100) -----------
+# ---- chapter 4c: FlashMask's census (CPU) and the masked kernels beside the peers (H200) -
 def chapter_4c():
     doc = "04c_masks.md"
     text = chapter(doc)
@@ -116,22 +117,45 @@ def chapter_4c():
         for k in range(4):
             cells.append((spec + " " + ("density", "fully", "partial", "unmasked")[k], r[1 + k], None if want is None else want[k]))
     check_table(doc, "the tile census at N = 8192", got, cells)
-    speed = {}
-    for r in rows(os.path.join(H100, "phase4/masks_0e2e4f9.csv")):
-        speed[(r["mask"], r["d"])] = (float(r["time_ms"]), float(r["tflops"]))
-    got = table(text, "| mask | density | d = 128 ms | d = 128 TFLOP/s |")
-    cells = []
-    for r in got or []:
-        spec = "causal-flag" if r[0] == "`--causal`" else r[0].strip("`")
-        for d, c in (("128", 2), ("64", 5)):
-            t = speed.get((spec, d))
-            ref = speed.get(("causal-flag", d))
-            cells += [(spec + " d=" + d + " ms", r[c], t and t[0]), (spec + " d=" + d + " TFLOP/s", r[c + 1], t and t[1]),
-                      (spec + " d=" + d + " vs causal", r[c + 2], None if not t or not ref else t[1] / ref[1])]
-        key = spec if spec in census else next((k for k in census if k.startswith(spec + ",")), None)
-        if spec != "causal-flag":
-            cells.append((spec + " density", r[1], census[key][0] if key else None))
-    check_table(doc, "fa2-mma's speed per mask", got, cells)
+    # the masks sweep of record: ours beside FlexAttention and dense SDPA (H200, one call)
+    merged = rows(os.path.join(H200, "masks/masks_8d5496d.csv"))
+    M = {(r["spec"], r["d"]): r for r in merged}
+    num = ["density", "fwd_tflops", None, "flex_fwd", "sdpa_dense_fwd", "fwd_vs_flex", "fwd_vs_sdpa", "fwd_vs_causal",
+           "bwd_tflops", None, "flex_bwd", "bwd_vs_flex", "bwd_vs_causal"]
+    for d in ("128", "64"):
+        got = table(text, "| mask (d = %s) | density | forward | kernel |" % d)
+        cells = []
+        for r in got or []:
+            spec = r[0].strip("`")
+            want = M.get((spec, d))
+            for k, col in enumerate(num):
+                lab = "%s d=%s %s" % (spec, d, col or ("fwd_kernel" if k == 2 else "bwd_kernel"))
+                if col is None:   # the kernel's name: text, equal or not
+                    ok = want is not None and r[1 + k] == want["fwd_kernel" if k == 2 else "bwd_kernel"]
+                    cells.append((lab, "1" if ok else "0", 1.0))
+                else:
+                    cells.append((lab, r[1 + k], None if want is None or want[col] == "" else float(want[col])))
+        if got is not None and len(got) != len([1 for r in merged if r["d"] == d]):
+            cells.append(("rows: %d of %d masks" % (len(got), len(merged) // 2), "", None))
+        check_table(doc, "ours beside the peers at d = " + d, got, cells)
+
+    def col(name, pick=lambda r: True):
+        return [float(r[name]) for r in merged if pick(r)]
+    dens = lambda lo, hi: (lambda r: lo <= float(r["density"]) <= hi)
+    long_runs = ("causal", "prefix_lm_causal:2048", "qk_sparse:2048,1024,4096,1024")
+    others = lambda r: r["spec"] not in long_runs and r["spec"] != "full"
+    claim(doc, "dense SDPA at density <= 0.12", text, span(col("fwd_vs_sdpa", dens(0, 0.12)), 1))
+    claim(doc, "dense SDPA at density 0.2-0.25", text, span(col("fwd_vs_sdpa", dens(0.2, 0.25)), 1))
+    claim(doc, "the backward against Flex", text, span(col("bwd_vs_flex")))
+    claim(doc, "the backward against Flex at density <= 0.12", text, span(col("bwd_vs_flex", dens(0, 0.12))))
+    claim(doc, "the forward against Flex at d = 64", text, span(col("fwd_vs_flex", lambda r: r["d"] == "64")))
+    claim(doc, "the forward's leads at d = 128", text,
+          span(col("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) >= 1)))
+    claim(doc, "the forward's misses at d = 128", text,
+          span(col("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) < 1)))
+    claim(doc, "long runs, backward vs causal", text, span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
+    claim(doc, "long runs, forward vs causal", text, span(col("fwd_vs_causal", lambda r: r["spec"] in long_runs)))
+    claim(doc, "the other eight vs causal", text, span(col("fwd_vs_causal", others) + col("bwd_vs_causal", others)))
 
 
 # ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------

@@ -156,6 +156,10 @@ def chapter_4c():
     claim(doc, "long runs, backward vs causal", text, span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "long runs, forward vs causal", text, span(col("fwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "the other eight vs causal", text, span(col("fwd_vs_causal", others) + col("bwd_vs_causal", others)))
+    text5 = chapter("05_backward.md")   # chapter 5's section quotes the same record
+    claim("05_backward.md", "the masked backward against Flex", text5, span(col("bwd_vs_flex")))
+    claim("05_backward.md", "the masked backward vs causal, long runs", text5,
+          span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
 
 
 # ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------

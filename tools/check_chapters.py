@@ -771,6 +771,14 @@ def readme():
         T[("wgmma-ws", 128, 1)] / Q[("cudnn", 128, 1)], T[("wgmma-ws", 64, 1)] / Q[("cudnn", 64, 1)]))
     claim("README.md", "decode beside SDPA", flat, "beside PyTorch SDPA's faster backend %s over the whole sweep (B = 1 and 8, MHA and GQA 32:8, L = 1k-256k; %s from L = 4096 on)" % (
         span(v.values()), span([x for k, x in v.items() if k[2] >= 4096])))
+    M = rows(os.path.join(H200, "masks/masks_8d5496d.csv"))
+    f = lambda name, pick: [float(r[name]) for r in M if pick(r)]
+    claim("README.md", "4c's masks row", flat, "backward (`wgmma-ws`) %s Flex's on every mask; forward %s Flex's at d = 64 and %s on nine "
+          "masks at d = 128 (%s on `random_eviction`, `global_sliding`, `causal_blockwise`); %s dense SDPA at density <= 0.12" % (
+              span(f("bwd_vs_flex", lambda r: True)), span(f("fwd_vs_flex", lambda r: r["d"] == "64")),
+              span(f("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) >= 1)),
+              span(f("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) < 1)),
+              span(f("fwd_vs_sdpa", lambda r: float(r["density"]) <= 0.12), 1)))
 
 
 def self_test():

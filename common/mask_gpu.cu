@@ -85,7 +85,7 @@ extern "C" const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc)
  * O(Tr Tc / 1024 + Tr^2 / 1024) steps a thread: microseconds at the sizes timed here. */
 __global__ void __launch_bounds__(1024) mask_order_kernel(const int32_t *blk, int N_q, int Tc, int Br, int Tr, int32_t *order)
 {
-    extern __shared__ int32_t tiles[];   /* [Tr]: tiles not fully masked, per Q block */
+    extern __shared__ __align__(16) int32_t tiles[];   /* [Tr]: tiles not fully masked, per Q block */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (int i = warp; i < Tr; i += warps) {
         const int r0 = i * Br, r1 = min(N_q, r0 + Br);
@@ -108,7 +108,9 @@ extern "C" const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, 
     const int Tr = (N_q + Br - 1) / Br, Tc = (N_kv + Bc - 1) / Bc;
     if (Tr > MASK_GPU_MAX_TR) return NULL;   /* the kernel then takes the last Q block first */
     if (!order) CUDA_CHECK(cudaMalloc(&order, sizeof(int32_t) * MASK_GPU_MAX_TR));
-    mask_order_kernel<<<1, 1024, sizeof(int32_t) * Tr>>>(blk, N_q, Tc, Br, Tr, order);
+    /* whole 16-byte words: the rank loop's tail reads its last 1-3 counts with one 16-byte
+     * load (LDS.128), which must stay inside the allocation (compute-sanitizer memcheck) */
+    mask_order_kernel<<<1, 1024, sizeof(int32_t) * ((Tr + 3) & ~3)>>>(blk, N_q, Tc, Br, Tr, order);
     CUDA_CHECK_LAUNCH();
     return order;
 }

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <barrier>
 #include <cuda_fp16.h>
@@ -11,7 +13,16 @@
 #define __global__
 #define __launch_bounds__(...)
 struct emu_dim3 { unsigned x, y, z; };
-inline thread_local emu_dim3 threadIdx, blockIdx;   /* C++17 inline variables: one definition for every program */
+inline thread_local emu_dim3 threadIdx, blockIdx, gridDim;   /* C++17 inline variables: one definition for every program */
+/* a read through the read-only cache: a plain read here */
+template <class T> inline T __ldg(const T *p) { return *p; }
+/* Warp shuffles are not emulated (a warp's lanes are threads that meet only at barriers):
+ * declared so that the kernels beside the emulated ones compile, and fatal if one is run. */
+template <class T> inline T __shfl_sync(unsigned, T, int)
+{
+    fprintf(stderr, "mma_emu: __shfl_sync is not emulated (a kernel outside the emulation ran)\n");
+    abort();
+}
 inline unsigned char *g_smem;
 /* a shared-memory address: the offset in the block's buffer (mma.cuh's smem_u32 on the GPU) */
 inline uint32_t smem_u32(const void *p) { return (uint32_t)((const unsigned char *)p - g_smem); }

@@ -156,6 +156,23 @@ def chapter_4c():
     claim(doc, "long runs, backward vs causal", text, span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "long runs, forward vs causal", text, span(col("fwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "the other eight vs causal", text, span(col("fwd_vs_causal", others) + col("bwd_vs_causal", others)))
+    # the three later steps of wgmma-ws's mask path, both trees timed in one call
+    chk = {}
+    with open(os.path.join(H200, "masks/masks_check_bcceb72.txt")) as fh:
+        for line in fh:
+            m = re.match(r"(8d5496d|now)\s+(\S+) (mma|wgmma-ws) ([\d.]+) ([\d.]+) PASS", line)
+            if m:
+                chk[(m.group(1), m.group(2), m.group(3))] = (float(m.group(4)), float(m.group(5)))
+    got = table(text, "| mask (d = 128) | `mma` before | `mma` now |")
+    cells = []
+    for r in got or []:
+        spec = r[0].strip("`")
+        g = lambda t, k, i: chk[(t, spec, k)][i] if (t, spec, k) in chk else None
+        cells += [(spec + " mma before", r[1], g("8d5496d", "mma", 1)), (spec + " mma now", r[2], g("now", "mma", 1)),
+                  (spec + " ws before", r[3], g("8d5496d", "wgmma-ws", 1)), (spec + " ws now", r[4], g("now", "wgmma-ws", 1)),
+                  (spec + " ws now/before", r[5], None if g("now", "wgmma-ws", 0) is None
+                   else g("8d5496d", "wgmma-ws", 0) / g("now", "wgmma-ws", 0))]
+    check_table(doc, "wgmma-ws's mask path, before and after", got, cells)
     text5 = chapter("05_backward.md")   # chapter 5's section quotes the same record
     claim("05_backward.md", "the masked backward against Flex", text5, span(col("bwd_vs_flex")))
     claim("05_backward.md", "the masked backward vs causal, long runs", text5,

@@ -374,8 +374,9 @@ $(1)-sanitize: $(1)-build
 	@command -v compute-sanitizer >/dev/null || { echo "$(1) sanitize skipped: compute-sanitizer not found"; exit 0; }; \
 	$(BUILD)/gpu_info --probe >/dev/null 2>&1 || { echo "$(1) sanitize skipped: no usable CUDA device"; exit 0; }; \
 	mkdir -p $(RESULTS)/$(1); \
-	for run in $($(1)_SAN_RUNS); do IFS=: read -r tool d k env <<<"$$$$run"; \
-	    args="$($(1)_SAN_ARGS) --d $$$$d$$$${k:+ --kernel $$$$k}"; \
+	for run in $($(1)_SAN_RUNS); do IFS=: read -r tool d k env mask <<<"$$$$run"; \
+	    base="$($(1)_SAN_ARGS)"; [ -z "$$$$mask" ] || base="$$$${base/--causal/} --mask $$$${mask//=/:}"; \
+	    args="$$$$base --d $$$$d$$$${k:+ --kernel $$$$k}"; \
 	    echo "$$$${env:+$$$$env }compute-sanitizer --tool $$$$tool $(BUILD)/$(1) $$$$args"; \
 	    env $$$$env compute-sanitizer --tool $$$$tool --error-exitcode 99 $(BUILD)/$(1) $$$$args \
 	        --csv $(RESULTS)/$(1)/sanitize.csv || exit 1; \

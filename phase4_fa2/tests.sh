@@ -89,6 +89,12 @@ for shape in "--N 1" "--N 200 --Nkv 1000" "--N 1000 --Nkv 300" "--N 4096 --B 2 -
     t_gpu "phase4 gpu mma --mask causal == --causal bit for bit ($shape, d=128)" \
         "$P4" --quiet --iters 2 --kernel mma $shape --d 128 --mask causal --csv "$T4/gm.csv"
 done
+# d = 32 keeps Q in registers (MT = 1): loaded at the first block visited, which a window
+# moves past block 0 (it was once loaded at block 0 only, and Q's fragments were never set)
+for m in sliding:100 global_sliding:16,100 document:200,150; do
+    t_gpu "phase4 gpu mma --mask $m d=32 (Q's registers at the first visited block)" \
+        "$P4" --quiet --iters 2 --kernel mma --B 1 --H 4 --Hkv 2 --N 700 --Nkv 900 --d 32 --mask $m --csv "$T4/gm.csv"
+done
 t_gpu "phase4 gpu mma --mask causal_document large problem (B=2 H=16 N=4096 d=128, sampled rows)" \
     "$P4" --quiet --iters 2 --kernel mma --B 2 --H 16 --N 4096 --d 128 --mask causal_document:1000,1500,700 --csv "$T4/gm.csv"
 if [ -n "$(gpu_skip_reason)" ]; then t_skip "phase4 gpu mma --mask: visiting every tile FAILs on the counters" "$(gpu_skip_reason)"

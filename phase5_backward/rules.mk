@@ -31,3 +31,6 @@ phase5_PEERS      := tools/bwd_peers.py
 phase5_PROFILE    := default problem
 phase5_SAN_ARGS   := --B 1 --H 4 --Hkv 2 --N 200 --Nkv 77 --causal --iters 1 --quiet
 phase5_SAN_RUNS   := $(foreach d,64 128,$(foreach t,memcheck racecheck initcheck,$(foreach k,simple mma mma2d wgmma wgmma-ws wgmma-det two-pass,$(t):$(d):$(k):)))
+# FlashMask's masks (chapter 4c) through every kernel with a mask path: TOOL:D:KERNEL:ENV:MASK,
+# the mask's ':' written '=' (the run's fields are ':'-separated); --causal gives way to it
+phase5_SAN_RUNS   += $(foreach d,64 128,$(foreach t,memcheck racecheck,$(foreach k,mma wgmma-ws,$(t):$(d):$(k)::sliding=40 $(t):$(d):$(k)::document=30)))

@@ -59,7 +59,8 @@ phase phase1 "build/phase1 --sweep --iters 5 --csv \$OUT/phase1_sweep.csv && bas
              "build/phase1 --kernel cublas --B 4 --H 16 --N 4096 --d 128 --csv \$OUT/phase1_ref.csv --quiet && build/phase1 --kernel cublas --B 4 --H 32 --N 4096 --d 64 --csv \$OUT/phase1_ref64.csv --quiet && tail -n 2 \$OUT/phase1_ref.csv \$OUT/phase1_ref64.csv && python3 tools/sdpa_peer.py \$OUT/sdpa_peer.csv 4,16,4096,128,0 4,32,4096,64,0 1,32,8192,64,0 1,16,8192,128,0"
 phase phase2 "mkdir -p \$OUT/p2 && build/phase2 --sweep --csv \$OUT/p2/phase2.csv && mv \$OUT/p2/phase2_sweep.csv \$OUT/ && rm -rf \$OUT/p2"
 phase phase3 "build/phase3 --sweep --iters 5 --csv \$OUT/phase3_sweep.csv && bash tools/profile.sh build/phase3 \$OUT/phase3_sweep.csv 2048 \"r['d'] == '64' and r['N_q'] in ('512', '2048')\""
-phase phase4 "build/phase4 --sweep --iters 5 --csv \$OUT/phase4_sweep.csv && python3 tools/peers.py \$OUT/phase4_peers.csv"
+phase phase4 "build/phase4 --sweep --iters 5 --csv \$OUT/phase4_sweep.csv && python3 tools/peers.py \$OUT/phase4_peers.csv" \
+             "MASK_POINTS=8192:128 MASK_SET=table bash tools/masks_sweep.sh \$OUT/masks && python3 tools/masks_table.py \$OUT/masks 8192 128"
 phase phase5 "build/phase5 --sweep --iters 5 --csv \$OUT/phase5_sweep.csv && python3 tools/bwd_peers.py \$OUT/phase5_peers.csv"
 phase phase6 "build/phase6 --sweep --iters 10 --csv \$OUT/phase6_sweep.csv && python3 tools/decode_peers.py \$OUT/phase6_peers.csv"
 # -------------------------------------------------------------------------------------

@@ -94,6 +94,57 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, i
                float *O, float *L, hbm_meter_t *meter);
 size_t dec_sram_bytes(int d, attn_blocks_t b, int S);
 
+/* ---- FlashDecoding++'s asynchronised softmax (Hong et al., arXiv 2311.01282, Sec. 3) ----
+ *
+ * Flash-Decoding's splits each keep a running max m_s and rescale their sum whenever it
+ * moves; the combine then rescales every partial again by e^{L_s - L}. FlashDecoding++
+ * replaces every running max by ONE value phi, the same for all splits, fixed before the
+ * kernel runs:
+ *
+ *   split s:  u_s = sum_j e^{x_j - phi} v_j,   l_s = sum_j e^{x_j - phi}   (no max, no rescale)
+ *   combine:  O = (sum_s u_s) / (sum_s l_s),   L = phi + log sum_s l_s     (a sum and a divide)
+ *
+ * Exact in real arithmetic for any phi; in floating point only while every e^{x_j - phi}
+ * is representable and the row's largest ones are not tiny. The GPU kernel rounds P to
+ * fp16 for the P V product, so the SAFE WINDOW is
+ *   - no score above phi + DEC_PHI_ABOVE (e^10 = 22026 < fp16's largest, 65504, with room
+ *     for V), and
+ *   - some score at or above phi - DEC_PHI_BELOW (the row's largest weight >= e^-6, well
+ *     inside fp16's normal range, so the weights the row is made of keep fp16's precision).
+ * A split records both tests for each row, with no extra byte: l_s is written as +inf when
+ * a score passed the top, and with its sign flipped (-l_s, -0 for an empty split) when no
+ * score reached the bottom. The combine recomputes a row with Flash-Decoding's own path
+ * (one split, the online softmax) when a split passed the top, or when the row has a key
+ * but no split reached the bottom. */
+#define DEC_PHI_ABOVE 10.0f
+#define DEC_PHI_BELOW 6.0f
+
+/* phi from the inputs' statistics, as FD++ calibrates from a model's scores offline: the
+ * median, over up to 64 query rows spread through the problem, of the row's largest score
+ * against up to 1024 keys spread through its visible cache. Not metered (a calibration,
+ * not the kernel's work). 0 when no row sees a key. */
+float dec_phi_calibrate(const attn_inputs_t *in, const dec_cache_t *c);
+
+/* The combine of one row under FD++ from S partials (ls[S] as the splits wrote them, us[S][d]
+ * the unnormalised sums). has_keys: the row sees a key. Returns 1 and writes o, L, or 0: the
+ * row left the safe window and must be recomputed (o, L then unspecified). A row with no key
+ * gives O = 0, L = +inf (safe). */
+int dec_fdpp_combine_row(int S, int d, float phi, bool has_keys, const float *ls, const float *us,
+                         float *o, float *L);
+
+/* The FD++ model: dec_cpu's splits with the unified phi, the FD++ combine, then each row that
+ * left the window recomputed by one synchronised pass over its keys (written over the
+ * combine's). recomputed [B][H][N_q] (may be NULL): 1 where a row was recomputed. Returns the
+ * SRAM peak (== dec_sram_bytes). */
+size_t dec_cpu_fdpp(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S, float phi,
+                    float *O, float *L, hbm_meter_t *meter, uint8_t *recomputed);
+
+/* The bytes of one row's recompute (row `row` of sequence bseq, any head): its seqlens entry
+ * (ragged), its Q row, the K/V of every visible key in whole Bc blocks (and their pages'
+ * table entries), O and L written. FD++'s bytes are decode_hbm_bytes() plus this for each
+ * recomputed row. */
+double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int bseq, int row);
+
 /* The closed form above, by tensor (all B x H heads). */
 typedef struct { double read_q, read_kv, read_table, read_seqlens, write_part, read_part,
                  write_o, total; } dec_traffic_t;

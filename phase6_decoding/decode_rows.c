@@ -15,6 +15,8 @@
 #define PHASE DEC_PHASE
 
 static const int SPLITS[] = {1, 2, 4, 8, 16, 32};
+static char fdpp_note[256];   /* the FD++ row's phi and recompute rate (main.c prints it) */
+const char *dec_fdpp_note(void) { return fdpp_note; }
 static const int PAGES[] = {16, 64, 256};
 #define PAGED_S DEC_PAGED_S
 
@@ -93,6 +95,45 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         drv_blame(&r, "dec.split_range, dec.combine");
         if (S == PAGED_S) drv_dump(o, &in, out.O, out.L, PHASE);
         else dec_out_free(&out);
+        rows[n++] = r;
+    }
+    /* FlashDecoding++'s unified max (decode.h), S = PAGED_S, phi calibrated from the inputs:
+     * held to the oracle and to split-S4; its bytes are split-S4's plus each recomputed row's */
+    {
+        dec_out_t out = dec_out_alloc(pc);
+        const float phi = dec_phi_calibrate(&in, NULL);
+        const size_t nl = attn_l_elems(pc);
+        uint8_t *redo = xmalloc(nl, PHASE);
+        drv_row_t r = drv_row(dec_row_name("fdpp-S%d", PAGED_S, 0), "cpu", "-", pc);
+        r.blocks = fa2_mma_blocks(pc->d);
+        hbm_meter_t meter;
+        hbm_reset(&meter);
+        double t0 = now_seconds();
+        const size_t peak = dec_cpu_fdpp(&in, NULL, r.blocks, PAGED_S, phi, out.O, out.L, &meter, redo);
+        r.time_ms = (now_seconds() - t0) * 1e3;
+        r.hbm_model = (double)hbm_total(&meter);
+        long n_redo = 0;
+        double extra = 0;
+        for (int b = 0; b < pc->B; b++)
+            for (int h = 0; h < pc->H; h++)
+                for (int row = 0; row < pc->N_q; row++)
+                    if (redo[attn_l_offset(pc, b, h) + row]) {
+                        n_redo++;
+                        extra += dec_recompute_bytes(pc, NULL, r.blocks, b, row);
+                    }
+        r.hbm_formula = decode_hbm_bytes(pc, NULL, r.blocks, PAGED_S) + extra;
+        if (r.hbm_model != r.hbm_formula)
+            drv_fail(&r, "counted %.0f HBM bytes, decode_hbm_bytes + the recomputed rows' say %.0f", r.hbm_model, r.hbm_formula);
+        if (peak != dec_sram_bytes(pc->d, r.blocks, PAGED_S))
+            drv_fail(&r, "SRAM peak %zu, dec_sram_bytes says %zu", peak, dec_sram_bytes(pc->d, r.blocks, PAGED_S));
+        oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range", "dec.split_range");
+        drv_compare_prev(&r, "split-S4", out.O, o4s.O, nq, tol_cpu_rel_l2(pc->N_kv));
+        drv_blame(&r, "dec.split_range");
+        snprintf(fdpp_note, sizeof fdpp_note, "fdpp-S%d: phi = %.3f (calibrated from the inputs' scores); %ld of %zu rows "
+                 "left the window [phi - %.0f, phi + %.0f] and were recomputed (%.2f%%)", PAGED_S, (double)phi, n_redo, nl,
+                 (double)DEC_PHI_BELOW, (double)DEC_PHI_ABOVE, 100.0 * (double)n_redo / (double)nl);
+        free(redo);
+        dec_out_free(&out);
         rows[n++] = r;
     }
     /* a paged cache, pages shuffled in the pool: the same bits as the contiguous S = 4 */

@@ -7,7 +7,7 @@
 
 #define DEC_PHASE         "phase6"
 #define DEC_CPU_MAX_FLOPS 2e9     /* an exercise build's CPU copy of fa2-mma runs up to here */
-#define DEC_CPU_ROWS_MAX_FLOPS 8e7  /* the CPU rows run a smaller problem like it above (12 rows, ~4 s) */
+#define DEC_CPU_ROWS_MAX_FLOPS 8e7  /* the CPU rows run a smaller problem like it above (13 rows, ~4 s) */
 #define DEC_PAGED_S       4       /* the splits of the CPU's paged and ragged rows      */
 #define DEC_ROWS_MAX      24
 
@@ -23,8 +23,10 @@ void dec_out_free(dec_out_t *o);
  * bytes against decode_hbm_bytes, its SRAM peak against dec_sram_bytes. */
 drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, const char *name,
                         const char *sweep, dec_out_t *out);
-/* The CPU rows of problem pc: phase 4's model, the splits, the paged caches, ragged. */
+/* The CPU rows of problem pc: phase 4's model, the splits, FD++, the paged caches, ragged. */
 int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows);
+/* After dec_cpu_rows: the FD++ row's phi and how many rows it recomputed (one line). */
+const char *dec_fdpp_note(void);
 
 /* FA_SPLITS: the number of splits of every GPU decode row instead of the heuristic's
  * (0: the heuristic). */

@@ -63,6 +63,7 @@ static void explain(const drv_row_t *rows, int n)
         if (drv_passed(&rows[k]))   /* bytes == formula and the output right: the formula's reasons hold */
             printf("  %-9s %.0f bytes: +%.0f (+%.3f%%): each split's own Q read, its partial written and read back\n",
                    rows[k].kernel, rows[k].hbm_model, rows[k].hbm_model - s1->hbm_model, 100.0 * (rows[k].hbm_model / s1->hbm_model - 1.0));
+    if (*dec_fdpp_note()) printf("%s\n", dec_fdpp_note());
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@
 #include "online_softmax.h"
 #include "oracle.h"
 #include "rng.h"
+#include "fp16.h"
 
 static int fails;
 
@@ -173,6 +174,113 @@ static void model_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal
     attn_inputs_free(&in);
 }
 
+/* ---- FlashDecoding++ (decode.h): the unified phi and its fallback ---------------------- */
+enum { FD_NORMAL, FD_PLUS_MINUS_1000, FD_MINUS_1000, FD_OUTLIER, FD_EQUAL };
+static const char *const FD_NAME[] = {"N(0,1) scores", "scores +-1000", "scores all -1000",
+                                      "one huge outlier in head 0", "all scores equal"};
+
+static void set_value(uint16_t *h, float *f, size_t i, float x) { h[i] = f32_to_f16(x); f[i] = f16_to_f32(h[i]); }
+
+/* Scores of a chosen shape (the drawn inputs rewritten, fp16 bits and values together):
+ *   +-1000:  Q all a, each key all +-a (a random sign), so that every score is +-1000;
+ *   -1000:   every key all -a;
+ *   outlier: in KV head 0 of each sequence, key 3 along query head 0's row 0, scaled to a
+ *            score of 40 there (the other heads, and so the calibration's median, are N(0,1));
+ *   equal:   every key the same row, so that every score of a row is the same. */
+static void fd_shape(attn_inputs_t *in, int mode)
+{
+    const attn_problem_t *p = &in->p;
+    const size_t nq = attn_q_elems(p), nk = attn_kv_elems(p);
+    const int d = p->d;
+    const float a = sqrtf(1000.0f / (d * p->scale));
+    if (mode == FD_PLUS_MINUS_1000 || mode == FD_MINUS_1000) {
+        for (size_t i = 0; i < nq; i++) set_value(in->q_h, in->q, i, a);
+        for (size_t r = 0; r < nk / d; r++) {
+            const float sgn = mode == FD_MINUS_1000 || (r * 2654435761u) % 7 < 3 ? -1.0f : 1.0f;
+            for (int k = 0; k < d; k++) set_value(in->k_h, in->k, r * d + k, sgn * a);
+        }
+    } else if (mode == FD_OUTLIER) {
+        for (int b = 0; b < p->B && p->N_kv > 3; b++) {   /* query head 0 reads KV head 0 */
+            const float *q = in->q + attn_q_offset(p, b, 0);
+            float qq = 0;
+            for (int k = 0; k < d; k++) qq += q[k] * q[k];
+            const size_t row = attn_kv_offset(p, b, 0) + 3 * (size_t)d;
+            for (int k = 0; k < d; k++) set_value(in->k_h, in->k, row + k, 40.0f * q[k] / (qq * p->scale));
+        }
+    } else if (mode == FD_EQUAL) {
+        for (size_t r = 0; r < nk / d; r++)
+            for (int k = 0; k < d; k++) set_value(in->k_h, in->k, r * d + k, in->k[k]);
+    }
+}
+
+/* The FD++ model on one shape: O and L vs the oracle, bytes == decode_hbm_bytes + the
+ * recomputed rows', SRAM, and the rows recomputed within [lo, hi]. phi: NAN to calibrate. */
+static void fdpp_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal, int S, int page, int ragged,
+                      int mode, float phi, long lo, long hi)
+{
+    char name[300], why[500] = "";
+    attn_problem_t p = attn_problem(B, H, Hkv, Nq, Nkv, d, causal);
+    attn_inputs_t in;
+    if (attn_inputs_make(&in, &p, 17, false) != 0) { report(0, "alloc", "out of memory"); return; }
+    fd_shape(&in, mode);
+    int *lens = malloc(sizeof(int) * (size_t)B);
+    for (int b = 0; b < B; b++) lens[b] = ragged ? (b == 1 ? 0 : (int)((long)Nkv * (B - b) / B)) : Nkv;
+    dec_paged_t pg;
+    dec_cache_t c = { .seqlens_k = ragged ? lens : NULL };
+    if (page && dec_paged_make(&pg, &in, page, c.seqlens_k, 13) != 0) { report(0, "alloc", "out of memory"); return; }
+    const dec_cache_t *cp = page ? &pg.c : &c;
+    const size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
+    float *O = malloc(nq * 4), *L = malloc(nl * 4);
+    double *Or = malloc(nq * 8), *Lr = malloc(nl * 8);
+    uint8_t *redo = malloc(nl);
+    poison_f32(O, nq); poison_f32(L, nl);
+    attn_blocks_t bl = fa2_mma_blocks(d);
+    if (phi != phi) phi = dec_phi_calibrate(&in, cp);
+    hbm_meter_t meter;
+    hbm_reset(&meter);
+    const size_t peak = dec_cpu_fdpp(&in, cp, bl, S, phi, O, L, &meter, redo);
+    dec_oracle_ragged(&in, c.seqlens_k, Or, Lr);
+    long n_redo = 0;
+    double extra = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int row = 0; row < Nq; row++)
+                if (redo[attn_l_offset(&p, b, h) + row]) { n_redo++; extra += dec_recompute_bytes(&p, cp, bl, b, row); }
+    err_stats_t eO = err_compare(O, Or, nq, tol_cpu()), eL = err_compare(L, Lr, nl, tol_cpu());
+    char tag[200], w1[160], w2[160];
+    snprintf(tag, sizeof tag, "%s, B%d H%d/%d Nq=%d L=%d d%d%s S=%d%s%s phi=%.1f", FD_NAME[mode], B, H, Hkv, Nq, Nkv, d,
+             causal ? " causal" : "", S, page ? " paged" : "", ragged ? " ragged" : "", (double)phi);
+    err_first_bad_str(&eO, d, "O", w1, sizeof w1);
+    err_first_bad_str(&eL, Nq, "L", w2, sizeof w2);
+    snprintf(name, sizeof name, "fd++ model vs oracle (%s)", tag);
+    snprintf(why, sizeof why, "rel L2 O %.2e L %.2e; %s; %s", eO.rel_l2, eL.rel_l2, w1, w2);
+    report(err_pass(&eO, tol_cpu()) && err_pass(&eL, tol_cpu()), name, why);
+    const double counted = (double)hbm_total(&meter), formula = decode_hbm_bytes(&p, cp, bl, S) + extra;
+    snprintf(name, sizeof name, "fd++ bytes == formula + recomputed rows, rows recomputed in [%ld, %ld] (%s)", lo, hi, tag);
+    snprintf(why, sizeof why, "counted %.0f, formula %.0f; SRAM peak %zu of %zu; %ld rows recomputed",
+             counted, formula, peak, dec_sram_bytes(d, bl, S), n_redo);
+    report(counted == formula && peak == dec_sram_bytes(d, bl, S) && n_redo >= lo && n_redo <= hi, name, why);
+    free(O); free(L); free(Or); free(Lr); free(lens); free(redo);
+    if (page) dec_paged_free(&pg);
+    attn_inputs_free(&in);
+}
+
+/* The combine's window rule on hand-made partials: passing the top (+inf), no split
+ * reaching the bottom (every l_s negative), a row with no key (-0 everywhere). */
+static void test_fdpp_combine(void)
+{
+    float us[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, o[4], L;
+    const float ok[2] = {2.0f, -0.5f}, top[2] = {2.0f, INFINITY}, low[2] = {-1e-3f, -2e-3f}, none[2] = {-0.0f, -0.0f};
+    int r = dec_fdpp_combine_row(2, 4, 1.5f, true, ok, us, o, &L);
+    report(r == 1 && fabsf(o[0] - 6.0f / 2.5f) < 1e-6f && fabsf(L - (1.5f + logf(2.5f))) < 1e-6f,
+           "fd++ combine: O = sum u_s / sum |l_s|, L = phi + log sum |l_s| (a split below the window still counts)",
+           "wrong O or L");
+    report(dec_fdpp_combine_row(2, 4, 1.5f, true, top, us, o, &L) == 0, "fd++ combine: a split past the top recomputes the row", "kept");
+    report(dec_fdpp_combine_row(2, 4, 1.5f, true, low, us, o, &L) == 0, "fd++ combine: no split reaching the bottom recomputes the row", "kept");
+    r = dec_fdpp_combine_row(2, 4, 1.5f, false, none, us, o, &L);
+    report(r == 1 && o[0] == 0 && L == INFINITY, "fd++ combine: a row with no key: O = 0, L = +inf, nothing to recompute", "wrong");
+}
+
 /* Claims on the formula (checked against the meter above): S = 1 moves phase 4's bytes;
  * each further split that sees a key costs a head 2 qr d (its own read of Q_i) and every
  * split 8 qr (d + 1) (its partial written, then read back by the combine). */
@@ -255,6 +363,31 @@ int main(void)
     }
     model_case(4, 4, 1, 1, 4097, 64, 0, 8, 0, 1);
     model_case(3, 2, 2, 16, 50, 64, 1, 1, 0, 1);       /* ragged, S = 1: no combine */
+    /* FlashDecoding++: the unified phi calibrated (no row recomputed on N(0,1) scores), then
+     * the adversarial scores through the fallback, on the shapes of the model's cases */
+    test_fdpp_combine();
+    for (int a = 0; a < 3; a++)
+        for (int causal = 0; causal <= 1; causal++)
+            fdpp_case(1, 4, 2, Nqs[a], 1000, 64, causal, 3, 0, 0, FD_NORMAL, NAN, 0, 0);
+    fdpp_case(1, 32, 8, 1, 4097, 128, 0, 4, 0, 0, FD_NORMAL, NAN, 0, 0);
+    fdpp_case(1, 8, 1, 16, 777, 32, 1, 5, 0, 0, FD_NORMAL, NAN, 0, 0);          /* MQA */
+    fdpp_case(1, 4, 2, 20, 7, 64, 1, 2, 0, 0, FD_NORMAL, NAN, 0, 0);            /* rows that see no key */
+    fdpp_case(1, 4, 2, 1, 1, 64, 0, 1, 0, 0, FD_NORMAL, NAN, 0, 0);             /* L = 1, S = 1 */
+    fdpp_case(3, 4, 2, 4, 1000, 128, 1, 4, 64, 1, FD_NORMAL, NAN, 0, 0);        /* paged, ragged, an empty sequence */
+    /* phi fixed at 0 (calibrated elsewhere, as FD++ calibrates offline): +-1000 passes the top
+     * in every row, -1000 reaches no bottom: every row with a key recomputed, and right */
+    fdpp_case(1, 4, 2, 4, 1000, 64, 0, 4, 0, 0, FD_PLUS_MINUS_1000, 0.0f, 16, 16);
+    fdpp_case(1, 4, 2, 4, 1000, 64, 1, 1, 0, 0, FD_PLUS_MINUS_1000, 0.0f, 16, 16);
+    fdpp_case(1, 4, 2, 4, 1000, 64, 0, 4, 0, 0, FD_MINUS_1000, 0.0f, 16, 16);
+    fdpp_case(3, 4, 2, 4, 1000, 128, 1, 4, 16, 1, FD_MINUS_1000, 0.0f, 32, 32);  /* 2 sequences with keys */
+    /* calibrated on the same scores, +-1000 sits inside the window: nothing recomputed */
+    fdpp_case(1, 4, 2, 4, 1000, 64, 0, 4, 0, 0, FD_PLUS_MINUS_1000, NAN, 0, 0);
+    /* one outlier (key 3 of head 0, far above the phi calibrated on the other heads): that
+     * row recomputed, and only it */
+    fdpp_case(1, 4, 4, 1, 1000, 64, 0, 4, 0, 0, FD_OUTLIER, NAN, 1, 1);
+    fdpp_case(2, 8, 8, 1, 4097, 128, 0, 8, 0, 0, FD_OUTLIER, NAN, 2, 2);
+    /* all scores equal: inside the window, O = the mean of V, nothing recomputed */
+    fdpp_case(1, 4, 2, 1, 1000, 64, 0, 4, 0, 0, FD_EQUAL, NAN, 0, 0);
     test_claims();
     return fails ? 1 : 0;
 }

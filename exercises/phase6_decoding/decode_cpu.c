@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fa2.h"
+#include "fp16.h"
 #include "online_softmax.h"
 #include "ref.h"
 #include "rng.h"
@@ -206,8 +207,147 @@ int dec_num_splits(const attn_problem_t *p, bool pack, int slots)
     return dec_num_splits_heuristic(p->B * groups * tiles, slots, (p->N_kv + Bc - 1) / Bc, 128);
 }
 
+/* Key rows [j0, j0 + kr) of sequence b, KV head g, into Kj, Vj (fp16 -> fp32, metered): a
+ * paged cache's table entry is read at the block's first key and at each page boundary
+ * inside it; a row outside the pool (a wrong lookup) reads as zeros, counted in faults and
+ * in the bytes it would have read. */
+static void load_kv_block(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j0, int kr,
+                          const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Kj, float *Vj,
+                          hbm_meter_t *meter)
+{
+    const int d = p->d;
+    const bool paged = c && c->page > 0;
+    for (int cc = 0; cc < kr; cc++) {
+        const int j = j0 + cc;
+        if (paged && (cc == 0 || j % c->page == 0)) hbm_read(meter, sizeof(int));  /* table entry */
+        const size_t row = dec_kv_row(p, c, b, g, j);
+        if (paged && row + d > pool) {   /* a wrong lookup: zeros, counted */
+            if (c->faults) ++*c->faults;
+            memset(Kj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+            memset(Vj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
+            hbm_read(meter, 2 * 2 * (uint64_t)d);   /* the bytes it would have read */
+            continue;
+        }
+        hbm_load_f16(meter, Kj + (size_t)cc * d, Kh + row, (size_t)d);
+        hbm_load_f16(meter, Vj + (size_t)cc * d, Vh + row, (size_t)d);
+    }
+}
+
+/* FD++'s step for one key (Sec. 3.1): the weight against the unified phi (held in s->m, which
+ * never moves), no running max and no rescale; flags records the safe window's two tests
+ * (decode.h). A masked key (x = -inf) adds nothing. */
+enum { FDPP_REACHED = 1, FDPP_PASSED = 2 };
+static void fdpp_push(online_state_t *s, int *flags, float x, const float *v, int d)
+{
+    if (x == -INFINITY) return;
+    const float z = x - s->m;                        /* x - phi */
+    if (z > DEC_PHI_ABOVE) *flags |= FDPP_PASSED;    /* e^z would not fit P's fp16 */
+    if (z >= -DEC_PHI_BELOW) *flags |= FDPP_REACHED; /* the row's weights are not all tiny */
+    const float w = expf(z);
+    s->l += w;
+    for (int k = 0; k < d; k++) s->o[k] += w * v[k];
+}
+
+/* A split's l_s as written, carrying its window flags in its value (decode.h). */
+static float fdpp_signed_l(float l, int flags)
+{
+    if (flags & FDPP_PASSED) return INFINITY;
+    return (flags & FDPP_REACHED) ? l : -l;          /* -0.0f for a split with no key */
+}
+
+int dec_fdpp_combine_row(int S, int d, float phi, bool has_keys, const float *ls, const float *us,
+                         float *o, float *L)
+{
+    float l = 0;
+    bool reached = false;
+    for (int s = 0; s < S; s++) {
+        if (ls[s] == INFINITY) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 0; }   /* passed the top */
+        reached |= ls[s] > 0;
+        l += fabsf(ls[s]);
+    }
+    if (!has_keys) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 1; }   /* no key: O = 0, L = +inf */
+    if (!reached) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 0; }  /* every weight tiny */
+    for (int k = 0; k < d; k++) {   /* per column, so that o may be us itself when S = 1 */
+        float u = 0;
+        for (int s = 0; s < S; s++) u += us[(size_t)s * d + k];
+        o[k] = u / l;
+    }
+    *L = phi + logf(l);
+    return 1;
+}
+
+static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
+                          const float *phi, float *O, float *L, hbm_meter_t *meter, uint8_t *redo);
+
 size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
                float *O, float *L, hbm_meter_t *meter)
+{
+    return dec_cpu_run(in, c, bl, S, NULL, O, L, meter, NULL);
+}
+
+size_t dec_cpu_fdpp(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S, float phi,
+                    float *O, float *L, hbm_meter_t *meter, uint8_t *recomputed)
+{
+    uint8_t *redo = recomputed ? recomputed : xmalloc(attn_l_elems(&in->p), "phase6");
+    const size_t peak = dec_cpu_run(in, c, bl, S, &phi, O, L, meter, redo);
+    if (!recomputed) free(redo);
+    return peak;
+}
+
+/* Does row `row` of a sequence of n keys see any key (causal: bottom-right aligned)? */
+static bool row_has_keys(const attn_problem_t *p, int n, int row)
+{
+    return n > 0 && (!p->causal || (long)row + (n - p->N_q) >= 0);
+}
+
+/* FD++'s fallback for one row: Flash-Decoding's synchronised path, one split over all its
+ * keys with the online softmax (chapter 2's running max), written over the combine's O, L.
+ * Qi, Kj, Vj, st: SRAM tiles of the caller (Qi one row; it takes O's row at the end). */
+static void recompute_row(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int b, int h, int row,
+                          const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Qi, float *Kj, float *Vj,
+                          online_state_t *st, float *O, float *L, hbm_meter_t *meter)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d, Bc = bl.Bc, n = dec_seqlen(p, c, b), g = attn_kv_head(p, h);
+    attn_problem_t pb = *p;
+    pb.N_kv = n;
+    if (c && c->seqlens_k) hbm_read(meter, sizeof(int));   /* seqlens_k[b] */
+    const int kv = visible_keys(p, n, row, 1, Bc);
+    REF(online_state_init)(st, d);
+    if (kv > 0) hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)row * d, (size_t)d);
+    for (int j0 = 0; j0 < kv; j0 += Bc) {
+        const int kr = kv - j0 < Bc ? kv - j0 : Bc;
+        load_kv_block(p, c, b, g, j0, kr, Kh, Vh, pool, Kj, Vj, meter);
+        for (int cc = 0; cc < kr; cc++) {
+            float x = -INFINITY;
+            if (attn_visible(&pb, row, j0 + cc)) {
+                float acc = 0;
+                for (int k = 0; k < d; k++) acc += Qi[k] * Kj[(size_t)cc * d + k];
+                x = acc * p->scale;
+            }
+            REF(online_state_push)(st, x, Vj + (size_t)cc * d, d);
+        }
+    }
+    float Lr;
+    REF(online_state_finish)(st, d, Qi, &Lr);   /* Q_i's tile takes the O row */
+    hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)row * d, Qi, (size_t)d);
+    hbm_store_f32(meter, L + attn_l_offset(p, b, h) + row, &Lr, 1);
+}
+
+double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int bseq, int row)
+{
+    const int d = p->d, Bc = bl.Bc, n = dec_seqlen(p, c, bseq), kv = visible_keys(p, n, row, 1, Bc);
+    double bytes = (c && c->seqlens_k ? 4.0 : 0.0) + (kv > 0 ? 2.0 * d : 0.0) + 4.0 * d * kv + 4.0 * (d + 1);
+    if (c && c->page > 0)   /* a table entry at each block's first key and each page boundary inside it */
+        for (int j0 = 0; j0 < kv; j0 += Bc) {
+            const int kr = kv - j0 < Bc ? kv - j0 : Bc;
+            bytes += 4.0 * (1 + pages_spanned(j0, kr, c->page) - 1);
+        }
+    return bytes;
+}
+
+static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
+                          const float *phi, float *O, float *L, hbm_meter_t *meter, uint8_t *redo)
 {
     const attn_problem_t *p = &in->p;
     const int d = p->d, Br = bl.Br, Bc = bl.Bc;
@@ -245,25 +385,16 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
                     int k0, k1;
                     split_keys(p, n, i0, qr, bl, S, s, &k0, &k1);
                     if (ragged) hbm_read(meter, sizeof(int));            /* seqlens_k[b] */
-                    for (int r = 0; r < qr; r++) REF(online_state_init)(&st[r], d);
+                    for (int r = 0; r < qr; r++) {
+                        REF(online_state_init)(&st[r], d);
+                        if (phi) { st[r].m = *phi; Lt[r] = 0; }   /* FD++: m is phi for good; Lt holds the
+                                                                      row's window flags until it takes l_s */
+                    }
                     if (k1 > k0)
                         hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)i0 * d, (size_t)qr * d);
                     for (int j0 = k0; j0 < k1; j0 += Bc) {            /* phase 4's inner loop */
                         const int kr = k1 - j0 < Bc ? k1 - j0 : Bc;
-                        for (int cc = 0; cc < kr; cc++) {
-                            const int j = j0 + cc;
-                            if (paged && (cc == 0 || j % c->page == 0)) hbm_read(meter, sizeof(int));  /* table entry */
-                            const size_t row = dec_kv_row(p, c, b, g, j);
-                            if (paged && row + d > pool) {   /* a wrong lookup: zeros, counted */
-                                if (c->faults) ++*c->faults;
-                                memset(Kj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
-                                memset(Vj + (size_t)cc * d, 0, sizeof(float) * (size_t)d);
-                                hbm_read(meter, 2 * 2 * (uint64_t)d);   /* the bytes it would have read */
-                                continue;
-                            }
-                            hbm_load_f16(meter, Kj + (size_t)cc * d, Kh + row, (size_t)d);
-                            hbm_load_f16(meter, Vj + (size_t)cc * d, Vh + row, (size_t)d);
-                        }
+                        load_kv_block(p, c, b, g, j0, kr, Kh, Vh, pool, Kj, Vj, meter);
                         for (int r = 0; r < qr; r++)
                             for (int cc = 0; cc < kr; cc++) {
                                 float x = -INFINITY;
@@ -272,12 +403,31 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
                                     for (int k = 0; k < d; k++) acc += Qi[(size_t)r * d + k] * Kj[(size_t)cc * d + k];
                                     x = acc * p->scale;
                                 }
-                                REF(online_state_push)(&st[r], x, Vj + (size_t)cc * d, d);
+                                if (phi) {
+                                    int flags = (int)Lt[r];
+                                    fdpp_push(&st[r], &flags, x, Vj + (size_t)cc * d, d);
+                                    Lt[r] = (float)flags;
+                                } else {
+                                    REF(online_state_push)(&st[r], x, Vj + (size_t)cc * d, d);
+                                }
                             }
                     }
                     /* O_s = O~ / l, L_s = m + log l; a row with no key: O_s = 0 and, as a
-                     * partial, L_s = -inf (an empty sum), as the output L = +inf (S = 1) */
+                     * partial, L_s = -inf (an empty sum), as the output L = +inf (S = 1).
+                     * FD++: the unnormalised u_s and the signed l_s; with S = 1 the combine of
+                     * its one partial, in place. */
                     for (int r = 0; r < qr; r++) {
+                        if (phi) {
+                            memcpy(Ot + (size_t)r * d, st[r].o, sizeof(float) * (size_t)d);
+                            Lt[r] = fdpp_signed_l(st[r].l, (int)Lt[r]);
+                            if (S == 1) {
+                                const float ls = Lt[r];
+                                const size_t lo = attn_l_offset(p, b, h) + (size_t)(i0 + r);
+                                redo[lo] = !dec_fdpp_combine_row(1, d, *phi, row_has_keys(p, n, i0 + r), &ls,
+                                                                 Ot + (size_t)r * d, Ot + (size_t)r * d, &Lt[r]);
+                            }
+                            continue;
+                        }
                         REF(online_state_finish)(&st[r], d, Ot + (size_t)r * d, &Lt[r]);
                         if (S > 1 && Lt[r] == INFINITY) Lt[r] = -INFINITY;
                     }
@@ -318,7 +468,12 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
                             hbm_load_f32(meter, Ls + s, Lpart + (size_t)s * nl + lo, 1);
                             hbm_load_f32(meter, Os + (size_t)s * d, Opart + (size_t)s * nq + oo, (size_t)d);
                         }
-                        dec_combine_row(S, d, Ls, Os, o, Lr);
+                        if (phi) {
+                            const int bnk = dec_seqlen(p, c, b);
+                            redo[lo] = !dec_fdpp_combine_row(S, d, *phi, row_has_keys(p, bnk, i0 + r), Ls, Os, o, Lr);
+                        } else {
+                            dec_combine_row(S, d, Ls, Os, o, Lr);
+                        }
                         hbm_store_f32(meter, O + oo, o, (size_t)d);
                         hbm_store_f32(meter, L + lo, Lr, 1);
                     }
@@ -328,6 +483,23 @@ size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, 
         sram_give_f32(&sram, o, (size_t)d);
         sram_give_f32(&sram, Os, (size_t)S * d);
         sram_give_f32(&sram, Ls, (size_t)S);
+    }
+    /* ---- FD++'s fallback: each row that left the window, recomputed synchronised ---- */
+    if (phi) {
+        float *Q1 = sram_take_f32(&sram, (size_t)d, "Q row");
+        float *K1 = sram_take_f32(&sram, (size_t)Bc * d, "K_j");
+        float *V1 = sram_take_f32(&sram, (size_t)Bc * d, "V_j");
+        online_state_t *s1 = (online_state_t *)(void *)sram_take_f32(&sram, sizeof(online_state_t) / sizeof(float), "m, l, O~");
+        for (int b = 0; b < p->B; b++)
+            for (int h = 0; h < p->H; h++)
+                for (int row = 0; row < p->N_q; row++)
+                    if (redo[attn_l_offset(p, b, h) + row])
+                        recompute_row(in, c, bl, b, h, row, Kh, Vh, pool, Q1, K1, V1, s1, O, L, meter);
+        if (sram.peak > peak) peak = sram.peak;
+        sram_give_f32(&sram, (float *)(void *)s1, sizeof(online_state_t) / sizeof(float));
+        sram_give_f32(&sram, V1, (size_t)Bc * d);
+        sram_give_f32(&sram, K1, (size_t)Bc * d);
+        sram_give_f32(&sram, Q1, (size_t)d);
     }
     free(Opart);
     free(Lpart);
@@ -384,4 +556,46 @@ void dec_paged_free(dec_paged_t *pg)
     free(pg->k);
     free(pg->v);
     memset(pg, 0, sizeof *pg);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+float dec_phi_calibrate(const attn_inputs_t *in, const dec_cache_t *c)
+{
+    enum { ROWS = 64, KEYS = 1024 };
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    const bool paged = c && c->page > 0;
+    const uint16_t *Kh = paged ? c->k_pool : in->k_h;
+    const size_t pool = paged ? (size_t)c->n_pages * p->H_kv * c->page * d : 0;
+    const long R = (long)p->B * p->H * p->N_q;
+    const int rows = R < ROWS ? (int)R : ROWS;
+    float best[ROWS], q[P2_MAX_D];
+    int n_best = 0;
+    for (int t = 0; t < rows; t++) {
+        const long idx = (long)t * R / rows;              /* rows spread through (b, h, row) */
+        const int b = (int)(idx / ((long)p->H * p->N_q)), h = (int)(idx / p->N_q % p->H), row = (int)(idx % p->N_q);
+        const int n = dec_seqlen(p, c, b);
+        if (!row_has_keys(p, n, row)) continue;
+        const long last = p->causal ? (long)row + (n - p->N_q) : n - 1;   /* its last visible key */
+        const int keys = last + 1 < KEYS ? (int)(last + 1) : KEYS;
+        for (int k = 0; k < d; k++) q[k] = f16_to_f32(in->q_h[attn_q_offset(p, b, h) + (size_t)row * d + k]);
+        float m = -INFINITY;
+        for (int u = 0; u < keys; u++) {
+            const int j = (int)((long)u * (last + 1) / keys);   /* keys spread through the cache */
+            const size_t kr = dec_kv_row(p, c, b, attn_kv_head(p, h), j);
+            if (paged && kr + d > pool) continue;   /* a wrong page lookup: the splits count it */
+            float acc = 0;
+            for (int k = 0; k < d; k++) acc += q[k] * f16_to_f32(Kh[kr + k]);
+            m = fmaxf(m, acc * p->scale);
+        }
+        best[n_best++] = m;
+    }
+    if (n_best == 0) return 0.0f;
+    qsort(best, (size_t)n_best, sizeof best[0], cmp_float);
+    return best[n_best / 2];
 }

@@ -602,6 +602,16 @@ def chapter_5_mma2d_wgmma(doc, text, flat):
 def chapter_6():
     doc = "06_decoding.md"
     text = chapter(doc)
+
+    # FlashDecoding++'s CPU row: the printed line and the numbers beside it, from the recorded run
+    fd = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase6/phase6_fdpp_2c9fb9e.csv"))}
+    with open(os.path.join(CPU, "phase6/phase6_run_fdpp_2c9fb9e.txt")) as fh:
+        note = next((line.strip() for line in fh if line.startswith("fdpp-S4: phi")), "")
+    claim("06_decoding.md", "FD++'s printed line", text, note or "(no fdpp line in the recorded run)")
+    claim("06_decoding.md", "FD++'s bytes, split-S4's", text, "{:,}".format(int(fd["fdpp-S4"]["hbm_model"])) + " bytes")
+    report(fd["fdpp-S4"]["hbm_model"] == fd["split-S4"]["hbm_model"], "06_decoding.md: FD++ moved split-S4's bytes (no row recomputed)")
+    claim("06_decoding.md", "FD++'s max abs", " ".join(text.split()), "max abs error %s on O" % fd["fdpp-S4"]["max_abs"])
+    claim("06_decoding.md", "split-S4's max abs", text, "(`split-S4`: %s)" % fd["split-S4"]["max_abs"])
     flat = " ".join(text.split())
     cpu = {r["kernel"]: r for r in rows(os.path.join(CPU, "phase6/phase6.csv"))}
     got = table(text, "| row | HBM bytes | over S = 1 |")

@@ -254,6 +254,13 @@ $(BUILD)/mask_map: $(call obj_of,tools/mask_map.c) $(BUILD)/libcommon.a
 	$(Q)$(CC) $(ALL_CFLAGS) $^ -o $@ $(if $(HAVE_NVCC),$(CUDA_LIBS)) $(ALL_LDLIBS)
 $(eval $(call c_rule,tools/mask_map.c))
 
+# fp8_accuracy: FlashAttention-3's FP8 accuracy table (chapter 4b) from the CPU model
+# phase4_fa2/fa3_fp8.c, linked with phase 4's library like the phase's own driver.
+$(BUILD)/fp8_accuracy: $(call obj_of,phase4_fa2/fp8_accuracy.c) $(phase4_LINK)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(EX),-Wl$(comma)--start-group) $^ $(if $(EX),-Wl$(comma)--end-group) -o $@ $(if $(HAVE_NVCC),$(phase4_CUDA_LDLIBS) $(CUDA_LIBS)) $(ALL_LDLIBS)
+$(eval $(call c_rule,phase4_fa2/fp8_accuracy.c))
+
 # ---- make train-lib: $(BUILD)/libfa_train.so, phase 4's forward and phase 5's backward
 # behind tools/fa_train.h's C API, for tools/train_check.py (PyTorch, through ctypes). The
 # phase libraries are not position-independent, so what it needs is compiled again with
@@ -297,7 +304,7 @@ train-plot:
 .PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map $(BUILD)/fp8_accuracy
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "fp16.h"
+#include "fp8.h"
 #include "hbm.h"
 #include "npy.h"
 #include "problem.h"
@@ -59,6 +60,30 @@ static void test_fp16(void)
            isinf(f16_to_f32(0x7c00)) && isnan(f16_to_f32(f32_to_f16(NAN))) &&
            (f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (f32_to_f16(NAN) & 0x3ff) != 0,
            "fp16: inf and NaN", "inf/NaN not preserved");
+}
+
+/* FP8 E4M3 (fp8.h): every code's value, the round trip, ties to even, saturation, subnormals */
+static void test_fp8(void)
+{
+    char why[160];
+    expect(e4m3_to_f32(0x7e) == 448.0f && e4m3_to_f32(0x08) == 0x1p-6f && e4m3_to_f32(0x01) == 0x1p-9f &&
+           e4m3_to_f32(0x38) == 1.0f && e4m3_to_f32(0xb8) == -1.0f && isnan(e4m3_to_f32(0x7f)),
+           "fp8 e4m3: 448, 2^-6, 2^-9, +-1 and NaN decode", "wrong value");
+    int bad = -1;
+    for (int b = 0; b < 256; b++) {
+        const float x = e4m3_to_f32((uint8_t)b);
+        if (isnan(x)) continue;
+        if (f32_to_e4m3(x) != b) { bad = b; break; }
+    }
+    snprintf(why, sizeof why, "0x%02x does not survive e4m3 -> float -> e4m3", bad);
+    expect(bad < 0, "fp8 e4m3: all 254 non-NaN codes round-trip", why);
+    /* 1 + 1/16 is halfway between 1 and 1.125 -> even (1); 1 + 3/16 -> 1.25; 17 -> 16 (quantum 2) */
+    expect(e4m3_round(1.0625f) == 1.0f && e4m3_round(1.1875f) == 1.25f && e4m3_round(17.0f) == 16.0f &&
+           e4m3_round(1.0626f) == 1.125f, "fp8 e4m3: ties to even, above the tie rounds up", "wrong rounding");
+    expect(e4m3_round(500.0f) == 448.0f && e4m3_round(-1e30f) == -448.0f && e4m3_round(464.0f) == 448.0f,
+           "fp8 e4m3: saturates at +-448 (no infinity)", "not saturated");
+    expect(e4m3_round(0x1p-10f) == 0.0f && e4m3_round(0x1p-10f + 0x1p-20f) == 0x1p-9f &&
+           e4m3_round(3 * 0x1p-10f) == 2 * 0x1p-9f, "fp8 e4m3: subnormals (2^-9 steps) and their ties", "wrong subnormal");
 }
 
 static void test_rng(void)
@@ -402,6 +427,7 @@ static void test_sweep(void)
 int main(void)
 {
     test_fp16();
+    test_fp8();
     test_rng();
     test_check();
     test_check_inf();

@@ -1,5 +1,5 @@
 # phase4_fa2 - FlashAttention-2 forward (Q outer, K/V inner). Included by the top Makefile.
-phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c phase4_fa2/fa2_rows.c phase4_fa2/fa2_sweep.c
+phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c phase4_fa2/fa2_rows.c phase4_fa2/fa2_sweep.c phase4_fa2/fa3_fp8.c
 phase4_MAIN := phase4_fa2/main.c
 phase4_TEST := phase4_fa2/test_phase4.c
 phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgmma.cu

@@ -7,6 +7,8 @@
 #include "check.h"
 #include "fa1.h"
 #include "fa2.h"
+#include "fa3_fp8.h"
+#include "rng.h"
 #include "naive.h"
 #include "oracle.h"
 
@@ -151,8 +153,51 @@ static void test_claims(void)
     report(fa1_nonmatmul_flops(&s, 64) == 37632, "fa1 non-matmul formula, hand count", why);
 }
 
+/* FA3's FP8 model (fa3_fp8.h): the Hadamard transform is orthogonal (norms and dot products
+ * kept), and on FA3's Table 3 inputs the errors keep FA3's order: fp16 far below every fp8
+ * variant, block scales + Hadamard below block scales alone, below one scale a tensor. */
+static void test_fp8_model(void)
+{
+    char why[240];
+    enum { D = 64 };
+    float x[2 * D], y[2 * D], sign[D];
+    rng_t r;
+    rng_seed(&r, 3);
+    for (int k = 0; k < D; k++) sign[k] = rng_u64(&r) & 1 ? 1.0f : -1.0f;
+    for (int k = 0; k < 2 * D; k++) x[k] = y[k] = (float)rng_normal(&r);
+    fp8_hadamard_rows(y, 2, D, sign);
+    double n0 = 0, n1 = 0, d0 = 0, d1 = 0;
+    for (int k = 0; k < D; k++) {
+        n0 += x[k] * x[k]; n1 += y[k] * y[k]; d0 += x[k] * x[D + k]; d1 += y[k] * y[D + k];
+    }
+    snprintf(why, sizeof why, "|x|^2 %.6f -> %.6f, x.x' %.6f -> %.6f", n0, n1, d0, d1);
+    report(fabs(n0 - n1) < 1e-4 * n0 && fabs(d0 - d1) < 1e-4 * sqrt(n0 * n0), "fp8: x diag(s) H / sqrt(d) keeps norms and dot products", why);
+    attn_problem_t p = attn_problem(1, 2, 2, 512, 512, 128, false);
+    attn_inputs_t in;
+    if (attn_inputs_make(&in, &p, 1, false) != 0) { report(0, "fp8 model", "out of memory"); return; }
+    fa3_add_outliers(&in, 2);
+    const size_t n = attn_q_elems(&p);
+    double *ref = malloc(sizeof(double) * n), rmse[FA3_MODES];
+    float *O = malloc(sizeof(float) * n);
+    oracle_fwd(&p, in.q, in.k, in.v, ref, NULL);
+    for (int m = 0; m < FA3_MODES; m++) {
+        fa3_fp8_cpu(&in, (fa3_mode_t)m, 128, 128, 3, O);
+        double se = 0;
+        for (size_t i = 0; i < n; i++) se += ((double)O[i] - ref[i]) * ((double)O[i] - ref[i]);
+        rmse[m] = sqrt(se / (double)n);
+    }
+    snprintf(why, sizeof why, "RMSE fp16 %.3e, fp8 tensor %.3e, block %.3e, block + Hadamard %.3e", rmse[FA3_FP16],
+             rmse[FA3_FP8_TENSOR], rmse[FA3_FP8_BLOCK], rmse[FA3_FP8_BLOCK_HADAMARD]);
+    report(rmse[FA3_FP16] * 100 < rmse[FA3_FP8_BLOCK_HADAMARD] && rmse[FA3_FP8_BLOCK_HADAMARD] < rmse[FA3_FP8_BLOCK] &&
+           rmse[FA3_FP8_BLOCK] < rmse[FA3_FP8_TENSOR],
+           "fp8: FA3's Table 3 order on its inputs (fp16 << block + Hadamard < block < one scale a tensor)", why);
+    free(ref); free(O);
+    attn_inputs_free(&in);
+}
+
 int main(void)
 {
+    test_fp8_model();
     test_range();
     static const int Ns[] = {1, 17, 128, 1000};
     for (int d = 32; d <= 128; d *= 2)

@@ -66,6 +66,12 @@ t_run "mask_map (chapter 4c's figure) counts the tiles as phase 4's census does 
     \"$P4\" --cpu --B 1 --H 1 --N 1024 --d 128 --mask sliding:256 --csv '$T4/mm.csv' |
         grep -q 'tiles of a head: 86 fully masked (skipped, K/V not read), 28 partial (element test), 14 unmasked'"
 t_exit2 "mask_map refuses an unknown mask" "$BUILD/mask_map" diagonal 1024 128 64 "$T4/mm2"
+# FlashAttention-3's FP8 accuracy (chapter 4b): the CPU model's table on FA3's inputs
+t_run "fp8_accuracy: the four modes' errors on FA3's Table 3 inputs (and a CSV)" bash -c "\"$BUILD/fp8_accuracy\" --N 256 --H 2 --d 64 \
+    --csv \"$T4/fp8.csv\" | grep -q 'fp8, block scales + Hadamard' && [ \$(grep -c '^\"' \"$T4/fp8.csv\") -eq 4 ]"
+t_exit2_says "fp8_accuracy refuses a head dimension it has no Hadamard size for" "not supported" "$BUILD/fp8_accuracy" --d 96
+t_exit2_says "fp8_accuracy refuses a problem too large for the CPU" "too large" "$BUILD/fp8_accuracy" --N 1000000
+t_exit2_says "fp8_accuracy refuses --kernel (it has none)" "kernel" "$BUILD/fp8_accuracy" --kernel mma
 t_exit2_says "phase4 rejects an unknown mask" "unknown mask 'diagonal'" "$P4" --cpu --mask diagonal
 t_exit2_says "phase4 rejects a mask's bad parameters" "more than N_kv = 100" "$P4" --cpu --N 100 --mask document:60,60
 t_exit2_says "phase4 rejects --mask beside --causal" "--mask and --causal together" "$P4" --cpu --causal --mask sliding:8

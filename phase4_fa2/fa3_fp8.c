@@ -1,0 +1,156 @@
+/* fa3_fp8.c - FlashAttention-3's FP8 forward as a CPU model (fa3_fp8.h says what and why). */
+#include "fa3_fp8.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fp16.h"
+#include "fp8.h"
+#include "rng.h"
+
+const char *const FA3_MODE_NAME[FA3_MODES] = {"fp16", "fp8, one scale a tensor", "fp8, block scales",
+                                              "fp8, block scales + Hadamard"};
+
+void fp8_hadamard_rows(float *x, size_t rows, int d, const float *sign)
+{
+    const float norm = 1.0f / sqrtf((float)d);
+    for (size_t r = 0; r < rows; r++) {
+        float *v = x + r * (size_t)d;
+        for (int k = 0; k < d; k++) v[k] *= sign[k];
+        for (int h = 1; h < d; h *= 2)            /* log2 d butterflies: (a, b) -> (a + b, a - b) */
+            for (int i = 0; i < d; i += 2 * h)
+                for (int k = i; k < i + h; k++) {
+                    const float a = v[k], b = v[k + h];
+                    v[k] = a + b;
+                    v[k + h] = a - b;
+                }
+        for (int k = 0; k < d; k++) v[k] *= norm;
+    }
+}
+
+void fa3_add_outliers(attn_inputs_t *in, uint64_t seed)
+{
+    rng_t r;
+    rng_seed(&r, seed);
+    uint16_t *h[3] = { in->q_h, in->k_h, in->v_h };
+    float *f[3] = { in->q, in->k, in->v };
+    const size_t n[3] = { attn_q_elems(&in->p), attn_kv_elems(&in->p), attn_kv_elems(&in->p) };
+    for (int t = 0; t < 3; t++)
+        for (size_t i = 0; i < n[t]; i++)
+            if (rng_uniform(&r) < 0.001) {
+                h[t][i] = f32_to_f16(f[t][i] + 10.0f * (float)rng_normal(&r));
+                f[t][i] = f16_to_f32(h[t][i]);
+            }
+}
+
+/* Quantise rows [0, n) of x (n x d, tiles of `tile` rows) in place to e4m3(x / s) and write
+ * each tile's scale s = amax / 448 (1 for an all-zero tile); per_tensor: one scale for all. */
+static void quantise(float *x, size_t n, int d, int tile, int per_tensor, float *scale)
+{
+    const size_t tiles = (n + tile - 1) / tile;
+    float amax_all = 0;
+    for (size_t i = 0; i < n * d; i++) amax_all = fmaxf(amax_all, fabsf(x[i]));
+    for (size_t t = 0; t < tiles; t++) {
+        const size_t r0 = t * tile, r1 = r0 + tile < n ? r0 + tile : n;
+        float amax = 0;
+        for (size_t i = r0 * d; i < r1 * d; i++) amax = fmaxf(amax, fabsf(x[i]));
+        if (per_tensor) amax = amax_all;
+        const float s = amax > 0 ? amax / E4M3_MAX : 1.0f;
+        scale[t] = s;
+        for (size_t i = r0 * d; i < r1 * d; i++) x[i] = e4m3_round(x[i] / s);
+    }
+}
+
+int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d, fp8 = mode != FA3_FP16;
+    if (mode == FA3_FP8_BLOCK_HADAMARD && (d & (d - 1)) != 0) return -1;
+    const size_t nq = (size_t)p->N_q * d, nk = (size_t)p->N_kv * d;
+    const int Tr = (p->N_q + Br - 1) / Br, Tc = (p->N_kv + Bc - 1) / Bc;
+    /* the quantised copies of one head (Q) and one KV head (K, V), their scales, the tiles */
+    float *Q = malloc(sizeof(float) * nq), *K = malloc(sizeof(float) * nk), *V = malloc(sizeof(float) * nk);
+    float *sq = malloc(sizeof(float) * Tr), *sk = malloc(sizeof(float) * Tc), *sv = malloc(sizeof(float) * Tc);
+    float *S = malloc(sizeof(float) * Bc), *Ot = malloc(sizeof(float) * d), sign[4096];
+    if (!Q || !K || !V || !sq || !sk || !sv || !S || !Ot || d > 4096) {
+        free(Q); free(K); free(V); free(sq); free(sk); free(sv); free(S); free(Ot);
+        return -1;
+    }
+    rng_t r;
+    rng_seed(&r, seed);
+    for (int k = 0; k < d; k++) sign[k] = rng_u64(&r) & 1 ? 1.0f : -1.0f;
+    /* per tensor: one amax over the whole tensor, every head */
+    float tensor_amax[3] = { 0, 0, 0 };
+    if (mode == FA3_FP8_TENSOR) {
+        const float *src[3] = { in->q, in->k, in->v };
+        const size_t n[3] = { attn_q_elems(p), attn_kv_elems(p), attn_kv_elems(p) };
+        for (int t = 0; t < 3; t++)
+            for (size_t i = 0; i < n[t]; i++) tensor_amax[t] = fmaxf(tensor_amax[t], fabsf(src[t][i]));
+    }
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->H; h++) {
+            memcpy(Q, in->q + attn_q_offset(p, b, h), sizeof(float) * nq);
+            memcpy(K, in->k + attn_kv_offset(p, b, h), sizeof(float) * nk);
+            memcpy(V, in->v + attn_kv_offset(p, b, h), sizeof(float) * nk);
+            if (mode == FA3_FP8_BLOCK_HADAMARD) {   /* incoherent processing: Q M, K M */
+                fp8_hadamard_rows(Q, (size_t)p->N_q, d, sign);
+                fp8_hadamard_rows(K, (size_t)p->N_kv, d, sign);
+            }
+            if (fp8) {
+                if (mode == FA3_FP8_TENSOR) {   /* the tensor's amax as every tile's */
+                    float *x[3] = { Q, K, V };
+                    const size_t n[3] = { nq, nk, nk };
+                    float *sc[3] = { sq, sk, sv };
+                    const int tiles[3] = { Tr, Tc, Tc };
+                    for (int t = 0; t < 3; t++) {
+                        const float s = tensor_amax[t] > 0 ? tensor_amax[t] / E4M3_MAX : 1.0f;
+                        for (size_t i = 0; i < n[t]; i++) x[t][i] = e4m3_round(x[t][i] / s);
+                        for (int u = 0; u < tiles[t]; u++) sc[t][u] = s;
+                    }
+                } else {
+                    quantise(Q, (size_t)p->N_q, d, Br, 0, sq);
+                    quantise(K, (size_t)p->N_kv, d, Bc, 0, sk);
+                    quantise(V, (size_t)p->N_kv, d, Bc, 0, sv);
+                }
+            } else {
+                for (int u = 0; u < Tr; u++) sq[u] = 1;
+                for (int u = 0; u < Tc; u++) sk[u] = sv[u] = 1;
+            }
+            attn_problem_t ph = *p;
+            for (int i = 0; i < p->N_q; i++) {   /* row by row: FA2's loop over K/V blocks */
+                float m = -INFINITY, l = 0;
+                memset(Ot, 0, sizeof(float) * d);
+                const float *q = Q + (size_t)i * d;
+                for (int j = 0; j < Tc; j++) {
+                    const int j0 = j * Bc, kr = p->N_kv - j0 < Bc ? p->N_kv - j0 : Bc;
+                    float mj = m;
+                    for (int c = 0; c < kr; c++) {
+                        float x = -INFINITY;
+                        if (attn_visible(&ph, i, j0 + c)) {
+                            float acc = 0;
+                            for (int k = 0; k < d; k++) acc += q[k] * K[(size_t)(j0 + c) * d + k];
+                            x = acc * sq[i / Br] * sk[j] * p->scale;
+                        }
+                        S[c] = x;
+                        mj = fmaxf(mj, x);
+                    }
+                    if (mj == -INFINITY) continue;   /* nothing visible yet */
+                    const float alpha = expf(m - mj);
+                    l *= alpha;
+                    for (int k = 0; k < d; k++) Ot[k] *= alpha;
+                    m = mj;
+                    for (int c = 0; c < kr; c++) {
+                        const float pe = expf(S[c] - m);   /* 0 where masked */
+                        l += pe;
+                        const float pq = fp8 ? e4m3_round(pe) : f16_round(pe);
+                        if (pq == 0) continue;
+                        const float w = pq * sv[j];
+                        for (int k = 0; k < d; k++) Ot[k] += w * V[(size_t)(j0 + c) * d + k];
+                    }
+                }
+                float *o = O + attn_q_offset(p, b, h) + (size_t)i * d;
+                for (int k = 0; k < d; k++) o[k] = l > 0 ? Ot[k] / l : 0.0f;
+            }
+        }
+    free(Q); free(K); free(V); free(sq); free(sk); free(sv); free(S); free(Ot);
+    return 0;
+}

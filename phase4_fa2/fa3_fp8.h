@@ -1,0 +1,53 @@
+/* fa3_fp8.h - FlashAttention-3's FP8 forward as a CPU model: what its numbers do, not its
+ * speed (Shah et al., "FlashAttention-3: Fast and Accurate Attention with Asynchrony and
+ * Low-precision", arXiv 2407.08608, Sec. 3.3 and Table 3).
+ *
+ * FP8 E4M3 (common/fp8.h) keeps 3 mantissa bits and a range of 2^-9 .. 448, so a tensor is
+ * stored as e4m3(x / s) with a scale s = amax / 448 that maps its largest magnitude to the
+ * top of the range; a product of two such tensors is rescaled by s_a s_b. Two choices decide
+ * the error:
+ *
+ *   BLOCK QUANTISATION: one scale per Br x d tile of Q and per Bc x d tile of K and V, instead
+ *     of one per tensor, so that one large value costs the precision of its own tile only.
+ *   INCOHERENT PROCESSING: Q and K multiplied by M = H diag(s) first, H the normalised d x d
+ *     Hadamard matrix and s a random vector of +-1. M is orthogonal, so (QM)(KM)^T = QK^T
+ *     exactly in real arithmetic, while an outlier's mass is spread over all d coordinates:
+ *     the tile's amax falls and every other value keeps more of its bits. H x costs
+ *     O(d log d) (the fast Walsh-Hadamard transform, fp8_hadamard_rows).
+ *
+ * The model (per head, Q block of Br rows, K/V blocks of Bc keys, FA2's loop):
+ *   S = (Q_q K_q^T) s_Q s_K scale            fp32 accumulation of fp8 products
+ *   m, l: the online softmax in fp32; P = e^{S - m} in fp32, l += rowsum(P)
+ *   O~ = O~ e^{m_old - m} + e4m3(P) V_q s_V   P rounded to fp8 for the P V product (FA3
+ *                                             casts its P accumulator to e4m3; P <= 1 needs no scale)
+ *   O = O~ / l
+ * FA3_FP16 is the same loop with the fp16 inputs as they are and P rounded to fp16: the fp16
+ * kernels' own rounding, the baseline of Table 3. */
+#ifndef PHASE4_FA3_FP8_H
+#define PHASE4_FA3_FP8_H
+#include <stdint.h>
+#include "problem.h"
+
+typedef enum {
+    FA3_FP16,                /* fp16 Q, K, V; P rounded to fp16                           */
+    FA3_FP8_TENSOR,          /* one scale per tensor (Q, K, V)                            */
+    FA3_FP8_BLOCK,           /* one scale per Br x d tile of Q, Bc x d tile of K and V    */
+    FA3_FP8_BLOCK_HADAMARD,  /* block scales after Q M and K M (incoherent processing)    */
+    FA3_MODES
+} fa3_mode_t;
+
+extern const char *const FA3_MODE_NAME[FA3_MODES];
+
+/* x's rows (rows x d, d a power of 2) <- x_row diag(sign) H / sqrt(d), in place: the fast
+ * Walsh-Hadamard transform, d log2 d additions a row. */
+void fp8_hadamard_rows(float *x, size_t rows, int d, const float *sign);
+
+/* The forward of in's problem in one mode, O [B][H][N_q][d] (fp32). seed draws the signs of
+ * incoherent processing. Returns 0, or -1 when out of memory or d is not a power of 2 with
+ * FA3_FP8_BLOCK_HADAMARD. */
+int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O);
+
+/* FA3's Table 3 inputs: in's N(0,1) draws plus N(0, 100) Bernoulli(0.001) on Q, K and V (an
+ * outlier of standard deviation 10 in one element of a thousand), rounded to fp16 again. */
+void fa3_add_outliers(attn_inputs_t *in, uint64_t seed);
+#endif

@@ -183,6 +183,19 @@ def chapter_4c():
 def chapter_4b():
     doc = "04b_hopper.md"
     text = chapter(doc)
+    # FA3's FP8 accuracy on the CPU model: the table against the three recorded CSVs
+    acc = {}
+    for dd in (64, 128, 256):
+        for r in rows(os.path.join(CPU, "phase4/fp8_accuracy_d%d_611a6c0.csv" % dd)):
+            acc[(r["mode"], dd)] = float(r["rmse"])
+    got = table(text, "| mode | d = 64 | d = 128 | d = 256 |")
+    cells = []
+    for r in got or []:
+        for k, dd in enumerate((64, 128, 256)):
+            cells.append((r[0] + " d=%d" % dd, r[1 + k], acc.get((r[0], dd))))
+    check_table(doc, "FP8 accuracy per mode", got, cells)
+    ratio = [acc[("fp8, block scales + Hadamard", dd)] / acc[("fp8, one scale a tensor", dd)] for dd in (64, 128, 256)]
+    claim(doc, "Hadamard against one scale a tensor", text, span(ratio))
     sweep = rows(os.path.join(H100, "phase4/phase4_sweep_450175c.csv"))
     peers = rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv"))
     T = {(r["kernel"], int(r["d"]), int(r["causal"]), int(r["N_q"])): float(r["tflops"])

@@ -163,7 +163,7 @@ static void usage(const cli_spec_t *s, FILE *f)
                "          %s[--cpu] [--quiet]%s%s [--help]\n\n"
                "  d is one of 16, 32, 64, 128, 256; H must be a multiple of Hkv.\n",
             s->phase, s->summary, s->phase, s->no_dump ? "" : "[--dump dir] ",
-            s->takes_sram ? " [--sram bytes]" : "", s->takes_mask ? " [--mask name[:p,...]]" : "");
+            s->takes_sram ? " [--sram bytes]" : "", s->takes_mask ? " [--mask name[:p,...]]" : s->takes_phi ? " [--phi x]" : "");
     if (s->takes_mask) fprintf(f, "  masks (FlashMask's, common/mask.h): %s\n", mask_known_names());
     if (s->kernels) {
         fprintf(f, "  kernels:");
@@ -186,7 +186,7 @@ static void usage(const cli_spec_t *s, FILE *f)
  * shortened to any prefix that names one option (--it 5); a flag takes no value or one
  * of 1, 0, true, false (--causal=0 turns a phase's causal default off). */
 enum { O_B, O_H, O_HKV, O_N, O_NKV, O_D, O_CAUSAL, O_SEED, O_KERNEL, O_ITERS, O_SWEEP,
-       O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_MASK, O_HELP, O_COUNT };
+       O_CSV, O_DUMP, O_CPU, O_QUIET, O_SRAM, O_MASK, O_PHI, O_HELP, O_COUNT };
 typedef enum { A_FLAG, A_INT, A_TEXT } arg_kind_t;
 static const struct { const char *name; arg_kind_t kind; long long lo, hi; } OPTS[O_COUNT] = {
     [O_B] = {"B", A_INT, 1, INT_MAX},           [O_H] = {"H", A_INT, 1, INT_MAX},
@@ -197,7 +197,8 @@ static const struct { const char *name; arg_kind_t kind; long long lo, hi; } OPT
     [O_SWEEP] = {"sweep", A_FLAG, 0, 0},        [O_CSV] = {"csv", A_TEXT, 0, 0},
     [O_DUMP] = {"dump", A_TEXT, 0, 0},          [O_CPU] = {"cpu", A_FLAG, 0, 0},
     [O_QUIET] = {"quiet", A_FLAG, 0, 0},        [O_SRAM] = {"sram", A_INT, 1024, 1LL << 30},
-    [O_MASK] = {"mask", A_TEXT, 0, 0},          [O_HELP] = {"help", A_FLAG, 0, 0},
+    [O_MASK] = {"mask", A_TEXT, 0, 0},          [O_PHI] = {"phi", A_TEXT, 0, 0},
+    [O_HELP] = {"help", A_FLAG, 0, 0},
 };
 
 /* Why this phase does not take option id, or NULL when it does. */
@@ -207,6 +208,7 @@ static const char *not_taken(const cli_spec_t *spec, int id)
     if (id == O_KERNEL && !spec->kernels) return "there are no kernels to pick from";
     if (id == O_DUMP && spec->no_dump) return "it writes no tensor dump";
     if (id == O_MASK && !spec->takes_mask) return "this phase's kernels have no mask path (--causal is its mask)";
+    if (id == O_PHI && !spec->takes_phi) return "it sets FlashDecoding++'s unified max (phase 6)";
     return NULL;
 }
 
@@ -307,6 +309,15 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         case O_QUIET:  o->quiet = on; break;
         case O_SRAM:   o->sram_bytes = x; break;
         case O_MASK:   mask_spec = v; break;
+        case O_PHI: {
+            char *end;
+            const float f = strtof(v, &end);
+            if (end == v || *end != '\0' || !isfinite(f) || fabsf(f) > 1e4f)
+                cli_die(ph, "--phi needs a finite number of magnitude at most 10^4, got '%s'", v);
+            o->phi = f;
+            o->phi_given = true;
+            break;
+        }
         case O_HELP:   if (on) { usage(spec, stdout); exit(0); } break;
         }
     }

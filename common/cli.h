@@ -52,6 +52,8 @@ typedef struct {
                               probed writable                      */
     const char *dump_dir;  /* NULL: no .npy dump; else probed writable */
     long long sram_bytes;  /* --sram (phases that take it), else 0 */
+    bool  phi_given;       /* --phi (phases that take it): FlashDecoding++'s unified max, */
+    float phi;             /* given instead of calibrated (phase 6)                       */
 } cli_opts_t;
 
 /* What a phase tells the parser about itself. */
@@ -60,6 +62,7 @@ typedef struct {
     const char *summary;           /* one line for --help                          */
     const char *const *kernels;    /* NULL-terminated kernel names, or NULL        */
     bool takes_sram;               /* accept --sram BYTES                          */
+    bool takes_phi;                /* accept --phi X: a finite number, |X| <= 10^4       */
     bool takes_mask;               /* accept --mask NAME[:p,...] (common/mask.h): built
                                       for the problem's N_q x N_kv, o->p.mask_id; a bad
                                       spec, or --causal beside it, exits 2            */

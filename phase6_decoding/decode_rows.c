@@ -101,7 +101,7 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
      * held to the oracle and to split-S4; its bytes are split-S4's plus each recomputed row's */
     {
         dec_out_t out = dec_out_alloc(pc);
-        const float phi = dec_phi_calibrate(&in, NULL);
+        const float phi = o->phi_given ? o->phi : dec_phi_calibrate(&in, NULL);   /* --phi, or from the inputs */
         const size_t nl = attn_l_elems(pc);
         uint8_t *redo = xmalloc(nl, PHASE);
         drv_row_t r = drv_row(dec_row_name("fdpp-S%d", PAGED_S, 0), "cpu", "-", pc);
@@ -129,8 +129,9 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range", "dec.split_range");
         drv_compare_prev(&r, "split-S4", out.O, o4s.O, nq, tol_cpu_rel_l2(pc->N_kv));
         drv_blame(&r, "dec.split_range");
-        snprintf(fdpp_note, sizeof fdpp_note, "fdpp-S%d: phi = %.3f (calibrated from the inputs' scores); %ld of %zu rows "
-                 "left the window [phi - %.0f, phi + %.0f] and were recomputed (%.2f%%)", PAGED_S, (double)phi, n_redo, nl,
+        snprintf(fdpp_note, sizeof fdpp_note, "fdpp-S%d: phi = %.3f (%s); %ld of %zu rows "
+                 "left the window [phi - %.0f, phi + %.0f] and were recomputed (%.2f%%)", PAGED_S, (double)phi,
+                 o->phi_given ? "given by --phi" : "calibrated from the inputs' scores", n_redo, nl,
                  (double)DEC_PHI_BELOW, (double)DEC_PHI_ABOVE, 100.0 * (double)n_redo / (double)nl);
         free(redo);
         dec_out_free(&out);

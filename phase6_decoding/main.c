@@ -51,7 +51,8 @@ static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .defaults = { .B = 1, .H = 32, .H_kv = 8, .N_q = 1, .N_kv = 4096, .d = 128 },
     .default_sweep_csv = "results/phase6/phase6_sweep.csv",
     /* the CPU part: the problem of the options at each L (bounded); the GPU part its own */
-    .sweep_takes = "B H Hkv N d causal iters seed" };
+    .sweep_takes = "B H Hkv N d causal iters seed",
+    .takes_phi = true };   /* --phi: FlashDecoding++'s unified max for the fdpp row, not calibrated */
 
 /* What a split costs, in the bytes of the rows just run. */
 static void explain(const drv_row_t *rows, int n)

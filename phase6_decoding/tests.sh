@@ -34,6 +34,18 @@ t_bounded "phase6 --cpu --sweep --B 12 --H 64: within 10 s and 2 GB, says the pr
     \"$P6\" --cpu --sweep --B 12 --H 64 --csv \"$T6/b1.csv\" | grep -q 'CPU sweep: the CPU runs B=1 H=2 Hkv=2 .* for B=12 H=64'"
 t_bounded "phase6 --cpu --sweep --B 2000000 --N 1 --d 16: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --B 2000000 --N 1 --d 16 --csv "$T6/b2.csv"
 t_bounded "phase6 --cpu --sweep --N 100000 --d 256 --causal: within 10 s and 2 GB" 10 2048 "$P6" --cpu --sweep --quiet --N 100000 --d 256 --causal --csv "$T6/b3.csv"
+# FlashDecoding++'s phi: calibrated (no row recomputed on N(0,1) scores), or given by --phi;
+# a phi far from the scores sends every row through the fallback, and every row still PASSes
+t_run "phase6 fdpp-S4: phi calibrated from the inputs, no row recomputed" bash -c "\"$P6\" --cpu --csv \"$T6/f1.csv\" \
+    | grep -q 'fdpp-S4: phi = .* (calibrated from the inputs.*); 0 of 32 rows' && grep -q '^fdpp-S4,.*,PASS,' \"$T6/f1.csv\""
+t_run "phase6 --phi 100: every row left the window, recomputed, and right" bash -c "\"$P6\" --cpu --phi 100 --csv \"$T6/f2.csv\" \
+    | grep -q 'fdpp-S4: phi = 100.000 (given by --phi); 32 of 32 rows' && grep -q '^fdpp-S4,.*,PASS,' \"$T6/f2.csv\""
+t_run "phase6 --phi -50 --causal --N 4: every row recomputed, and right" bash -c "\"$P6\" --cpu --phi -50 --causal --N 4 --csv \"$T6/f3.csv\" \
+    | grep -q '128 of 128 rows' && grep -q '^fdpp-S4,.*,PASS,' \"$T6/f3.csv\""
+t_exit2_says "phase6 rejects a --phi that is not a finite number" "phi needs a finite number" "$P6" --cpu --phi nan
+t_exit2_says "phase6 rejects --phi beyond 10^4" "phi needs a finite number" "$P6" --cpu --phi 1e5
+t_exit2_says "phase4 refuses --phi (phase 6's)" "not taken here" "$BUILD/phase4" --cpu --phi 3
+t_exit2_says "phase6 --sweep refuses --phi" "sweep.*ignores --phi" "$P6" --sweep --phi 3
 t_exit2_says "phase6 rejects FA_SPLITS=0 (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=0 "$P6" --cpu
 t_exit2_says "phase6 rejects FA_SPLITS=abc (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=abc "$P6" --cpu
 t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"

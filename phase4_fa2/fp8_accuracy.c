@@ -41,7 +41,7 @@ int main(int argc, char **argv)
     double *ref = malloc(sizeof(double) * n);
     float *O = malloc(sizeof(float) * n);
     if (!ref || !O) { fprintf(stderr, "fp8_accuracy: out of host memory\n"); return 1; }
-    oracle_fwd(p, in.q, in.k, in.v, ref, NULL);
+    REF(oracle_fwd)(p, in.q, in.k, in.v, ref, NULL);   /* the reference, whatever phase 0 holds (common/ref.h) */
     machine_info_t mi;
     machine_info_cpu(&mi);
     FILE *csv = csv_open(o.csv_path, SPEC.phase, &mi, argc, argv, "mode,B,H,H_kv,N_q,N_kv,d,causal,Br,Bc,rmse,rmse_vs_fp16,rel_l2,max_abs");

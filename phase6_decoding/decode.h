@@ -144,6 +144,11 @@ size_t dec_cpu_fdpp(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t
  * table entries), O and L written. FD++'s bytes are decode_hbm_bytes() plus this for each
  * recomputed row. */
 double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int bseq, int row);
+/* FD++'s closed form: decode_hbm_bytes() plus dec_recompute_bytes() of each row that
+ * recomputed marks ([B][H][N_q], as dec_cpu_fdpp writes it); *n_recomputed (may be NULL)
+ * gets their number. */
+double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S,
+                          const uint8_t *recomputed, long *n_recomputed);
 
 /* The closed form above, by tensor (all B x H heads). */
 typedef struct { double read_q, read_kv, read_table, read_seqlens, write_part, read_part,

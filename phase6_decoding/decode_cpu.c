@@ -366,6 +366,22 @@ double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_b
     return bytes;
 }
 
+double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S,
+                          const uint8_t *recomputed, long *n_recomputed)
+{
+    double bytes = decode_hbm_bytes(p, c, bl, S);
+    long n = 0;
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->H; h++)
+            for (int row = 0; row < p->N_q; row++)
+                if (recomputed[attn_l_offset(p, b, h) + row]) {
+                    n++;
+                    bytes += dec_recompute_bytes(p, c, bl, b, row);
+                }
+    if (n_recomputed) *n_recomputed = n;
+    return bytes;
+}
+
 static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
                           const float *phi, float *O, float *L, hbm_meter_t *meter, uint8_t *redo)
 {

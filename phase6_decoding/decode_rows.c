@@ -38,8 +38,10 @@ dec_out_t dec_out_alloc(const attn_problem_t *p)
 }
 void dec_out_free(dec_out_t *o) { free(o->O); free(o->L); }
 
-drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, const char *name,
-                        const char *sweep, dec_out_t *out)
+/* One run of the split model (phi NULL) or FD++'s (phi, recomputed): timed, its counted bytes
+ * against the closed form, its SRAM peak against dec_sram_bytes. */
+static drv_row_t run_model(const attn_inputs_t *in, const dec_cache_t *c, int S, const float *phi, const char *name,
+                           const char *sweep, dec_out_t *out, uint8_t *recomputed)
 {
     const attn_problem_t *p = &in->p;
     drv_row_t r = drv_row(name, "cpu", sweep, p);
@@ -47,17 +49,31 @@ drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, co
     hbm_meter_t meter;
     hbm_reset(&meter);
     double t0 = now_seconds();
-    size_t peak = dec_cpu(in, c, r.blocks, S, out->O, out->L, &meter);
+    size_t peak = phi ? dec_cpu_fdpp(in, c, r.blocks, S, *phi, out->O, out->L, &meter, recomputed)
+                      : dec_cpu(in, c, r.blocks, S, out->O, out->L, &meter);
     r.time_ms = (now_seconds() - t0) * 1e3;
     r.hbm_model = (double)hbm_total(&meter);
-    r.hbm_formula = decode_hbm_bytes(p, c, r.blocks, S);
+    r.hbm_formula = phi ? dec_fdpp_hbm_bytes(p, c, r.blocks, S, recomputed, NULL) : decode_hbm_bytes(p, c, r.blocks, S);
     if (r.hbm_model != r.hbm_formula)
-        drv_fail(&r, "counted %.0f HBM bytes, decode_hbm_bytes says %.0f", r.hbm_model, r.hbm_formula);
+        drv_fail(&r, "counted %.0f HBM bytes, %s says %.0f", r.hbm_model,
+                 phi ? "decode_hbm_bytes + the recomputed rows'" : "decode_hbm_bytes", r.hbm_formula);
     if (peak != dec_sram_bytes(p->d, r.blocks, S))
         drv_fail(&r, "SRAM peak %zu, dec_sram_bytes says %zu", peak, dec_sram_bytes(p->d, r.blocks, S));
     drv_blame(&r, "dec.split_range");
     dec_check_split_range(&r, p->N_kv, r.blocks.Bc, S);
     return r;
+}
+
+drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, const char *name,
+                        const char *sweep, dec_out_t *out)
+{
+    return run_model(in, c, S, NULL, name, sweep, out, NULL);
+}
+
+drv_row_t dec_run_fdpp(const attn_inputs_t *in, const dec_cache_t *c, int S, float phi, const char *name,
+                       const char *sweep, dec_out_t *out, uint8_t *recomputed)
+{
+    return run_model(in, c, S, &phi, name, sweep, out, recomputed);
 }
 
 int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
@@ -104,31 +120,11 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         const float phi = o->phi_given ? o->phi : dec_phi_calibrate(&in, NULL);   /* --phi, or from the inputs */
         const size_t nl = attn_l_elems(pc);
         uint8_t *redo = xmalloc(nl, PHASE);
-        drv_row_t r = drv_row(dec_row_name("fdpp-S%d", PAGED_S, 0), "cpu", "-", pc);
-        r.blocks = fa2_mma_blocks(pc->d);
-        hbm_meter_t meter;
-        hbm_reset(&meter);
-        double t0 = now_seconds();
-        const size_t peak = dec_cpu_fdpp(&in, NULL, r.blocks, PAGED_S, phi, out.O, out.L, &meter, redo);
-        r.time_ms = (now_seconds() - t0) * 1e3;
-        r.hbm_model = (double)hbm_total(&meter);
+        drv_row_t r = dec_run_fdpp(&in, NULL, PAGED_S, phi, dec_row_name("fdpp-S%d", PAGED_S, 0), "-", &out, redo);
         long n_redo = 0;
-        double extra = 0;
-        for (int b = 0; b < pc->B; b++)
-            for (int h = 0; h < pc->H; h++)
-                for (int row = 0; row < pc->N_q; row++)
-                    if (redo[attn_l_offset(pc, b, h) + row]) {
-                        n_redo++;
-                        extra += dec_recompute_bytes(pc, NULL, r.blocks, b, row);
-                    }
-        r.hbm_formula = decode_hbm_bytes(pc, NULL, r.blocks, PAGED_S) + extra;
-        if (r.hbm_model != r.hbm_formula)
-            drv_fail(&r, "counted %.0f HBM bytes, decode_hbm_bytes + the recomputed rows' say %.0f", r.hbm_model, r.hbm_formula);
-        if (peak != dec_sram_bytes(pc->d, r.blocks, PAGED_S))
-            drv_fail(&r, "SRAM peak %zu, dec_sram_bytes says %zu", peak, dec_sram_bytes(pc->d, r.blocks, PAGED_S));
+        for (size_t k = 0; k < nl; k++) n_redo += redo[k];
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range", "dec.split_range");
         drv_compare_prev(&r, "split-S4", out.O, o4s.O, nq, tol_cpu_rel_l2(pc->N_kv));
-        drv_blame(&r, "dec.split_range");
         snprintf(fdpp_note, sizeof fdpp_note, "fdpp-S%d: phi = %.3f (%s); %ld of %zu rows "
                  "left the window [phi - %.0f, phi + %.0f] and were recomputed (%.2f%%)", PAGED_S, (double)phi,
                  o->phi_given ? "given by --phi" : "calibrated from the inputs' scores", n_redo, nl,

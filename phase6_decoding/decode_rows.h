@@ -23,6 +23,10 @@ void dec_out_free(dec_out_t *o);
  * bytes against decode_hbm_bytes, its SRAM peak against dec_sram_bytes. */
 drv_row_t dec_run_split(const attn_inputs_t *in, const dec_cache_t *c, int S, const char *name,
                         const char *sweep, dec_out_t *out);
+/* The same for FlashDecoding++'s model with the unified max phi (dec_cpu_fdpp): its bytes held
+ * to dec_fdpp_hbm_bytes; the rows it recomputed in recomputed [B][H][N_q]. */
+drv_row_t dec_run_fdpp(const attn_inputs_t *in, const dec_cache_t *c, int S, float phi, const char *name,
+                       const char *sweep, dec_out_t *out, uint8_t *recomputed);
 /* The CPU rows of problem pc: phase 4's model, the splits, FD++, the paged caches, ragged. */
 int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows);
 /* After dec_cpu_rows: the FD++ row's phi and how many rows it recomputed (one line). */

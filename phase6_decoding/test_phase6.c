@@ -241,11 +241,7 @@ static void fdpp_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal,
     const size_t peak = dec_cpu_fdpp(&in, cp, bl, S, phi, O, L, &meter, redo);
     dec_oracle_ragged(&in, c.seqlens_k, Or, Lr);
     long n_redo = 0;
-    double extra = 0;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int row = 0; row < Nq; row++)
-                if (redo[attn_l_offset(&p, b, h) + row]) { n_redo++; extra += dec_recompute_bytes(&p, cp, bl, b, row); }
+    const double formula = dec_fdpp_hbm_bytes(&p, cp, bl, S, redo, &n_redo);
     err_stats_t eO = err_compare(O, Or, nq, tol_cpu()), eL = err_compare(L, Lr, nl, tol_cpu());
     char tag[200], w1[160], w2[160];
     snprintf(tag, sizeof tag, "%s, B%d H%d/%d Nq=%d L=%d d%d%s S=%d%s%s phi=%.1f", FD_NAME[mode], B, H, Hkv, Nq, Nkv, d,
@@ -255,7 +251,7 @@ static void fdpp_case(int B, int H, int Hkv, int Nq, int Nkv, int d, int causal,
     snprintf(name, sizeof name, "fd++ model vs oracle (%s)", tag);
     snprintf(why, sizeof why, "rel L2 O %.2e L %.2e; %s; %s", eO.rel_l2, eL.rel_l2, w1, w2);
     report(err_pass(&eO, tol_cpu()) && err_pass(&eL, tol_cpu()), name, why);
-    const double counted = (double)hbm_total(&meter), formula = decode_hbm_bytes(&p, cp, bl, S) + extra;
+    const double counted = (double)hbm_total(&meter);
     snprintf(name, sizeof name, "fd++ bytes == formula + recomputed rows, rows recomputed in [%ld, %ld] (%s)", lo, hi, tag);
     snprintf(why, sizeof why, "counted %.0f, formula %.0f; SRAM peak %zu of %zu; %ld rows recomputed",
              counted, formula, peak, dec_sram_bytes(d, bl, S), n_redo);

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include "cuda_check.cuh"
 #include "mask_gpu.h"
+#include "warp_reduce.cuh"
 
 /* The vectors are an input of the problem, like Q, K and V: uploaded when a launch first
  * sees this mask (the checked run, before any timed one), then reused. */
@@ -54,10 +55,8 @@ __global__ void mask_blocks_kernel(const int32_t *runs, int N_kv, int Bc, int n_
         const int32_t *v = runs + (size_t)k * N_kv;
         int32_t lo = INT_MAX, hi = INT_MIN;
         for (int j = j0 + lane; j < j1; j += 32) { lo = min(lo, v[j]); hi = max(hi, v[j]); }
-        for (int off = 16; off > 0; off /= 2) {
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, off));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, off));
-        }
+        lo = warp_min(lo);
+        hi = warp_max(hi);
         if (lane == 0) { blk[(2 * k) * n_blocks + c] = lo; blk[(2 * k + 1) * n_blocks + c] = hi; }
     }
 }
@@ -91,7 +90,7 @@ __global__ void __launch_bounds__(1024) mask_order_kernel(const int32_t *blk, in
         const int r0 = i * Br, r1 = min(N_q, r0 + Br);
         int n = 0;
         for (int c = lane; c < Tc; c += 32) n += mask_tile_class_at(blk, Tc, r0, r1, c) != MASK_TILE_FULLY_MASKED;
-        for (int off = 16; off > 0; off /= 2) n += __shfl_xor_sync(0xffffffffu, n, off);
+        n = warp_sum(n);
         if (lane == 0) tiles[i] = n;
     }
     __syncthreads();

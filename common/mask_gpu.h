@@ -28,4 +28,15 @@ const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, int Br, int
 #ifdef __cplusplus
 }
 #endif
+
+/* With a mask, the Q block and the (batch, head) a thread block takes, from its linear index
+ * in a grid of Tr x BH blocks: rank linear / BH of mask_gpu_order's list (the last Q block
+ * first when there is none), head linear % BH. Rank major, head minor: the long Q blocks of
+ * every head start before any short one, and the last to start are the shortest. */
+static inline MASK_HD void mask_block_of(int linear, int BH, int Tr, const int32_t *order, int *q_block, int *bh)
+{
+    const int rank = linear / BH;
+    *q_block = order ? order[rank] : Tr - 1 - rank;
+    *bh = linear % BH;
+}
 #endif

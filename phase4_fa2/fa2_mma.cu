@@ -95,13 +95,15 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
     /* causal: the longest Q blocks (the last ones) first, so the short ones fill the tail.
      * With a mask the lengths follow the mask, not the row: morder (mask_gpu_order) lists the
-     * Q blocks longest first, and the thread blocks take them rank by rank across every head
-     * (the linear block index: rank major, head minor), so the long ones of every head start
-     * before any short one, and the last to start are the shortest. */
-    const int linear = blockIdx.x + blockIdx.y * gridDim.x, BH = p.B * p.H;
-    const int mb = MASKED ? linear / BH : MFIRST ? blockIdx.x : blockIdx.y;
-    const int bh = MASKED ? linear % BH : MFIRST ? blockIdx.y : blockIdx.x;
-    const int i = MASKED && morder ? morder[mb] : p.causal || MASKED ? Tr - 1 - mb : mb;
+     * Q blocks longest first, taken rank by rank across every head (mask_block_of). */
+    int i, bh;
+    if (MASKED) {
+        mask_block_of(blockIdx.x + blockIdx.y * gridDim.x, p.B * p.H, Tr, morder, &i, &bh);
+    } else {
+        const int mb = MFIRST ? blockIdx.x : blockIdx.y;
+        bh = MFIRST ? blockIdx.y : blockIdx.x;
+        i = p.causal ? Tr - 1 - mb : mb;
+    }
     const int b = bh / p.H, h = bh % p.H;
     const __half *Q = Qg + attn_q_offset(&p, b, h) + (size_t)i * BR * D;
     const __half *K = Kg + attn_kv_offset(&p, b, h), *V = Vg + attn_kv_offset(&p, b, h);
@@ -126,15 +128,6 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
      * the loop reads a byte, not the 8 values (visit_all, the driver's test of the counters:
      * every tile visited, every element tested) */
     uint8_t *tile_class = smem + C::SMEM;
-    if (MASKED) {
-        for (int jj = threadIdx.x; jj < Tc; jj += THREADS)
-            tile_class[jj] = visit_all(vis) ? MASK_TILE_PARTIAL
-                                            : mask_tile_class_at(mblk, Tc, i0, i0 + min(BR, p.N_q - i0), jj);
-        __syncthreads();   /* every tile's class is in shared memory */
-        int jj = 0;
-        while (jj < Tc && tile_class[jj] == MASK_TILE_FULLY_MASKED) jj++;
-        n_blocks = jj < Tc;   /* 0: no tile to visit; the visits are counted in the loop below */
-    }
     /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked */
     auto next_block = [&](int j) {
         if (MASKED)
@@ -142,6 +135,15 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         else j++;
         return j;
     };
+    int j_first = 0;   /* the first K/V block visited: 0 but with a mask */
+    if (MASKED) {
+        for (int jj = threadIdx.x; jj < Tc; jj += THREADS)
+            tile_class[jj] = visit_all(vis) ? MASK_TILE_PARTIAL
+                                            : mask_tile_class_at(mblk, Tc, i0, i0 + min(BR, p.N_q - i0), jj);
+        __syncthreads();   /* every tile's class is in shared memory */
+        j_first = next_block(-1);
+        n_blocks = j_first < Tc;   /* 0: no tile to visit; the visits are counted in the loop below */
+    }
     if (visit_all(vis)) n_blocks = Tc;
     /* this thread's rows: m-tile mtile (of MT), x = 0 / 1 -> row0 + 16 mtile + 8 x */
     const int row0 = i0 + warp * 16 * MT + g;
@@ -154,7 +156,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     }
 
     /* Alg. 1 l.4: Q_i, and the first K (and V) block, into shared memory */
-    int j = MASKED ? next_block(-1) : 0;   /* the first K/V block visited: 0 but with a mask */
+    int j = j_first;
     cp_async_tile<D, LDH, THREADS>(Qs, Q, BR, p.N_q - i0);
     cp_async_tile<D, LDH, THREADS>(Ks, K + (size_t)j * BC * D, BC, p.N_kv - j * BC);
     if (STAGES == 2) cp_async_tile<D, LDH, THREADS>(Vs, V + (size_t)j * BC * D, BC, p.N_kv - j * BC);

@@ -509,11 +509,9 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
     /* longest first: causal, the last Q block first; with a mask, as fa2-mma, the order of
-     * mask_gpu_order taken rank by rank across every head (rank major, head minor) */
-    const int linear = blockIdx.x + blockIdx.y * gridDim.x;
-    const int rank = MASKED ? linear / (int)gridDim.y : (int)blockIdx.x;
-    const int bh = MASKED ? linear % (int)gridDim.y : (int)blockIdx.y;
-    const int i = MASKED && args.morder ? args.morder[rank] : p.causal || MASKED ? Tr - 1 - rank : rank;
+     * mask_gpu_order taken rank by rank across every head (mask_block_of) */
+    int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x, bh = blockIdx.y;
+    if (MASKED) mask_block_of(blockIdx.x + blockIdx.y * gridDim.x, gridDim.y, Tr, args.morder, &i, &bh);
     const int b = bh / p.H, h = bh % p.H;
     const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
     float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);

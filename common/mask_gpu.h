@@ -39,4 +39,18 @@ static inline MASK_HD void mask_block_of(int linear, int BH, int Tr, const int32
     *q_block = order ? order[rank] : Tr - 1 - rank;
     *bh = linear % BH;
 }
+
+#ifdef __CUDACC__
+/* Asks L1 for the column runs of K/V block j (Bc columns of 16 bytes, {LTS, LTE, UTS, UTE}:
+ * Bc / 8 lines of 128 bytes), a line a lane of the calling warp, one block ahead of the
+ * element test that reads them. Without it that test waits on L2 (ncu: long-scoreboard
+ * stalls): the kernels' shared memory leaves L1 too small to keep a head's runs. */
+template <int BC>
+__device__ __forceinline__ void mask_prefetch_columns(const int32_t *mcols, int j, int N_kv, int lane)
+{
+    static_assert(BC / 8 <= 32, "a line a lane");
+    const int col = j * BC + lane * 8;
+    if (lane < BC / 8 && col < N_kv) asm volatile("prefetch.global.L1 [%0];" ::"l"(mcols + 4 * (size_t)col));
+}
+#endif
 #endif

@@ -160,49 +160,70 @@ __device__ __forceinline__ void issue_s(float (&s)[BC / 64][32], const unsigned 
     wgmma_commit();
 }
 
-/* FlashMask's element test on a partial tile (FlashMask Sec. 4; mask.h's mask_row_visible):
- * S = -inf where row i lies in one of key column j's two masked runs, and past N_kv. A
- * thread's 2 rows share each of its columns, so one 16-byte load of the column's
- * {LTS, LTE, UTS, UTE} serves both:
+/* FlashMask's element test on a partial tile (FlashMask Sec. 4; mask.h's mask_row_visible),
+ * as one bit an S element: bit 4 n8 + 2 x + c of keep[sub] says whether row row0 + 8 x may
+ * see key j Bc + 64 sub + 8 n8 + 2 t + c (a key past N_kv may not). A thread's 2 rows share
+ * each of its columns, so one 16-byte load of the column's {LTS, LTE, UTS, UTE} serves both:
  *
  *            64 keys of s[sub]: thread t holds columns 8 n8 + 2t, + 1 (n8 = 0..7)
  *   row0     . . x x . . x x ...     s[sub][4 n8 + c]       (x: in a masked run)
  *   row0 + 8 . . . x . . x x ...     s[sub][4 n8 + 2 + c]
- *                  ^ one int4 a column: 16 loads a thread per 64 keys */
+ *                  ^ one int4 a column: 16 loads a thread per 64 keys
+ *
+ * The bits need no S: attend_block computes them while the tensor cores compute S = Q K^T,
+ * so the loads and the 4 comparisons an element (as many integer instructions as the
+ * softmax's exp2 and max together) run under the product, and after the wait each element
+ * costs one select (mask_apply). */
 template <int BC>
-__device__ __forceinline__ void mask_partial_tile(float (&s)[BC / 64][32], int j, int row0, const attn_problem_t &p,
-                                                  int t, const int4 *mcols)
+__device__ __forceinline__ void mask_keep_bits(uint32_t (&keep)[BC / 64], int j, int row0, const attn_problem_t &p,
+                                               int t, const int4 *mcols)
 {
 #pragma unroll
-    for (int sub = 0; sub < BC / 64; sub++)
+    for (int sub = 0; sub < BC / 64; sub++) {
+        uint32_t bits = 0;
 #pragma unroll
         for (int n8 = 0; n8 < 8; n8++)
 #pragma unroll
             for (int c = 0; c < 2; c++) {
                 const int col = j * BC + 64 * sub + 8 * n8 + 2 * t + c;
-                const int4 r = col < p.N_kv ? __ldg(mcols + col) : make_int4(0, 0, 0, 0);
+                if (col < p.N_kv) {
+                    const int4 r = __ldg(mcols + col);
 #pragma unroll
-                for (int x = 0; x < 2; x++)
-                    if (col >= p.N_kv || !mask_row_visible(r.x, r.y, r.z, r.w, row0 + 8 * x))
-                        s[sub][4 * n8 + 2 * x + c] = -INFINITY;
+                    for (int x = 0; x < 2; x++)
+                        bits |= (uint32_t)mask_row_visible(r.x, r.y, r.z, r.w, row0 + 8 * x) << (4 * n8 + 2 * x + c);
+                }
             }
+        keep[sub] = bits;
+    }
+}
+
+/* S = -inf where mask_keep_bits said the row may not see the key */
+template <int BC>
+__device__ __forceinline__ void mask_apply(float (&s)[BC / 64][32], const uint32_t *keep)
+{
+#pragma unroll
+    for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+        for (int e = 0; e < 32; e++)
+            if (!((keep[sub] >> e) & 1u)) s[sub][e] = -INFINITY;
 }
 
 /* the mask, the online softmax and the rescale of O~ for block j; P~ into A registers.
  * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
- * (the mask test). MASKED: FlashMask's mask instead of the causal rule, the element test on
- * partial tiles (and a tail block) only; an unmasked tile does no mask work. */
+ * (the mask test). MASKED: FlashMask's mask instead of the causal rule, applied from the
+ * keep bits (mask_keep_bits) on partial tiles (and a tail block) only, test set; an
+ * unmasked tile does no mask work. */
 template <int D, bool SKIP, int BC, bool MASKED = false>
 __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], uint32_t (&pa)[BC / 16][4], int j,
                                               int row0, int first_row, const attn_problem_t &p, float sl2, int t,
-                                              bool partial = false, const int4 *mcols = nullptr)
+                                              bool test = false, const uint32_t *keep = nullptr)
 {
     const int shift = p.N_kv - p.N_q;
     /* the mask, on the blocks that cross the diagonal or N_kv; s[sub][4 n8 + e] is row
      * row0 + 8 (e / 2), key j Bc + 64 sub + 8 n8 + 2 t + e % 2 (wgmma.cuh's picture) */
     const long last_key = (long)(j + 1) * BC - 1;
     if constexpr (MASKED) {
-        if (last_key >= p.N_kv || partial) mask_partial_tile<BC>(s, j, row0, p, t, mcols);
+        if (test) mask_apply<BC>(s, keep);
     } else if (last_key >= p.N_kv || (p.causal && (!SKIP || last_key > (long)first_row + shift))) {
 #pragma unroll
         for (int sub = 0; sub < BC / 64; sub++)
@@ -277,11 +298,15 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
 {
     float s[BC / 64][32];
     uint32_t pa[BC / 16][4];
+    uint32_t keep[BC / 64];   /* MASKED: the element test's bits */
+    const bool test = MASKED && (partial || (long)(j + 1) * BC > p.N_kv);   /* a partial or tail tile */
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
     issue_s<D, BC>(s, Qt, Kj);
     if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    if constexpr (MASKED)
+        if (test) mask_keep_bits<BC>(keep, j, row0, p, t, mcols);   /* under the product S = Q K^T */
     wgmma_wait<0>();
-    softmax_block<D, SKIP, BC, MASKED>(st, s, pa, j, row0, first_row, p, sl2, t, partial, mcols);
+    softmax_block<D, SKIP, BC, MASKED>(st, s, pa, j, row0, first_row, p, sl2, t, test, keep);
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
     issue_pv<D, BC>(st, pa, Vj);
     if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
@@ -455,7 +480,7 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
  *   visited j:    0 1 2       6 7     v = 0 1 2 3 4: slots 0 1 2 0 1 (STAGES = 3)
  *
  * so the ring's parities count visited blocks, not j. A fully masked K/V block is never
- * loaded; a partial one gets the element test (mask_partial_tile), an unmasked one none. */
+ * loaded; a partial one gets the element test (mask_keep_bits, mask_apply), an unmasked one none. */
 #define WS_CONSUMERS 2
 #define WS_THREADS (WG_THREADS * (1 + WS_CONSUMERS))
 #define WS_BR (64 * WS_CONSUMERS)
@@ -594,8 +619,11 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     if constexpr (MASKED) {   /* the producer's sequence: visit v in slot v % STAGES */
         int v = 0;
         auto next = [&](int j) { return __shfl_sync(0xffffffffu, next_kv_block<true>(tile_class, j, Tc), 0); };
-        for (int j = next(-1); j < Tc; j = next(j), v++) {
+        for (int j = next(-1), jn; j < Tc; j = jn, v++) {
             const int st = v % C::STAGES;
+            jn = next(j);
+            if (warp == 0 && jn < Tc && tile_class[jn] == MASK_TILE_PARTIAL)   /* the next element test's runs */
+                mask_prefetch_columns<BC>(reinterpret_cast<const int32_t *>(args.mcols), jn, p.N_kv, lane);
             mbar_wait(full + st, (v / C::STAGES) & 1);
             const bool partial = __shfl_sync(0xffffffffu, tile_class[j], 0) == MASK_TILE_PARTIAL;
             attend_block<D, SKIP, BC, true>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t,

@@ -25,6 +25,8 @@ FlashMask does and as our rows do (common/problem.c attn_flops_fwd): forward 4 d
 backward 2.5 times that.
 
 Rows: impl,mode,spec,B,H,N,d,density,time_ms,tflops,note - the spec quoted (it holds commas).
+MASK_PEERS_MODES ("fwd bwd") and MASK_PEERS_IMPLS ("flex sdpa-dense") pick a part (as
+tools/ncu_pairs.sh's masks set does, to profile Flex's forward kernel alone).
 """
 import os
 import subprocess
@@ -91,7 +93,7 @@ def main(argv):
             out.write(sdpa_peer.header("masks (peers)", sys.argv,
                                        peer="flex_attention (torch.compile, BlockMask of our vectors) and SDPA (dense bool mask)"))
             out.write(COLUMNS)
-        for mode in ("fwd", "bwd"):
+        for mode in os.environ.get("MASK_PEERS_MODES", "fwd bwd").split():
             grad = mode == "bwd"
             q = torch.randn(B, H, N, d, device=dev, dtype=dt, requires_grad=grad)
             k, v = (torch.randn(B, H, N, d, device=dev, dtype=dt, requires_grad=grad) for _ in range(2))
@@ -105,7 +107,7 @@ def main(argv):
                 fl = 4.0 * d * pairs * B * H * sdpa_peer.MODE_FLOPS[mode]
                 density = pairs / (float(N) * N)
                 runs_t.copy_(torch.from_numpy(runs))
-                for impl in ("flex", "sdpa-dense"):
+                for impl in os.environ.get("MASK_PEERS_IMPLS", "flex sdpa-dense").split():
                     t, note, extra = float("nan"), "", None
                     try:
                         if impl == "flex":

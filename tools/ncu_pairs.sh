@@ -13,6 +13,9 @@
 #   bwd2d phase 5's mma2d, d=128 and d=64            FA2's and cuDNN's backward (and wgmma-ws at d=64)
 #   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
 #         wgmma-dq, wgmma-ws), mma2d, d=128, 64
+#   masks phase 4's masked fa2-mma and wgmma-ws,      FlexAttention's forward (Triton) on the
+#         d=128, N=8192: random_eviction (most      same masks (tools/mask_peers.py)
+#         tiles partial), sliding:1024 (short rows)
 #
 # $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
 # ncu_SET.txt, the side-by-side table; the tables are printed last.
@@ -91,6 +94,18 @@ set_bwdh() {
     pair cudnnb64     "$CUDNN_BWD" $PEER bwd cudnn 2,32,32,8192,8192,64,0
     table bwdh wgmma128 wgmmadq128 wgmmaws128 mma2d128 fa2b128 cudnnb128 wgmma64 wgmmadq64 wgmmaws64 cudnnb64
 }
+set_masks() {
+    local s="--B 1 --H 16 --N 8192 --d 128" m n
+    for m in random_eviction:7 sliding:1024; do
+        n=${m%%:*}
+        pair ws_$n   'fa2_wgmma_ws_kernel<\(int\)128, \(bool\)1, \(int\)0, \(int\)128, \(bool\)1>' \
+            build/phase4 --kernel wgmma-ws $s --mask "$m" $(q)
+        pair mma_$n  'fa2_mma_kernel<\(int\)128,.*\(bool\)1, \(bool\)1>' build/phase4 --kernel mma $s --mask "$m" $(q)
+        pair flex_$n 'triton_tem' env MASK_PEERS_MODES=fwd MASK_PEERS_IMPLS=flex MAP=build/mask_map \
+            $PY tools/mask_peers.py "$T/peer_$n.csv" 1 16 8192 128 "$m"
+    done
+    table masks ws_random_eviction mma_random_eviction flex_random_eviction ws_sliding mma_sliding flex_sliding
+}
 set_bwd2d() {
     local s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
     pair mma2d128     'bwd_mma2d_kernel<\(int\)128,' build/phase5 --kernel mma2d $s128 $(q)
@@ -113,7 +128,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, hopper, bwdh)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, hopper, bwdh, masks)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

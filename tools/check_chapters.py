@@ -117,64 +117,80 @@ def chapter_4c():
         for k in range(4):
             cells.append((spec + " " + ("density", "fully", "partial", "unmasked")[k], r[1 + k], None if want is None else want[k]))
     check_table(doc, "the tile census at N = 8192", got, cells)
-    # the masks sweep of record: ours beside FlexAttention and dense SDPA (H200, one call)
-    merged = rows(os.path.join(H200, "masks/masks_8d5496d.csv"))
-    M = {(r["spec"], r["d"]): r for r in merged}
+    # the masks sweeps of record: ours beside FlexAttention and dense SDPA (H100, one call a point)
+    merged = rows(os.path.join(H100, "masks/masks_abb770b.csv"))
+    merged16 = rows(os.path.join(H100, "masks/masks_16k_abb770b.csv"))
     num = ["density", "fwd_tflops", None, "flex_fwd", "sdpa_dense_fwd", "fwd_vs_flex", "fwd_vs_sdpa", "fwd_vs_causal",
            "bwd_tflops", None, "flex_bwd", "bwd_vs_flex", "bwd_vs_causal"]
-    for d in ("128", "64"):
-        got = table(text, "| mask (d = %s) | density | forward | kernel |" % d)
-        cells = []
-        for r in got or []:
-            spec = r[0].strip("`")
-            want = M.get((spec, d))
-            for k, col in enumerate(num):
-                lab = "%s d=%s %s" % (spec, d, col or ("fwd_kernel" if k == 2 else "bwd_kernel"))
-                if col is None:   # the kernel's name: text, equal or not
-                    ok = want is not None and r[1 + k] == want["fwd_kernel" if k == 2 else "bwd_kernel"]
-                    cells.append((lab, "1" if ok else "0", 1.0))
-                else:
-                    cells.append((lab, r[1 + k], None if want is None or want[col] == "" else float(want[col])))
-        if got is not None and len(got) != len([1 for r in merged if r["d"] == d]):
-            cells.append(("rows: %d of %d masks" % (len(got), len(merged) // 2), "", None))
-        check_table(doc, "ours beside the peers at d = " + d, got, cells)
+    for recs, N, title in ((merged, "", "N = 8192"), (merged16, ", N = 16384", "N = 16384")):
+        M = {(r["spec"], r["d"]): r for r in recs}
+        for d in ("128", "64"):
+            got = table(text, "| mask (d = %s%s) | density | forward | kernel |" % (d, N))
+            cells = []
+            for r in got or []:
+                spec = r[0].strip("`")
+                want = M.get((spec, d))
+                for k, col in enumerate(num):
+                    lab = "%s d=%s %s" % (spec, d, col or ("fwd_kernel" if k == 2 else "bwd_kernel"))
+                    if col is None:   # the kernel's name: text, equal or not
+                        ok = want is not None and r[1 + k] == want["fwd_kernel" if k == 2 else "bwd_kernel"]
+                        cells.append((lab, "1" if ok else "0", 1.0))
+                    else:
+                        cells.append((lab, r[1 + k], None if want is None or want[col] == "" else float(want[col])))
+            if got is not None and len(got) != len([1 for r in recs if r["d"] == d]):
+                cells.append(("rows: %d of %d masks" % (len(got), len(recs) // 2), "", None))
+            check_table(doc, "ours beside the peers at d = %s, %s" % (d, title), got, cells)
 
-    def col(name, pick=lambda r: True):
-        return [float(r[name]) for r in merged if pick(r)]
+    def col(name, pick=lambda r: True, recs=merged):
+        return [float(r[name]) for r in recs if pick(r)]
     dens = lambda lo, hi: (lambda r: lo <= float(r["density"]) <= hi)
+    at = lambda d, also=lambda r: True: (lambda r: r["d"] == d and also(r))
     long_runs = ("causal", "prefix_lm_causal:2048", "qk_sparse:2048,1024,4096,1024")
     others = lambda r: r["spec"] not in long_runs and r["spec"] != "full"
+    fast_bwd = lambda r: float(r["bwd_vs_flex"]) >= 1.2
     claim(doc, "dense SDPA at density <= 0.12", text, span(col("fwd_vs_sdpa", dens(0, 0.12)), 1))
     claim(doc, "dense SDPA at density 0.2-0.25", text, span(col("fwd_vs_sdpa", dens(0.2, 0.25)), 1))
-    claim(doc, "the backward against Flex", text, span(col("bwd_vs_flex")))
-    claim(doc, "the backward against Flex at density <= 0.12", text, span(col("bwd_vs_flex", dens(0, 0.12))))
-    claim(doc, "the forward against Flex at d = 64", text, span(col("fwd_vs_flex", lambda r: r["d"] == "64")))
-    claim(doc, "the forward's leads at d = 128", text,
-          span(col("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) >= 1)))
-    claim(doc, "the forward's misses at d = 128", text,
-          span(col("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) < 1)))
+    claim(doc, "dense SDPA at density <= 0.25, N = 16384", text, span(col("fwd_vs_sdpa", dens(0, 0.25), merged16), 1))
+    claim(doc, "the forward against Flex at d = 64", text, span(col("fwd_vs_flex", at("64"))))
+    claim(doc, "the forward against Flex at d = 128, random_eviction aside", text,
+          span(col("fwd_vs_flex", at("128", lambda r: r["spec"] != "random_eviction:7"))))
+    claim(doc, "the forward on random_eviction at d = 128", text,
+          "%.2fx on `random_eviction`" % col("fwd_vs_flex", at("128", lambda r: r["spec"] == "random_eviction:7"))[0])
+    claim(doc, "the forward against Flex at d = 64, N = 16384", text, span(col("fwd_vs_flex", at("64"), merged16)))
+    claim(doc, "the forward against Flex at d = 128, N = 16384, sliding aside", text,
+          span(col("fwd_vs_flex", at("128", lambda r: r["spec"] != "sliding:1024"), merged16)))
+    claim(doc, "the forward on sliding at d = 128, N = 16384", text,
+          "`sliding:1024` at %.2fx" % col("fwd_vs_flex", at("128", lambda r: r["spec"] == "sliding:1024"), merged16)[0])
+    claim(doc, "the backward against Flex at d = 128", text, span(col("bwd_vs_flex", at("128"))))
+    claim(doc, "the backward against Flex at d = 128, N = 16384", text, span(col("bwd_vs_flex", at("128"), merged16)))
+    claim(doc, "the backward against Flex at d = 64, sparse masks", text, span(col("bwd_vs_flex", at("64", fast_bwd))))
+    claim(doc, "the backward against Flex at d = 64, long runs", text,
+          span(col("bwd_vs_flex", at("64", lambda r: not fast_bwd(r)))))
     claim(doc, "long runs, backward vs causal", text, span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "long runs, forward vs causal", text, span(col("fwd_vs_causal", lambda r: r["spec"] in long_runs)))
     claim(doc, "the other eight vs causal", text, span(col("fwd_vs_causal", others) + col("bwd_vs_causal", others)))
-    # the three later steps of wgmma-ws's mask path, both trees timed in one call
-    chk = {}
-    with open(os.path.join(H200, "masks/masks_check_bcceb72.txt")) as fh:
-        for line in fh:
-            m = re.match(r"(8d5496d|now)\s+(\S+) (mma|wgmma-ws) ([\d.]+) ([\d.]+) PASS", line)
-            if m:
-                chk[(m.group(1), m.group(2), m.group(3))] = (float(m.group(4)), float(m.group(5)))
-    got = table(text, "| mask (d = 128) | `mma` before | `mma` now |")
-    cells = []
-    for r in got or []:
-        spec = r[0].strip("`")
-        g = lambda t, k, i: chk[(t, spec, k)][i] if (t, spec, k) in chk else None
-        cells += [(spec + " mma before", r[1], g("8d5496d", "mma", 1)), (spec + " mma now", r[2], g("now", "mma", 1)),
-                  (spec + " ws before", r[3], g("8d5496d", "wgmma-ws", 1)), (spec + " ws now", r[4], g("now", "wgmma-ws", 1)),
-                  (spec + " ws now/before", r[5], None if g("now", "wgmma-ws", 0) is None
-                   else g("8d5496d", "wgmma-ws", 0) / g("now", "wgmma-ws", 0))]
-    check_table(doc, "wgmma-ws's mask path, before and after", got, cells)
+    # the element test's two steps, each tree beside 15afc94 in one call
+    for name, path, header in (("the keep bits", "masks/masks_check_keepbits.txt", "| mask | d | `mma` before | `mma` bits |"),
+                               ("bits + prefetch", "masks/masks_check_abb770b.txt", "| mask | d | `mma` before | `mma` bits + prefetch |")):
+        chk = {}
+        with open(os.path.join(H100, path)) as fh:
+            for line in fh:
+                m = re.match(r"(15afc94|now)\s+(\d+) (\S+) (mma|wgmma-ws) ([\d.]+) ([\d.]+) PASS", line)
+                if m:
+                    chk[(m.group(1), m.group(2), m.group(3), m.group(4))] = (float(m.group(5)), float(m.group(6)))
+        got = table(text, header)
+        cells = []
+        for r in got or []:
+            spec, d = r[0].strip("`"), r[1]
+            g = lambda t, k, i: chk[(t, d, spec, k)][i] if (t, d, spec, k) in chk else None
+            cells += [(spec + " mma before", r[2], g("15afc94", "mma", 1)), (spec + " mma after", r[3], g("now", "mma", 1)),
+                      (spec + " ws before", r[4], g("15afc94", "wgmma-ws", 1)), (spec + " ws after", r[5], g("now", "wgmma-ws", 1)),
+                      (spec + " ws after/before", r[6], None if g("now", "wgmma-ws", 0) is None
+                       else g("15afc94", "wgmma-ws", 0) / g("now", "wgmma-ws", 0))]
+        check_table(doc, "the element test's steps: " + name, got, cells)
     text5 = chapter("05_backward.md")   # chapter 5's section quotes the same record
-    claim("05_backward.md", "the masked backward against Flex", text5, span(col("bwd_vs_flex")))
+    claim("05_backward.md", "the masked backward against Flex, d = 128", text5, span(col("bwd_vs_flex", at("128"))))
+    claim("05_backward.md", "the masked backward against Flex, d = 64", text5, span(col("bwd_vs_flex", at("64"))))
     claim("05_backward.md", "the masked backward vs causal, long runs", text5,
           span(col("bwd_vs_causal", lambda r: r["spec"] in long_runs)))
 
@@ -811,13 +827,14 @@ def readme():
         T[("wgmma-ws", 128, 1)] / Q[("cudnn", 128, 1)], T[("wgmma-ws", 64, 1)] / Q[("cudnn", 64, 1)]))
     claim("README.md", "decode beside SDPA", flat, "beside PyTorch SDPA's faster backend %s over the whole sweep (B = 1 and 8, MHA and GQA 32:8, L = 1k-256k; %s from L = 4096 on)" % (
         span(v.values()), span([x for k, x in v.items() if k[2] >= 4096])))
-    M = rows(os.path.join(H200, "masks/masks_8d5496d.csv"))
+    M = rows(os.path.join(H100, "masks/masks_abb770b.csv"))
     f = lambda name, pick: [float(r[name]) for r in M if pick(r)]
-    claim("README.md", "4c's masks row", flat, "backward (`wgmma-ws`) %s Flex's on every mask; forward %s Flex's at d = 64 and %s on nine "
-          "masks at d = 128 (%s on `random_eviction`, `global_sliding`, `causal_blockwise`); %s dense SDPA at density <= 0.12" % (
-              span(f("bwd_vs_flex", lambda r: True)), span(f("fwd_vs_flex", lambda r: r["d"] == "64")),
-              span(f("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) >= 1)),
-              span(f("fwd_vs_flex", lambda r: r["d"] == "128" and float(r["fwd_vs_flex"]) < 1)),
+    claim("README.md", "4c's masks row", flat, "forward %s Flex's at d = 64 and %s on 11 masks at d = 128 (%.2fx on `random_eviction`); "
+          "backward (`wgmma-ws`) %s Flex's at d = 128, %s at d = 64; %s dense SDPA at density <= 0.12" % (
+              span(f("fwd_vs_flex", lambda r: r["d"] == "64")),
+              span(f("fwd_vs_flex", lambda r: r["d"] == "128" and r["spec"] != "random_eviction:7")),
+              f("fwd_vs_flex", lambda r: r["d"] == "128" and r["spec"] == "random_eviction:7")[0],
+              span(f("bwd_vs_flex", lambda r: r["d"] == "128")), span(f("bwd_vs_flex", lambda r: r["d"] == "64")),
               span(f("fwd_vs_sdpa", lambda r: float(r["density"]) <= 0.12), 1)))
 
 

@@ -18,6 +18,12 @@
  *                                                      build/phase6 --kernel ragged
  *   combine      one warp per query row: L = log sum_s e^{L_s}, O = sum_s e^{L_s - L} O_s
  *                (launched after split when S > 1)
+ *   fdpp         FlashDecoding++ (decode.h): split-pack with the unified max phi instead of
+ *                a running max: no rescale of O~ in the loop, the warps' merge a plain sum;
+ *                the partials are u_s and l_s carrying the safe window's flags; then the
+ *                FD++ combine (a sum and a divide: dec_fdpp_combine_kernel) flags each row
+ *                that left the window, and dec_recompute_kernel redoes those rows with the
+ *                online softmax                       build/phase6 --kernel fdpp
  *
  * Why the tensor cores for a problem with 1..16 query rows: decoding is memory-bound
  * (every K/V element read once is used by G x N_q rows), so the arithmetic unit matters
@@ -35,6 +41,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
 #include "visits.cuh"
@@ -75,6 +82,7 @@ struct DecArgs {
     float *O, *L;                 /* S = 1: the outputs                               */
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
+    float phi;                    /* FDPP: the unified max, in units of scale q.k        */
     gpu_visits_t vis;             /* counts[split] += the K/V tiles it visited          */
 };
 
@@ -146,7 +154,7 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
 
 /* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
  * without packing, a (batch, KV head) with it). */
-template <int D, bool PAGED>
+template <int D, bool PAGED, bool FDPP = false>
 __global__ void __launch_bounds__(DTHREADS)
 dec_split_kernel(const DecArgs a)
 {
@@ -169,8 +177,10 @@ dec_split_kernel(const DecArgs a)
     const size_t row_base = ((size_t)b * p.H + h0) * p.N_q + r0;
     const size_t nq_rows = (size_t)p.B * p.H * p.N_q;
     const int n = a.seqlens ? a.seqlens[b] : p.N_kv;       /* this sequence's keys */
-    float *Odst = a.S == 1 ? a.O + row_base * D : a.Opart + ((size_t)s * nq_rows + row_base) * D;
-    float *Ldst = a.S == 1 ? a.L + row_base : a.Lpart + (size_t)s * nq_rows + row_base;
+    /* FDPP writes partials even for S = 1: its combine decides which rows to recompute */
+    const bool to_output = a.S == 1 && !FDPP;
+    float *Odst = to_output ? a.O + row_base * D : a.Opart + ((size_t)s * nq_rows + row_base) * D;
+    float *Ldst = to_output ? a.L + row_base : a.Lpart + (size_t)s * nq_rows + row_base;
 
     /* the keys [k0, k1) of split s: whole blocks of the model's Bc (dec_split_range) */
     int k0, k1;
@@ -189,9 +199,10 @@ dec_split_kernel(const DecArgs a)
     }
     if (visit_all(a.vis)) { k0 = 0; k1 = n; }
     if (tid == 0 && k1 > k0) visit_count(a.vis, s, (k1 - k0 + BK - 1) / BK);   /* the driver holds it to dec_split_range() */
-    if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf) */
+    if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf);
+                         FDPP: u_s = 0 and l_s = -0 (no key, none reached the window's bottom) */
         for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
-        for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = a.S == 1 ? INFINITY : -INFINITY;
+        for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = FDPP ? -0.0f : to_output ? INFINITY : -INFINITY;
         return;
     }
 
@@ -222,6 +233,11 @@ dec_split_kernel(const DecArgs a)
     uint32_t qf[D / 16][4];               /* Q's 16 rows as A fragments                    */
     float o[D / 8][4];                    /* this warp's O~: 16 rows x D, fp32              */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
+    /* FDPP: the weights are 2^(sl2 S - phi2), phi2 = phi log2(e); the safe window's tests in
+     * the same base-2 units; win[x]: bit 1 a score reached the bottom, bit 2 one passed the top */
+    const float phi2 = a.phi * 1.4426950408889634f;
+    const float above2 = DEC_PHI_ABOVE * 1.4426950408889634f, below2 = DEC_PHI_BELOW * 1.4426950408889634f;
+    int win[2] = {0, 0};
 #pragma unroll
     for (int nn = 0; nn < D / 8; nn++) o[nn][0] = o[nn][1] = o[nn][2] = o[nn][3] = 0.0f;
 
@@ -268,8 +284,26 @@ dec_split_kernel(const DecArgs a)
                     if (col >= k1 || col > lim[e / 2]) sc[nn][e] = -INFINITY;
                 }
         }
-        /* the online softmax of rows g, g + 8 (the quad's 4 lanes hold a row's 16 keys) */
+        /* the online softmax of rows g, g + 8 (the quad's 4 lanes hold a row's 16 keys);
+         * FDPP: against the fixed phi, no max and no rescale (FlashDecoding++ Sec. 3.1) */
         float alpha[2];
+        if constexpr (FDPP) {
+#pragma unroll
+            for (int x = 0; x < 2; x++) {
+                float row_sum = 0.0f;
+#pragma unroll
+                for (int nn = 0; nn < 2; nn++)
+#pragma unroll
+                    for (int e = 2 * x; e <= 2 * x + 1; e++) {
+                        const float z2 = fmaf(sc[nn][e], sl2, -phi2);   /* (x - phi) log2(e); -inf when masked */
+                        win[x] |= (z2 >= -below2 ? 1 : 0) | (z2 > above2 ? 2 : 0);
+                        sc[nn][e] = dex2(z2);
+                        row_sum += sc[nn][e];
+                    }
+                l_i[x] += row_sum;
+                alpha[x] = 1.0f;
+            }
+        } else
 #pragma unroll
         for (int x = 0; x < 2; x++) {
             float mx = fmaxf(m_i[x], fmaxf(fmaxf(sc[0][2 * x], sc[0][2 * x + 1]), fmaxf(sc[1][2 * x], sc[1][2 * x + 1])));
@@ -299,7 +333,7 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 float *acc = o[2 * n2 + h];
-                acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1];
+                if (!FDPP) { acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1]; }
                 mma_16816(acc, pa, bf + 2 * h);
             }
         }
@@ -319,10 +353,21 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
         for (int nn = 0; nn < D / 8; nn++)
             *reinterpret_cast<float2 *>(Om + ((size_t)warp * ROWS + r) * D + nn * 8 + 2 * t) = make_float2(o[nn][2 * x], o[nn][2 * x + 1]);
+        if (FDPP) {   /* the quad's window flags; m carries them (FDPP has no max) */
+            win[x] |= __shfl_xor_sync(0xffffffffu, win[x], 1);
+            win[x] |= __shfl_xor_sync(0xffffffffu, win[x], 2);
+            m_i[x] = (float)win[x];
+        }
         if (t == 0) { Mm[warp * ROWS + r] = m_i[x]; Lm[warp * ROWS + r] = l_i[x]; }
     }
     __syncthreads();   /* every warp's O~, m, l are in shared memory */
-    if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
+    if (FDPP && tid < ROWS) {   /* FD++'s merge of the warps: sums; l_s signed by the window (decode.h) */
+        int w_or = 0;
+        float l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) { w_or |= (int)Mm[w * ROWS + tid]; l += Lm[w * ROWS + tid]; Wm[w * ROWS + tid] = 1.0f; }
+        Lrow[tid] = (w_or & 2) ? INFINITY : (w_or & 1) ? l : -l;
+    } else if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
         float mx = -INFINITY;
 #pragma unroll
         for (int w = 0; w < DWARPS; w++) mx = fmaxf(mx, Mm[w * ROWS + tid]);
@@ -404,6 +449,134 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
 #pragma unroll
     for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
     if (lane == 0) L[row] = lse;
+}
+
+/* ---- FlashDecoding++ (decode.h): its combine and its fallback ------------------------- */
+
+/* Does row q (of N_q) of sequence b see any key (causal: bottom-right on its own length)? */
+__device__ __forceinline__ bool row_has_keys(const attn_problem_t &p, const int *seqlens, int b, int q, int *n_out)
+{
+    const int n = seqlens ? seqlens[b] : p.N_kv;
+    *n_out = n;
+    return n > 0 && (!p.causal || q + (n - p.N_q) >= 0);
+}
+
+__device__ int dec_fdpp_redo_d;   /* rows recomputed since dec_gpu_fdpp_recomputed() last read it */
+
+/* FD++'s combine (decode_cpu.c's dec_fdpp_combine_row), one warp per query row: no max and
+ * no exponentials, O = (sum_s u_s) / (sum_s l_s), L = phi + log sum_s l_s. A row where a split
+ * passed the window's top (l_s = +inf), or that has a key but where no split reached its
+ * bottom (every l_s <= 0), is flagged in redo[] for dec_recompute_kernel (and counted); a row
+ * with no key is O = 0, L = +inf. Every row's flag is written, so redo needs no reset. */
+template <int D>
+__global__ void __launch_bounds__(DTHREADS)
+dec_fdpp_combine_kernel(attn_problem_t p, const int *seqlens, int S, int nrows, float phi, const float *Opart,
+                        const float *Lpart, float *O, float *L, uint8_t *redo)
+{
+    const int lane = threadIdx.x % 32, row = blockIdx.x * DWARPS + threadIdx.x / 32;
+    if (row >= nrows) return;   /* warp-uniform */
+    const size_t nq = (size_t)nrows * D;
+    bool passed = false, reached = false;
+    float l = 0.0f;
+    for (int s = lane; s < S; s += 32) {
+        const float ls = Lpart[(size_t)s * nrows + row];
+        passed |= ls == INFINITY;
+        reached |= ls > 0.0f;
+        l += fabsf(ls);
+    }
+    passed = __any_sync(0xffffffffu, passed);
+    reached = __any_sync(0xffffffffu, reached);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    int n;
+    const bool has = row_has_keys(p, seqlens, row / (p.H * p.N_q), row % p.N_q, &n);
+    const bool again = has && (passed || !reached);
+    if (lane == 0) {
+        redo[row] = again;
+        if (again) atomicAdd(&dec_fdpp_redo_d, 1);
+    }
+    if (again) return;   /* dec_recompute_kernel writes the row */
+    float acc[D / 32];
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
+    if (has) {
+#pragma unroll 8
+        for (int s = 0; s < S; ++s) {
+            const float *Us = Opart + (size_t)s * nq + (size_t)row * D;
+#pragma unroll
+            for (int k = 0; k < D / 32; k++) acc[k] += Us[lane + 32 * k];
+        }
+        const float inv = 1.0f / l;
+#pragma unroll
+        for (int k = 0; k < D / 32; k++) acc[k] *= inv;
+    }
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
+    if (lane == 0) L[row] = has ? phi + logf(l) : INFINITY;
+}
+
+/* FD++'s fallback (decode_cpu.c's recompute_row): one block per query row, doing nothing
+ * unless the row is flagged; a flagged row is recomputed with the safe two-pass softmax over
+ * all its visible keys (pass 1: the max; pass 2: the weights, 128 keys at a time through
+ * shared memory, and O's columns, thread k owning column k). Rare by design, so written
+ * for clarity, not speed. */
+template <int D, bool PAGED>
+__global__ void __launch_bounds__(DTHREADS)
+dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
+{
+    const attn_problem_t &p = a.p;
+    const int row = blockIdx.x, tid = threadIdx.x;
+    if (!redo[row]) return;   /* block-uniform */
+    __shared__ float qs[D], ws[DTHREADS], red[DWARPS];
+    const int b = row / (p.H * p.N_q), h = (row / p.N_q) % p.H, q = row % p.N_q, kvh = attn_kv_head(&p, h);
+    int n;
+    row_has_keys(p, a.seqlens, b, q, &n);
+    const int last = p.causal ? q + (n - p.N_q) : n - 1;   /* the last visible key */
+    for (int k = tid; k < D; k += DTHREADS) qs[k] = __half2float(a.Q[(size_t)row * D + k]);
+    __syncthreads();
+    auto key_row = [&](int j) -> size_t {   /* element offset of key j's row in K (and V) */
+        if (PAGED) {
+            const int pid = a.table[(size_t)b * a.pps + (j >> page_shift(a))];
+            return ((((size_t)pid * p.H_kv + kvh) << page_shift(a)) + (size_t)(j & (a.page - 1))) * D;
+        }
+        return (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
+    };
+    auto score = [&](int j) {
+        const __half *kr = a.K + key_row(j);
+        float acc = 0.0f;
+#pragma unroll 8
+        for (int k = 0; k < D; k++) acc += qs[k] * __half2float(kr[k]);
+        return acc * p.scale;
+    };
+    auto block_reduce = [&](float v, bool is_max) {
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) {
+            const float o = __shfl_xor_sync(0xffffffffu, v, off);
+            v = is_max ? fmaxf(v, o) : v + o;
+        }
+        if (tid % 32 == 0) red[tid / 32] = v;
+        __syncthreads();
+        float r = red[0];
+        for (int w = 1; w < DWARPS; w++) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+        __syncthreads();
+        return r;
+    };
+    float m = -INFINITY;   /* pass 1: the row's max score */
+    for (int j = tid; j <= last; j += DTHREADS) m = fmaxf(m, score(j));
+    m = block_reduce(m, true);
+    float l = 0.0f, acc[(D + DTHREADS - 1) / DTHREADS] = {};
+    for (int j0 = 0; j0 <= last; j0 += DTHREADS) {   /* pass 2 */
+        const int j = j0 + tid, cnt = min(DTHREADS, last + 1 - j0);
+        ws[tid] = j <= last ? expf(score(j) - m) : 0.0f;
+        l += ws[tid];
+        __syncthreads();
+        for (int k = tid, c = 0; k < D; k += DTHREADS, c++)
+            for (int jj = 0; jj < cnt; jj++) acc[c] += ws[jj] * __half2float(a.V[key_row(j0 + jj) + k]);
+        __syncthreads();
+    }
+    l = block_reduce(l, false);
+    for (int k = tid, c = 0; k < D; k += DTHREADS, c++) a.O[(size_t)row * D + k] = acc[c] / l;
+    if (tid == 0) a.L[row] = m + logf(l);
 }
 
 /* Shared memory: the layout must fit the smallest opt-in limit of the build's GPUs
@@ -504,6 +677,74 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
         else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
         CUDA_CHECK_LAUNCH();
     }
+}
+
+/* FD++: the split kernel with the unified max (partials even for S = 1), the FD++ combine,
+ * and the fallback for the rows it flags. The flags live in a buffer of this file, grown on
+ * the first (untimed, checked) launch of a shape. */
+static uint8_t *fdpp_redo;
+static size_t fdpp_redo_cap;
+
+template <int D, bool PAGED>
+static void launch_fdpp(const DecArgs &a, dim3 grid, int nrows, const dec_gpu_args_t *g)
+{
+    using C = DCfg<D>;
+    static bool attr_set = false;
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        attr_set = true;
+    }
+    dec_split_kernel<D, PAGED, true><<<grid, DTHREADS, C::SMEM>>>(a);
+    CUDA_CHECK_LAUNCH();
+    dec_fdpp_combine_kernel<D><<<(nrows + DWARPS - 1) / DWARPS, DTHREADS>>>(a.p, a.seqlens, a.S, nrows, a.phi, a.Opart,
+                                                                          a.Lpart, g->o, g->L, fdpp_redo);
+    CUDA_CHECK_LAUNCH();
+    dec_recompute_kernel<D, PAGED><<<nrows, DTHREADS>>>(a, fdpp_redo);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_t *g, int S, float phi)
+{
+    const size_t nrows = (size_t)p->B * p->H * p->N_q;
+    if (nrows > fdpp_redo_cap) {
+        if (fdpp_redo) CUDA_CHECK(cudaFree(fdpp_redo));
+        CUDA_CHECK(cudaMalloc((void **)&fdpp_redo, nrows));
+        fdpp_redo_cap = nrows;
+    }
+    DecArgs a;
+    memset(&a, 0, sizeof a);
+    a.p = *p;
+    a.Q = (const __half *)g->q; a.K = (const __half *)g->k; a.V = (const __half *)g->v;
+    a.seqlens = g->seqlens; a.table = g->table; a.page = g->page; a.pps = g->pages_per_seq;
+    a.O = g->o; a.L = g->L;   /* the fallback's rows */
+    a.Opart = g->ws;
+    a.Lpart = g->ws + (size_t)S * nrows * p->d;
+    a.S = S;
+    a.Bc = fa2_mma_blocks(p->d).Bc;
+    a.pack = 1;
+    a.phi = phi;
+    const int G = p->H / p->H_kv;
+    const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * p->H_kv);
+    a.vis = gpu_visits(S);
+    const bool paged = g->page > 0;
+    switch (p->d) {
+    case 64:  paged ? launch_fdpp<64, true>(a, grid, (int)nrows, g) : launch_fdpp<64, false>(a, grid, (int)nrows, g); break;
+    case 128: paged ? launch_fdpp<128, true>(a, grid, (int)nrows, g) : launch_fdpp<128, false>(a, grid, (int)nrows, g); break;
+    default: return;   /* dec_gpu_config() said -1 */
+    }
+}
+
+extern "C" long dec_gpu_fdpp_recomputed(uint8_t *flags, size_t nrows)
+{
+    int n = 0;
+    const int zero = 0;
+    CUDA_CHECK(cudaMemcpyFromSymbol(&n, dec_fdpp_redo_d, sizeof n));
+    CUDA_CHECK(cudaMemcpyToSymbol(dec_fdpp_redo_d, &zero, sizeof zero));
+    if (flags) {
+        if (fdpp_redo && nrows <= fdpp_redo_cap) CUDA_CHECK(cudaMemcpy(flags, fdpp_redo, nrows, cudaMemcpyDeviceToHost));
+        else memset(flags, 0, nrows);
+    }
+    return n;
 }
 
 extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)

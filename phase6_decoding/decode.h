@@ -249,6 +249,18 @@ int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int dec_gpu_slots(int d, bool paged);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
+/* FlashDecoding++ on the GPU (decode.cu's fdpp): split-pack with the unified max phi, the FD++
+ * combine, and the fallback for the rows that left the safe window; asynchronous. ws:
+ * dec_gpu_fdpp_workspace_bytes(p, S) (u_s and the signed l_s, for S = 1 too). */
+void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_t *a, int S, float phi);
+static inline size_t dec_gpu_fdpp_workspace_bytes(const attn_problem_t *p, int S)
+{ return sizeof(float) * (size_t)S * p->B * p->H * p->N_q * (p->d + 1); }
+/* The rows the FD++ launches recomputed since the last call (a sum over launches), and the
+ * last launch's flags [B][H][N_q] into flags (may be NULL). */
+long dec_gpu_fdpp_recomputed(uint8_t *flags, size_t nrows);
+/* The FD++ kernels' bytes: dec_hbm_traffic_gpu(pack) with the partials written and read even
+ * at S = 1, plus dec_recompute_bytes() of each row flags marks (may be NULL). */
+double dec_fdpp_hbm_bytes_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, const uint8_t *flags);
 /* The combine kernel alone on device partials Opart [S][nrows][d], Lpart [S][nrows] (the
  * check of dec.combine_gpu on crafted partials, dec_check_combine_gpu); d = 64 or 128. */
 void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L);

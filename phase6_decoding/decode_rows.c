@@ -17,6 +17,8 @@
 static const int SPLITS[] = {1, 2, 4, 8, 16, 32};
 static char fdpp_note[256];   /* the FD++ row's phi and recompute rate (main.c prints it) */
 const char *dec_fdpp_note(void) { return fdpp_note; }
+static char fdpp_gpu_note[256];   /* the same for the GPU's fdpp row */
+const char *dec_fdpp_gpu_note(void) { return fdpp_gpu_note; }
 static const int PAGES[] = {16, 64, 256};
 #define PAGED_S DEC_PAGED_S
 
@@ -202,6 +204,7 @@ void dec_launch(void *ctx)
 {
     const dec_launch_t *x = ctx;
     if (x->fa2) REF_GPU(fa2_mma_launch)(&x->p, FA2_FULL, x->a.q, x->a.k, x->a.v, x->a.o, x->a.L);
+    else if (x->fdpp) dec_gpu_launch_fdpp(&x->p, &x->a, x->S, x->phi);
     else dec_gpu_launch(&x->p, &x->a, x->pack, x->S);
 }
 
@@ -219,10 +222,13 @@ static void check_ragged(drv_row_t *r, const attn_inputs_t *in, const float *O, 
 }
 
 /* One decode kernel (or phase 4's) on the buffers b: its bytes, then the checked-then-timed
- * run (poisoned outputs and partials). keep: its O and L on the host when it passed. */
-static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const dec_cache_t *hc,
-                         dec_gpu_args_t a, bool fa2, bool pack, int S, const drv_prev_t *prev, int nprev,
-                         drv_check_fn check, int iters, float **keepO, float **keepL, const char *exercises)
+ * run (poisoned outputs and partials). keep: its O and L on the host when it passed.
+ * phi: FlashDecoding++ with this unified max (pack; its bytes add the recomputed rows'
+ * after the run), NULL: the split kernels. */
+static drv_row_t run_dec_phi(const char *name, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const dec_cache_t *hc,
+                             dec_gpu_args_t a, bool fa2, bool pack, int S, const drv_prev_t *prev, int nprev,
+                             drv_check_fn check, int iters, float **keepO, float **keepL, const char *exercises,
+                             const float *phi)
 {
     const attn_problem_t *p = &in->p;
     drv_row_t r = drv_row(name, "gpu", "-", p);
@@ -239,10 +245,10 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     r.hbm_model = r.hbm_formula = fa2 ? REF(fa2_hbm_bytes)(p, cfg.blocks) : dec_hbm_traffic_gpu(p, hc, cfg.blocks, S, pack).total;
     a.q = b->Q; a.o = b->O; a.L = b->L;
     if (!hc || hc->page == 0) { a.k = b->K; a.v = b->V; }
-    const size_t ws_bytes = dec_gpu_workspace_bytes(p, S);
+    const size_t ws_bytes = phi ? dec_gpu_fdpp_workspace_bytes(p, S) : dec_gpu_workspace_bytes(p, S);
     a.ws = ws_bytes ? gpu_malloc(ws_bytes) : NULL;
     if (a.ws) gpu_poison_f32(a.ws, ws_bytes / sizeof(float));   /* an unwritten partial is NaN */
-    dec_launch_t x = { *p, fa2, pack, S, a };
+    dec_launch_t x = { *p, fa2, pack, S, a, phi != NULL, phi ? *phi : 0.0f };
     float *O = NULL;
     drv_visits_t vis;   /* the K/V tiles each split must visit (fa2-mma: each Q block's K/V blocks) */
     if (fa2) fa2_visits_want(&vis, p, cfg.blocks, true, NULL);
@@ -250,6 +256,18 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     drv_gpu_run_t how = { dec_launch, &x, DRV_OUT_O_L, NULL, check, CHECK_ROWS, prev, nprev, 2, iters, false, &O, &vis };
     drv_gpu_run(&r, in, b, &how);
     drv_visits_free(&vis);
+    if (phi && r.time_ms > 0) {   /* FD++: one more launch to read the rows it recomputes (a sum over launches otherwise) */
+        const size_t nl = attn_l_elems(p);
+        uint8_t *flags = xmalloc(nl, PHASE);
+        dec_gpu_fdpp_recomputed(NULL, 0);
+        dec_launch(&x);
+        gpu_sync();
+        const long nre = dec_gpu_fdpp_recomputed(flags, nl);
+        r.hbm_model = r.hbm_formula = dec_fdpp_hbm_bytes_gpu(p, hc, cfg.blocks, S, flags);
+        snprintf(fdpp_gpu_note, sizeof fdpp_gpu_note, "%s: phi = %.3f; %ld of %zu rows recomputed (%.2f%%)", name, *phi, nre,
+                 nl, 100.0 * (double)nre / (double)nl);
+        free(flags);
+    }
     drv_blame(&r, exercises);
     if (keepO) { *keepO = O; O = NULL; }
     if (keepL && drv_passed(&r)) {
@@ -259,6 +277,13 @@ static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gp
     free(O);
     gpu_free(a.ws);
     return r;
+}
+
+static drv_row_t run_dec(const char *name, const attn_inputs_t *in, const drv_gpu_bufs_t *b, const dec_cache_t *hc,
+                         dec_gpu_args_t a, bool fa2, bool pack, int S, const drv_prev_t *prev, int nprev,
+                         drv_check_fn check, int iters, float **keepO, float **keepL, const char *exercises)
+{
+    return run_dec_phi(name, in, b, hc, a, fa2, pack, S, prev, nprev, check, iters, keepO, keepL, exercises, NULL);
 }
 
 /* A paged run whose page lookups left the pool (counted in an exercise build) FAILs. */
@@ -320,6 +345,12 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
         if (cli_kernel_selected(o, "split-pack")) rows[n++] = r;
         if (want_paged && !same)
             run_dec("split-pack", in, &b, NULL, a0, false, true, S_paged, &prev, nprev, attn_check_fp16, 1, &Op, &Lp, EX_SPLIT);
+    }
+    /* FlashDecoding++ at split-pack's S: phi given (--phi) or calibrated as the CPU row's */
+    if (cli_kernel_selected(o, "fdpp")) {
+        const float phi = o->phi_given ? (float)o->phi : dec_phi_calibrate(in, NULL);
+        rows[n++] = run_dec_phi("fdpp", in, &b, NULL, a0, false, true, *S_pack, &prev, nprev, attn_check_fp16, o->iters,
+                                NULL, NULL, NULL, &phi);
     }
     for (size_t k = 0; want_paged && k < sizeof PAGES / sizeof PAGES[0]; k++) {
         dec_paged_t pg;

@@ -31,6 +31,7 @@ drv_row_t dec_run_fdpp(const attn_inputs_t *in, const dec_cache_t *c, int S, flo
 int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows);
 /* After dec_cpu_rows: the FD++ row's phi and how many rows it recomputed (one line). */
 const char *dec_fdpp_note(void);
+const char *dec_fdpp_gpu_note(void);   /* the GPU's fdpp row: phi and the rows recomputed ("" without it) */
 
 /* FA_SPLITS: the number of splits of every GPU decode row instead of the heuristic's
  * (0: the heuristic). */
@@ -44,6 +45,8 @@ typedef struct {
     bool pack;
     int S;
     dec_gpu_args_t a;
+    bool fdpp;                   /* FlashDecoding++ (dec_gpu_launch_fdpp) with phi */
+    float phi;
 } dec_launch_t;
 void dec_launch(void *ctx);
 /* The heuristic's S for the kernel that runs (paged: its own occupancy, decode.h), or FA_SPLITS. */

@@ -138,7 +138,7 @@ static drv_row_t sweep_time(const cli_opts_t *o, const attn_problem_t *p, const 
     dec_gpu_args_t a = ca ? *ca : (dec_gpu_args_t){ 0 };
     a.q = sb.Q; a.o = sb.O; a.L = sb.L; a.ws = sb.ws;
     if (!ca) { a.k = sb.K; a.v = sb.V; }
-    dec_launch_t x = { *p, fa2, pack, S, a };
+    dec_launch_t x = { *p, fa2, pack, S, a, false, 0.0f };   /* the sweep times the split kernels */
     const size_t nq = attn_q_elems(p);
     gpu_poison_f32(sb.O, nq);
     dec_launch(&x);

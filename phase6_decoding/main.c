@@ -1,7 +1,7 @@
 /* main.c - phase 6 driver: Flash-Decoding (split the KV cache, combine by log-sum-exp).
  *
  *   build/phase6 [--B b --H h --Hkv h --N n_q --Nkv L --d d --causal --seed s]
- *                [--kernel fa2-mma|split|split-pack|paged|ragged|all] [--iters k]
+ *                [--kernel fa2-mma|split|split-pack|fdpp|paged|ragged|all] [--iters k] [--phi X]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *   FA_SPLITS=S build/phase6 ...   every decode row with S splits instead of the heuristic's
  *
@@ -19,6 +19,9 @@
  *   fa2-mma          phase 4's kernel on the decode shape (the previous phase)
  *   split            one block per (split, head, batch), S from the heuristic (decode.h)
  *   split-pack       + GQA packing: one block per (split, KV head, batch)
+ *   fdpp             FlashDecoding++ at split-pack's S: the unified max phi (calibrated,
+ *                    or --phi), the FD++ combine, the rows out of the safe window
+ *                    recomputed; the line under the table says how many
  *   paged-p16/64/256 split-pack through a block table, pool shuffled: bitwise equal to split-pack
  *   ragged, ragged-p16   B = 4 sequences of L, L/2 + 1, 0, 1 keys, each checked alone
  *                    against the oracle; sequence 0 bitwise equal to split-pack on the whole
@@ -39,7 +42,7 @@
 
 #define PHASE DEC_PHASE
 
-static const char *const KERNELS[] = {"fa2-mma", "split", "split-pack", "paged", "ragged", NULL};
+static const char *const KERNELS[] = {"fa2-mma", "split", "split-pack", "fdpp", "paged", "ragged", NULL};
 /* CSV columns 1..22 (plot.gp reads them by number) */
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "hbm_model", "hbm_formula", "max_abs", "rel_l2", "L_max_abs",
@@ -65,6 +68,7 @@ static void explain(const drv_row_t *rows, int n)
             printf("  %-9s %.0f bytes: +%.0f (+%.3f%%): each split's own Q read, its partial written and read back\n",
                    rows[k].kernel, rows[k].hbm_model, rows[k].hbm_model - s1->hbm_model, 100.0 * (rows[k].hbm_model / s1->hbm_model - 1.0));
     if (*dec_fdpp_note()) printf("%s\n", dec_fdpp_note());
+    if (*dec_fdpp_gpu_note()) printf("%s\n", dec_fdpp_gpu_note());
 }
 
 int main(int argc, char **argv)

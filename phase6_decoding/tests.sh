@@ -80,11 +80,33 @@ t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
     \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"
     awk '\$1 == \"split-pack\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' \"$T6/gd.log\""
 
+# FlashDecoding++ on the GPU (fdpp): phi calibrated on N(0,1) scores recomputes no row; a phi
+# far above or below every score sends every row through the fallback (dec_recompute_kernel),
+# and the row still PASSes against the oracle and phase 4's fa2-mma
+fdpp_gpu_case() {   # NAME GREP ARGS...: the note line matches GREP and the fdpp row PASSes
+    local name=$1 want=$2; shift 2
+    if [ -n "$(gpu_skip_reason)" ]; then t_skip "$name" "$(gpu_skip_reason)"; return; fi
+    t_run "$name" bash -c "\"\$0\" --kernel fdpp --iters 2 \"\$@\" --csv '$T6/fg.csv' >'$T6/fg.log' 2>&1; rc=\$?; cat '$T6/fg.log'
+        [ \$rc -eq 0 ] && grep -q '$want' '$T6/fg.log' &&
+        awk '\$1 == \"fdpp\" && \$2 == \"gpu\" { ok = \$NF == \"PASS\" } END { exit !ok }' '$T6/fg.log'" "$P6" "$@"
+}
+fdpp_gpu_case "phase6 gpu fdpp: phi calibrated, no row recomputed" "^fdpp: phi = .*; 0 of 32 rows recomputed" \
+    --H 32 --Hkv 8 --N 1 --Nkv 4096 --d 128
+fdpp_gpu_case "phase6 gpu fdpp --phi 100: every row recomputed, and right" "^fdpp: phi = 100.000; 32 of 32 rows" \
+    --phi 100 --H 32 --Hkv 8 --N 1 --Nkv 4096 --d 128
+fdpp_gpu_case "phase6 gpu fdpp --phi -50 causal N_q=4 d=64: every row recomputed, and right" "^fdpp: phi = -50.000; 128 of 128 rows" \
+    --phi -50 --causal --H 32 --Hkv 8 --N 4 --Nkv 4097 --d 64
+fdpp_gpu_case "phase6 gpu fdpp N_q=16 MQA L=100000 causal" "^fdpp: phi = " --causal --H 32 --Hkv 1 --N 16 --Nkv 100000 --d 128
+fdpp_gpu_case "phase6 gpu fdpp L=7, N_q > N_kv causal (rows with no key: O = 0, L = +inf)" "^fdpp: phi = " \
+    --causal --H 4 --Hkv 1 --N 16 --Nkv 7 --d 64
+FA_SPLITS=1 fdpp_gpu_case "phase6 gpu fdpp FA_SPLITS=1 (partials at S = 1)" "^fdpp: phi = " --H 8 --Hkv 2 --N 4 --Nkv 1000 --d 128
+FA_SPLITS=7 fdpp_gpu_case "phase6 gpu fdpp FA_SPLITS=7, ragged tail (L = 4097)" "^fdpp: phi = " --B 2 --H 8 --Hkv 2 --N 4 --Nkv 4097 --d 64
+
 # The visit counters (common/gpu.h): with the split ranges deleted (FA_TEST_VISIT_ALL=1:
 # every split walks the whole cache) only the counters name the split (its O is still the
 # attention's, its L off by log S); 4 splits so that there are ranges to delete.
 t_gpu "phase6 gpu split, split-pack, paged, ragged: a deleted split range FAILs on the visit counters" env FA_SPLITS=4 \
-    bash tools/visits_fail.sh "split split-pack paged-p16 paged-p64 paged-p256 ragged ragged-p16" \
+    bash tools/visits_fail.sh "split split-pack fdpp paged-p16 paged-p64 paged-p256 ragged ragged-p16" \
     "$P6" --quiet --iters 1 --B 2 --H 8 --Hkv 2 --N 4 --Nkv 3000 --d 128 --causal --csv "$T6/va.csv"
 
 # The grader catches these mistakes: `make phase6 run EX=1` built from the reference with

@@ -81,17 +81,31 @@ extern "C" const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc)
  * idle (global_sliding's global rows, a prefix-LM's last document). One thread block: warp w
  * counts the tiles of Q blocks w, w + 32, ... (its lanes over the K/V blocks, the class
  * rule of mask.h), then each thread ranks its Q blocks among all by a count in shared memory.
- * O(Tr Tc / 1024 + Tr^2 / 1024) steps a thread: microseconds at the sizes timed here. */
+ * O(Tr Tc / 1024 + Tr^2 / 1024) steps a thread: microseconds at the sizes timed here.
+ * The same warp writes each Q block's range of K/V blocks [first, end) outside which every
+ * tile is fully masked (mask_q_range), so that a kernel's per-Q-block work follows the
+ * tiles it visits, not Tc: a sliding window's Q block classifies and scans its band alone. */
 __global__ void __launch_bounds__(1024) mask_order_kernel(const int32_t *blk, int N_q, int Tc, int Br, int Tr, int32_t *order)
 {
     extern __shared__ __align__(16) int32_t tiles[];   /* [Tr]: tiles not fully masked, per Q block */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (int i = warp; i < Tr; i += warps) {
         const int r0 = i * Br, r1 = min(N_q, r0 + Br);
-        int n = 0;
-        for (int c = lane; c < Tc; c += 32) n += mask_tile_class_at(blk, Tc, r0, r1, c) != MASK_TILE_FULLY_MASKED;
+        int n = 0, first = Tc, last = -1;
+        for (int c = lane; c < Tc; c += 32)
+            if (mask_tile_class_at(blk, Tc, r0, r1, c) != MASK_TILE_FULLY_MASKED) {
+                n++;
+                first = min(first, c);
+                last = max(last, c);
+            }
         n = warp_sum(n);
-        if (lane == 0) tiles[i] = n;
+        first = warp_min(first);
+        last = warp_max(last);
+        if (lane == 0) {
+            tiles[i] = n;
+            order[MASK_GPU_MAX_TR + 2 * i] = first;                        /* Tc when none */
+            order[MASK_GPU_MAX_TR + 2 * i + 1] = last < 0 ? Tc : last + 1;
+        }
     }
     __syncthreads();
     for (int i = threadIdx.x; i < Tr; i += blockDim.x) {
@@ -106,7 +120,7 @@ extern "C" const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, 
     static int32_t *order = NULL;
     const int Tr = (N_q + Br - 1) / Br, Tc = (N_kv + Bc - 1) / Bc;
     if (Tr > MASK_GPU_MAX_TR) return NULL;   /* the kernel then takes the last Q block first */
-    if (!order) CUDA_CHECK(cudaMalloc(&order, sizeof(int32_t) * MASK_GPU_MAX_TR));
+    if (!order) CUDA_CHECK(cudaMalloc(&order, sizeof(int32_t) * 3 * MASK_GPU_MAX_TR));   /* the order, the ranges */
     /* whole 16-byte words: the rank loop's tail reads its last 1-3 counts with one 16-byte
      * load (LDS.128), which must stay inside the allocation (compute-sanitizer memcheck) */
     mask_order_kernel<<<1, 1024, sizeof(int32_t) * ((Tr + 3) & ~3)>>>(blk, N_q, Tc, Br, Tr, order);

@@ -21,8 +21,9 @@ const int32_t *mask_gpu_blocks(const int32_t *runs, int N_kv, int Bc);
  * above, at Bc), each Q block's number of tiles not fully masked, then the blocks sorted by it
  * (ties: the later block first, so that the causal mask gives the causal path's order,
  * Tr - 1 first). A kernel on the current stream; returns Tr int32 in a buffer mask_gpu.cu
- * keeps (one order at a time); NULL when Tr = ceil(N_q / Br) > MASK_GPU_MAX_TR (the kernel
- * then takes its Q blocks last first). */
+ * keeps (one order at a time), and past MASK_GPU_MAX_TR of them each Q block's range of
+ * visited K/V blocks (mask_q_range); NULL when Tr = ceil(N_q / Br) > MASK_GPU_MAX_TR (the
+ * kernel then takes its Q blocks last first, over all Tc K/V blocks). */
 #define MASK_GPU_MAX_TR 4096
 const int32_t *mask_gpu_order(const int32_t *blk, int N_q, int N_kv, int Br, int Bc);
 #ifdef __cplusplus
@@ -38,6 +39,15 @@ static inline MASK_HD void mask_block_of(int linear, int BH, int Tr, const int32
     const int rank = linear / BH;
     *q_block = order ? order[rank] : Tr - 1 - rank;
     *bh = linear % BH;
+}
+
+/* The K/V blocks [*first, *end) of Q block i outside which every tile is fully masked, from
+ * mask_gpu_order's second output (after its MASK_GPU_MAX_TR ranks, two values a Q block;
+ * *first = *end = Tc when every tile is fully masked); [0, Tc) without an order. */
+static inline MASK_HD void mask_q_range(const int32_t *order, int i, int Tc, int *first, int *end)
+{
+    *first = order ? order[MASK_GPU_MAX_TR + 2 * i] : 0;
+    *end = order ? order[MASK_GPU_MAX_TR + 2 * i + 1] : Tc;
 }
 
 #ifdef __CUDACC__

@@ -158,16 +158,23 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
      * the loop reads a byte, not the 8 values (visit_all, the driver's test of the counters:
      * every tile visited, every element tested) */
     uint8_t *tile_class = smem + C::SMEM;
-    /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked */
+    /* With a mask only the K/V blocks [q_first, q_end) can hold a visited tile (mask_q_range,
+     * from the order pass): the classes are made and scanned there alone, so a Q block's work
+     * follows its tiles, not Tc (a sliding window's band, not the whole row) */
+    int q_first = 0, q_end = Tc;
+    if (MASKED && !visit_all(vis)) mask_q_range(morder, i, Tc, &q_first, &q_end);
+    /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked
+     * (Tc after the last) */
     auto next_block = [&](int j) {
-        if (MASKED)
-            for (j++; j < Tc && tile_class[j] == MASK_TILE_FULLY_MASKED; j++) {}
-        else j++;
+        if (MASKED) {
+            for (j = max(j + 1, q_first); j < q_end && tile_class[j] == MASK_TILE_FULLY_MASKED; j++) {}
+            if (j >= q_end) j = Tc;
+        } else j++;
         return j;
     };
     int j_first = 0;   /* the first K/V block visited: 0 but with a mask */
     if (MASKED) {
-        for (int jj = threadIdx.x; jj < Tc; jj += THREADS)
+        for (int jj = q_first + threadIdx.x; jj < q_end; jj += THREADS)
             tile_class[jj] = visit_all(vis) ? MASK_TILE_PARTIAL
                                             : mask_tile_class_at(mblk, Tc, i0, i0 + min(BR, p.N_q - i0), jj);
         __syncthreads();   /* every tile's class is in shared memory */

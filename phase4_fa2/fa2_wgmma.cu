@@ -503,14 +503,18 @@ struct WsCfg {
 };
 
 /* The next K/V block a Q block visits after j: j + 1, or with a mask the next whose tile is
- * not fully masked (Tc after the last). The producer and the consumers both call it, on the
- * same class bytes: they walk the same blocks. */
+ * not fully masked, looked for in [first, end) alone (mask_q_range), Tc after the last. The
+ * producer and the consumers both call it, on the same class bytes: they walk the same
+ * blocks. */
 template <bool MASKED>
-__device__ __forceinline__ int next_kv_block(const uint8_t *tile_class, int j, int Tc)
+__device__ __forceinline__ int next_kv_block(const uint8_t *tile_class, int j, int Tc, int first = 0, int end = 0)
 {
     j++;
-    if constexpr (MASKED)
-        while (j < Tc && tile_class[j] == MASK_TILE_FULLY_MASKED) j++;
+    if constexpr (MASKED) {
+        if (j < first) j = first;
+        while (j < end && tile_class[j] == MASK_TILE_FULLY_MASKED) j++;
+        if (j >= end) j = Tc;
+    }
     return j;
 }
 
@@ -544,6 +548,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     uint8_t *tile_class = smem + C::CLASS_OFF;   /* MASKED: [Tc] */
 
     int n_blocks = Tc;   /* MASKED: unused (the class bytes say which blocks are visited) */
+    int q_first = 0, q_end = Tc;   /* MASKED: the K/V blocks that may hold a visited tile (mask_q_range) */
     if constexpr (!MASKED) {
         n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
         if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);   /* the producer's thread: it loads them */
@@ -555,7 +560,8 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
         /* FlashMask Sec. 4: tile (i, j)'s class from column block j's 8 min/max, once (the
          * loop reads a byte). visit_all (the counters' test): every tile visited and tested */
         const int r1 = min(p.N_q, i0 + WS_BR);
-        for (int jj = threadIdx.x; jj < Tc; jj += WS_THREADS)
+        if (!visit_all(args.vis)) mask_q_range(args.morder, i, Tc, &q_first, &q_end);
+        for (int jj = q_first + threadIdx.x; jj < q_end; jj += WS_THREADS)
             tile_class[jj] = visit_all(args.vis) ? MASK_TILE_PARTIAL : mask_tile_class_at(args.mblk, Tc, i0, r1, jj);
     }
     if (threadIdx.x == 0) {
@@ -569,7 +575,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers (and the
                           class bytes, MASKED, are written) */
     if constexpr (MASKED) {
-        if (next_kv_block<true>(tile_class, -1, Tc) == Tc) {   /* every tile fully masked: no visit */
+        if (next_kv_block<true>(tile_class, -1, Tc, q_first, q_end) == Tc) {   /* every tile fully masked: no visit */
             write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
             return;
         }
@@ -598,7 +604,8 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             };
             if constexpr (MASKED) {
                 int v = 0;
-                for (int j = next_kv_block<true>(tile_class, -1, Tc); j < Tc; j = next_kv_block<true>(tile_class, j, Tc), v++)
+                for (int j = next_kv_block<true>(tile_class, -1, Tc, q_first, q_end); j < Tc;
+                     j = next_kv_block<true>(tile_class, j, Tc, q_first, q_end), v++)
                     load_kv(j, v % C::STAGES, v / C::STAGES);
                 visit_count(args.vis, i, v);   /* the blocks it loaded: the driver holds them to the census */
             } else {
@@ -618,7 +625,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     mbar_wait(q_full, 0);
     if constexpr (MASKED) {   /* the producer's sequence: visit v in slot v % STAGES */
         int v = 0;
-        auto next = [&](int j) { return __shfl_sync(0xffffffffu, next_kv_block<true>(tile_class, j, Tc), 0); };
+        auto next = [&](int j) { return __shfl_sync(0xffffffffu, next_kv_block<true>(tile_class, j, Tc, q_first, q_end), 0); };
         for (int j = next(-1), jn; j < Tc; j = jn, v++) {
             const int st = v % C::STAGES;
             jn = next(j);

@@ -588,6 +588,7 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
     static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");
+DEC_ASSERT_D(32)
 DEC_ASSERT_D(64)
 DEC_ASSERT_D(128)
 
@@ -610,10 +611,11 @@ extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     c->threads = DTHREADS;
     c->blocks = fa2_mma_blocks(d);   /* the split ranges' Bc; Br: the model's Q block */
     switch (d) {
+    case 32:  c->smem_bytes = DCfg<32>::SMEM; break;
     case 64:  c->smem_bytes = DCfg<64>::SMEM; break;
     case 128: c->smem_bytes = DCfg<128>::SMEM; break;
-    default:
-        snprintf(why, len, "the decode kernels are built for d = 64 and 128, not d = %d", d);
+    default:   /* d = 256: two 64-key stages of K and V (132 KiB) pass sm_86/89's 99 KiB */
+        snprintf(why, len, "the decode kernels are built for d = 32, 64 and 128, not d = %d", d);
         return -1;
     }
     return fa1_config_fits(c, why, len);
@@ -635,6 +637,7 @@ extern "C" int dec_gpu_slots(int d, bool paged)
     int dev = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (d == 32) return paged ? slots_of<32, true>(sms) : slots_of<32, false>(sms);
     if (d == 64) return paged ? slots_of<64, true>(sms) : slots_of<64, false>(sms);
     return paged ? slots_of<128, true>(sms) : slots_of<128, false>(sms);
 }
@@ -667,16 +670,12 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
+    case 32:  paged ? launch_split<32, true>(a, grid) : launch_split<32, false>(a, grid); break;
     case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
     case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
-    if (S > 1) {   /* S <= DEC_MAX_SPLITS: the driver takes FA_SPLITS up to 1024 */
-        const int blocks = (int)((nrows + DWARPS - 1) / DWARPS);
-        if (p->d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
-        else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
-        CUDA_CHECK_LAUNCH();
-    }
+    if (S > 1) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
 }
 
 /* FD++: the split kernel with the unified max (partials even for S = 1), the FD++ combine,
@@ -728,6 +727,7 @@ extern "C" void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
+    case 32:  paged ? launch_fdpp<32, true>(a, grid, (int)nrows, g) : launch_fdpp<32, false>(a, grid, (int)nrows, g); break;
     case 64:  paged ? launch_fdpp<64, true>(a, grid, (int)nrows, g) : launch_fdpp<64, false>(a, grid, (int)nrows, g); break;
     case 128: paged ? launch_fdpp<128, true>(a, grid, (int)nrows, g) : launch_fdpp<128, false>(a, grid, (int)nrows, g); break;
     default: return;   /* dec_gpu_config() said -1 */
@@ -750,7 +750,8 @@ extern "C" long dec_gpu_fdpp_recomputed(uint8_t *flags, size_t nrows)
 extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
 {
     const int blocks = (nrows + DWARPS - 1) / DWARPS;
-    if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    if (d == 32) dec_combine_kernel<32><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     CUDA_CHECK_LAUNCH();
 }

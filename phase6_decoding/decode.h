@@ -241,7 +241,7 @@ typedef struct {
 static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)
 { return S > 1 ? sizeof(float) * (size_t)S * p->B * p->H * p->N_q * (p->d + 1) : 0; }
 
-/* As fa2_mma_config(): 0 it can run d here; -1 not built for d (d = 64 and 128 are);
+/* As fa2_mma_config(): 0 it can run d here; -1 not built for d (d = 32, 64 and 128 are);
  * 1 built, but this device's shared memory is too small (why says so). */
 int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* Blocks of the split kernel (the paged variant when paged) the whole GPU holds at once
@@ -262,7 +262,7 @@ long dec_gpu_fdpp_recomputed(uint8_t *flags, size_t nrows);
  * at S = 1, plus dec_recompute_bytes() of each row flags marks (may be NULL). */
 double dec_fdpp_hbm_bytes_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, const uint8_t *flags);
 /* The combine kernel alone on device partials Opart [S][nrows][d], Lpart [S][nrows] (the
- * check of dec.combine_gpu on crafted partials, dec_check_combine_gpu); d = 64 or 128. */
+ * check of dec.combine_gpu on crafted partials, dec_check_combine_gpu); d = 32, 64 or 128. */
 void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L);
 /* In an exercise build the paged split kernel checks every pool page its page lookup
  * (dec.page_lookup_gpu) returns against the pool of B x pages_per_seq pages the driver

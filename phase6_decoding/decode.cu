@@ -57,6 +57,10 @@ static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' uni
 #ifndef DEC_STAGES
 #define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */
 #endif
+/* d = 256: a 64-key tile of K and V is 66 KiB, so two of them (132 KiB) pass the 99 KiB that
+ * sm_86/89 allow a block: one stage, loaded at the top of each step and waited for (no
+ * overlap of copy and compute inside a block; the SM's other blocks provide it) */
+#define DEC_STAGES_OF(D) ((D) >= 256 ? 1 : DEC_STAGES)
 
 template <int D>
 struct DCfg {
@@ -65,7 +69,7 @@ struct DCfg {
     static constexpr size_t Q_OFF = 0;
     static constexpr size_t KV_OFF = sizeof(__half) * ROWS * LDH;
     static constexpr size_t STAGE = 2 * sizeof(__half) * BK * LDH;   /* K_j and V_j */
-    static constexpr int STAGES = DEC_STAGES;
+    static constexpr int STAGES = DEC_STAGES_OF(D);
     static constexpr size_t SMEM = KV_OFF + STAGES * STAGE;
     /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D], m, l, the
      * per-warp weights [DWARPS][ROWS] and each row's L [ROWS] */
@@ -230,7 +234,10 @@ dec_split_kernel(const DecArgs a)
     for (int x = 0; x < 2; x++) lim[x] = p.causal ? (r0 + g + 8 * x) % p.N_q + (n - p.N_q) : n - 1;
     const int lim_min = p.causal ? n - p.N_q : n - 1;   /* the least of any row (query 0) */
 
-    uint32_t qf[D / 16][4];               /* Q's 16 rows as A fragments                    */
+    /* Q's 16 rows as A fragments, loaded once; at d = 256 (128 accumulators of O~ already) read
+     * from shared memory at each use instead, or the paged kernel spills */
+    constexpr bool QREG = D <= 128;
+    uint32_t qf[QREG ? D / 16 : 1][4];
     float o[D / 8][4];                    /* this warp's O~: 16 rows x D, fp32              */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
     /* FDPP: the weights are 2^(sl2 S - phi2), phi2 = phi log2(e); the safe window's tests in
@@ -244,15 +251,21 @@ dec_split_kernel(const DecArgs a)
     const int ntiles = (k1 - k0 + BK - 1) / BK;
     for (int tt = 0; tt < ntiles; tt++) {
         const int st = tt % C::STAGES, jt = k0 + tt * BK;
-        cp_async_wait<C::STAGES - 2>();   /* all but the newest STAGES - 2 groups: tile tt's */
+        if constexpr (C::STAGES == 1) {   /* one stage: tile tt now, once every warp is done with tile tt - 1 */
+            if (tt > 0) __syncthreads();
+            load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, jt, k1, pid);
+            if (PAGED) fetch_pages<D>(pid, a, b, jt + BK, k1);   /* the next tile's pages */
+            cp_async_commit();
+        }
+        cp_async_wait<(C::STAGES >= 2 ? C::STAGES - 2 : 0)>();   /* all but the newest STAGES - 2 groups: tile tt's */
         __syncthreads();   /* tile tt (and Q) landed and are visible to every warp; every warp
                               is done with the stage tile tt - 1 used, which the load below refills */
-        if (tt == 0) {
+        if (QREG && tt == 0) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[kk], Qs + kk * 16, LDH);
+            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[QREG ? kk : 0], Qs + kk * 16, LDH);
         }
-        {   /* tile tt + STAGES - 1 streams in while this one is computed (an empty group past
-               the range's end, so the wait above stays one count) */
+        if (C::STAGES > 1) {   /* tile tt + STAGES - 1 streams in while this one is computed (an
+                                  empty group past the range's end, so the wait above stays one count) */
             const int ahead = tt + C::STAGES - 1;
             if (ahead < ntiles) {
                 __half *nx = KVs + (ahead % C::STAGES) * 2 * BK * LDH;
@@ -271,8 +284,9 @@ dec_split_kernel(const DecArgs a)
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t bf[4];
             load_b_nk(bf, Kw + kk * 16, LDH);
-            mma_16816(sc[0], qf[kk], bf);
-            mma_16816(sc[1], qf[kk], bf + 2);
+            if (!QREG) load_a_16x16(qf[0], Qs + kk * 16, LDH);
+            mma_16816(sc[0], qf[QREG ? kk : 0], bf);
+            mma_16816(sc[1], qf[QREG ? kk : 0], bf + 2);
         }
         /* the mask: keys past the range's end, and the causal diagonal */
         if (jw + KW > k1 || jw + KW - 1 > lim_min) {
@@ -591,6 +605,7 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
 DEC_ASSERT_D(32)
 DEC_ASSERT_D(64)
 DEC_ASSERT_D(128)
+DEC_ASSERT_D(256)
 
 template <int D, bool PAGED>
 static void launch_split(const DecArgs &a, dim3 grid)
@@ -614,8 +629,9 @@ extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     case 32:  c->smem_bytes = DCfg<32>::SMEM; break;
     case 64:  c->smem_bytes = DCfg<64>::SMEM; break;
     case 128: c->smem_bytes = DCfg<128>::SMEM; break;
-    default:   /* d = 256: two 64-key stages of K and V (132 KiB) pass sm_86/89's 99 KiB */
-        snprintf(why, len, "the decode kernels are built for d = 32, 64 and 128, not d = %d", d);
+    case 256: c->smem_bytes = DCfg<256>::SMEM; break;
+    default:
+        snprintf(why, len, "the decode kernels are built for d = 32, 64, 128 and 256, not d = %d", d);
         return -1;
     }
     return fa1_config_fits(c, why, len);
@@ -639,6 +655,7 @@ extern "C" int dec_gpu_slots(int d, bool paged)
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     if (d == 32) return paged ? slots_of<32, true>(sms) : slots_of<32, false>(sms);
     if (d == 64) return paged ? slots_of<64, true>(sms) : slots_of<64, false>(sms);
+    if (d == 256) return paged ? slots_of<256, true>(sms) : slots_of<256, false>(sms);
     return paged ? slots_of<128, true>(sms) : slots_of<128, false>(sms);
 }
 
@@ -673,6 +690,7 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     case 32:  paged ? launch_split<32, true>(a, grid) : launch_split<32, false>(a, grid); break;
     case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
     case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
+    case 256: paged ? launch_split<256, true>(a, grid) : launch_split<256, false>(a, grid); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
     if (S > 1) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
@@ -730,6 +748,7 @@ extern "C" void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_
     case 32:  paged ? launch_fdpp<32, true>(a, grid, (int)nrows, g) : launch_fdpp<32, false>(a, grid, (int)nrows, g); break;
     case 64:  paged ? launch_fdpp<64, true>(a, grid, (int)nrows, g) : launch_fdpp<64, false>(a, grid, (int)nrows, g); break;
     case 128: paged ? launch_fdpp<128, true>(a, grid, (int)nrows, g) : launch_fdpp<128, false>(a, grid, (int)nrows, g); break;
+    case 256: paged ? launch_fdpp<256, true>(a, grid, (int)nrows, g) : launch_fdpp<256, false>(a, grid, (int)nrows, g); break;
     default: return;   /* dec_gpu_config() said -1 */
     }
 }
@@ -752,6 +771,7 @@ extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, con
     const int blocks = (nrows + DWARPS - 1) / DWARPS;
     if (d == 32) dec_combine_kernel<32><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     else if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else if (d == 256) dec_combine_kernel<256><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     CUDA_CHECK_LAUNCH();
 }

@@ -325,7 +325,7 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
     drv_prev_t prev = { O4, EX_BUILD_ON ? "phase 4's FA2 model" : "phase 4's fa2-mma" };
     const int nprev = O4 ? 1 : 0;
     if (cli_kernel_selected(o, "fa2-mma")) rows[n++] = r4;
-    const bool dec_ok = p->N_q <= DEC_GPU_MAX_NQ && (p->d == 32 || p->d == 64 || p->d == 128);
+    const bool dec_ok = p->N_q <= DEC_GPU_MAX_NQ && (p->d == 32 || p->d == 64 || p->d == 128 || p->d == 256);
     *S_split = dec_ok ? dec_pick_splits(p, false, false) : 1;
     *S_pack = dec_ok ? dec_pick_splits(p, true, false) : 1;
     const int S_paged = *S_paged_out = dec_ok ? dec_pick_splits(p, true, true) : 1;

@@ -22,11 +22,11 @@ phase6_EX_RUNS := --B 1 --H 4 --Hkv 2 --N 16 --Nkv 1000 --d 64 --causal \
 # Profile: Nsight Compute's DRAM bytes of one run of each GPU kernel of the default problem.
 # Sanitize: GQA packing with N_q = 4 causal (two heads a row tile), a cache of 1000 keys
 # (a tail tile), every kernel (paged and ragged with a zero-length sequence); memcheck at
-# d = 32, 64 and 128, with partials and the combine (FA_SPLITS=3) and without (FA_SPLITS=1);
+# d = 32, 64, 128 and 256, with partials and the combine (FA_SPLITS=3) and without (FA_SPLITS=1);
 # racecheck and initcheck at d = 128, S = 3.
 phase6_SWEEP_ARGS := --iters 10
 phase6_PEERS      := tools/decode_peers.py
 phase6_PROFILE    := default problem
 phase6_SAN_ARGS   := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
-phase6_SAN_RUNS   := memcheck:32::FA_SPLITS=3 memcheck:64::FA_SPLITS=3 memcheck:128::FA_SPLITS=1 memcheck:128::FA_SPLITS=3 \
+phase6_SAN_RUNS   := memcheck:32::FA_SPLITS=3 memcheck:64::FA_SPLITS=3 memcheck:256::FA_SPLITS=3 memcheck:128::FA_SPLITS=1 memcheck:128::FA_SPLITS=3 \
                      racecheck:128::FA_SPLITS=3 initcheck:128::FA_SPLITS=3

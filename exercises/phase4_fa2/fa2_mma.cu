@@ -76,6 +76,36 @@ __device__ __forceinline__ float ex2(float x)
  * pass (mask_gpu.cu). Each
  * tile (Q block i, K/V block j) is classified from mblk: fully masked tiles are skipped (K_j,
  * V_j not loaded), partial ones test each element, unmasked ones run the plain loop. */
+/* FlashMask's element test on a partial tile (FlashMask Sec. 4; mask.h's mask_row_visible),
+ * one bit an S element: bit 4 (n % 8) + e of keep[mtile][n / 8] says whether element e of
+ * n-tile n (row row0 + 16 mtile + 8 (e / 2), key j Bc + 8 n + 2 t + e % 2) is visible; a key
+ * past N_kv is not. One 16-byte load of a column's {LTS, LTE, UTS, UTE} serves the thread's
+ * 2 MT rows of it. */
+template <int BC, int MT>
+__device__ __forceinline__ void mask_keep_bits(uint32_t (&keep)[MT][(BC + 31) / 32], int j, int row0, int N_kv, int t,
+                                               const int4 *mcols)
+{
+#pragma unroll
+    for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+        for (int w = 0; w < (BC + 31) / 32; w++) keep[mtile][w] = 0;
+#pragma unroll
+    for (int n = 0; n < BC / 8; n++)
+#pragma unroll
+        for (int c2 = 0; c2 < 2; c2++) {   /* its two columns of n-tile n */
+            const int col = j * BC + n * 8 + 2 * t + c2;
+            if (col < N_kv) {
+                const int4 r = __ldg(mcols + col);
+#pragma unroll
+                for (int mtile = 0; mtile < MT; mtile++)
+#pragma unroll
+                    for (int x = 0; x < 2; x++)
+                        keep[mtile][n / 8] |= (uint32_t)mask_row_visible(r.x, r.y, r.z, r.w, row0 + 16 * mtile + 8 * x)
+                                              << (4 * (n % 8) + 2 * x + c2);
+                }
+        }
+}
+
 template <int D, int BC, int MT, int STAGES, bool DEFER, bool SKIP, bool MFIRST, bool MASKED>
 __global__ void __launch_bounds__(THREADS_OF(D), 8 / FA2_WARPS_OF(D))   /* 8 warps an SM */
 fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg,
@@ -125,16 +155,23 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
      * the loop reads a byte, not the 8 values (visit_all, the driver's test of the counters:
      * every tile visited, every element tested) */
     uint8_t *tile_class = smem + C::SMEM;
-    /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked */
+    /* With a mask only the K/V blocks [q_first, q_end) can hold a visited tile (mask_q_range,
+     * from the order pass): the classes are made and scanned there alone, so a Q block's work
+     * follows its tiles, not Tc (a sliding window's band, not the whole row) */
+    int q_first = 0, q_end = Tc;
+    if (MASKED && !visit_all(vis)) mask_q_range(morder, i, Tc, &q_first, &q_end);
+    /* the next K/V block to visit after j: j + 1, or with a mask the next not fully masked
+     * (Tc after the last) */
     auto next_block = [&](int j) {
-        if (MASKED)
-            for (j++; j < Tc && tile_class[j] == MASK_TILE_FULLY_MASKED; j++) {}
-        else j++;
+        if (MASKED) {
+            for (j = max(j + 1, q_first); j < q_end && tile_class[j] == MASK_TILE_FULLY_MASKED; j++) {}
+            if (j >= q_end) j = Tc;
+        } else j++;
         return j;
     };
     int j_first = 0;   /* the first K/V block visited: 0 but with a mask */
     if (MASKED) {
-        for (int jj = threadIdx.x; jj < Tc; jj += THREADS)
+        for (int jj = q_first + threadIdx.x; jj < q_end; jj += THREADS)
             tile_class[jj] = visit_all(vis) ? MASK_TILE_PARTIAL
                                             : mask_tile_class_at(mblk, Tc, i0, i0 + min(BR, p.N_q - i0), jj);
         __syncthreads();   /* every tile's class is in shared memory */
@@ -196,6 +233,17 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             cp_async_commit();
         }
         const __half *Kj = Ks + st * BC * LDH, *Vj = Vs + st * BC * LDH;
+        if (MASKED && warp == 0 && jn < j_end && tile_class[jn] == MASK_TILE_PARTIAL)   /* the next element test's runs */
+            mask_prefetch_columns<BC>(mcols, jn, p.N_kv, lane);
+
+        /* FlashMask: a partial tile's (or the tail block's) element test needs no S, so its
+         * bits are computed first, their loads in flight while the S mma's run; but for
+         * an S tile of more than 128 keys a thread (d = 64: 2 x 128) they would stay live
+         * across the S mma's beside its 128 accumulators, and ptxas spills: there, after S */
+        constexpr bool BITS_BEFORE_S = MT * BC <= 128;
+        const bool partial_tile = MASKED && ((long)(j + 1) * BC > p.N_kv || tile_class[j] == MASK_TILE_PARTIAL);
+        uint32_t keep[MT][(BC + 31) / 32];
+        if (BITS_BEFORE_S && partial_tile) mask_keep_bits<BC, MT>(keep, j, row0, p.N_kv, t, reinterpret_cast<const int4 *>(mcols));
 
         /* l.8: S_ij = Q_i K_j^T, 16 MT rows x BC keys, in registers (BC/8 n-tiles) */
         float s[MT][BC / 8][4];
@@ -259,20 +307,15 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
         const long last_key = (long)(j + 1) * BC - 1;
         const bool mask = last_key >= p.N_kv || (MASKED ? tile_class[j] == MASK_TILE_PARTIAL
                                                          : p.causal && (!SKIP || last_key > (long)i0 + shift));
-        if (mask && MASKED) {   /* FlashMask: each of this thread's columns' two runs, one 16-byte load */
+        if (mask && MASKED) {   /* FlashMask: the element test's bits (mask_keep_bits) */
+            if (!BITS_BEFORE_S) mask_keep_bits<BC, MT>(keep, j, row0, p.N_kv, t, reinterpret_cast<const int4 *>(mcols));
 #pragma unroll
-            for (int n = 0; n < BC / 8; n++)
+            for (int mtile = 0; mtile < MT; mtile++)
 #pragma unroll
-                for (int c2 = 0; c2 < 2; c2++) {   /* its two columns of n-tile n */
-                    const int col = j * BC + n * 8 + 2 * t + c2;
-                    const int4 r = col < p.N_kv ? __ldg(reinterpret_cast<const int4 *>(mcols) + col) : make_int4(0, 0, 0, 0);
+                for (int n = 0; n < BC / 8; n++)
 #pragma unroll
-                    for (int mtile = 0; mtile < MT; mtile++)
-#pragma unroll
-                        for (int x = 0; x < 2; x++)
-                            if (col >= p.N_kv || !mask_row_visible(r.x, r.y, r.z, r.w, row0 + 16 * mtile + 8 * x))
-                                s[mtile][n][2 * x + c2] = -INFINITY;
-                }
+                    for (int e = 0; e < 4; e++)
+                        if (!((keep[mtile][n / 8] >> (4 * (n % 8) + e)) & 1u)) s[mtile][n][e] = -INFINITY;
         } else if (mask) {
 #pragma unroll
             for (int mtile = 0; mtile < MT; mtile++)

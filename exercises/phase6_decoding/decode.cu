@@ -18,6 +18,12 @@
  *                                                      build/phase6 --kernel ragged
  *   combine      one warp per query row: L = log sum_s e^{L_s}, O = sum_s e^{L_s - L} O_s
  *                (launched after split when S > 1)
+ *   fdpp         FlashDecoding++ (decode.h): split-pack with the unified max phi instead of
+ *                a running max: no rescale of O~ in the loop, the warps' merge a plain sum;
+ *                the partials are u_s and l_s carrying the safe window's flags; then the
+ *                FD++ combine (a sum and a divide: dec_fdpp_combine_kernel) flags each row
+ *                that left the window, and dec_recompute_kernel redoes those rows with the
+ *                online softmax                       build/phase6 --kernel fdpp
  *
  * Why the tensor cores for a problem with 1..16 query rows: decoding is memory-bound
  * (every K/V element read once is used by G x N_q rows), so the arithmetic unit matters
@@ -35,6 +41,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cuda_check.cuh"
 #include "mma.cuh"
 #include "visits.cuh"
@@ -50,6 +57,10 @@ static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' uni
 #ifndef DEC_STAGES
 #define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */
 #endif
+/* d = 256: a 64-key tile of K and V is 66 KiB, so two of them (132 KiB) pass the 99 KiB that
+ * sm_86/89 allow a block: one stage, loaded at the top of each step and waited for (no
+ * overlap of copy and compute inside a block; the SM's other blocks provide it) */
+#define DEC_STAGES_OF(D) ((D) >= 256 ? 1 : DEC_STAGES)
 
 template <int D>
 struct DCfg {
@@ -58,7 +69,7 @@ struct DCfg {
     static constexpr size_t Q_OFF = 0;
     static constexpr size_t KV_OFF = sizeof(__half) * ROWS * LDH;
     static constexpr size_t STAGE = 2 * sizeof(__half) * BK * LDH;   /* K_j and V_j */
-    static constexpr int STAGES = DEC_STAGES;
+    static constexpr int STAGES = DEC_STAGES_OF(D);
     static constexpr size_t SMEM = KV_OFF + STAGES * STAGE;
     /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D], m, l, the
      * per-warp weights [DWARPS][ROWS] and each row's L [ROWS] */
@@ -75,6 +86,7 @@ struct DecArgs {
     float *O, *L;                 /* S = 1: the outputs                               */
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
+    float phi;                    /* FDPP: the unified max, in units of scale q.k        */
     gpu_visits_t vis;             /* counts[split] += the K/V tiles it visited          */
 };
 
@@ -144,7 +156,7 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
 
 /* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
  * without packing, a (batch, KV head) with it). */
-template <int D, bool PAGED>
+template <int D, bool PAGED, bool FDPP = false>
 __global__ void __launch_bounds__(DTHREADS)
 dec_split_kernel(const DecArgs a)
 {
@@ -167,8 +179,10 @@ dec_split_kernel(const DecArgs a)
     const size_t row_base = ((size_t)b * p.H + h0) * p.N_q + r0;
     const size_t nq_rows = (size_t)p.B * p.H * p.N_q;
     const int n = a.seqlens ? a.seqlens[b] : p.N_kv;       /* this sequence's keys */
-    float *Odst = a.S == 1 ? a.O + row_base * D : a.Opart + ((size_t)s * nq_rows + row_base) * D;
-    float *Ldst = a.S == 1 ? a.L + row_base : a.Lpart + (size_t)s * nq_rows + row_base;
+    /* FDPP writes partials even for S = 1: its combine decides which rows to recompute */
+    const bool to_output = a.S == 1 && !FDPP;
+    float *Odst = to_output ? a.O + row_base * D : a.Opart + ((size_t)s * nq_rows + row_base) * D;
+    float *Ldst = to_output ? a.L + row_base : a.Lpart + (size_t)s * nq_rows + row_base;
 
     /* the keys [k0, k1) of split s: whole blocks of the model's Bc (dec_split_range) */
     int k0, k1;
@@ -182,9 +196,10 @@ dec_split_kernel(const DecArgs a)
     }
     if (visit_all(a.vis)) { k0 = 0; k1 = n; }
     if (tid == 0 && k1 > k0) visit_count(a.vis, s, (k1 - k0 + BK - 1) / BK);   /* the driver holds it to dec_split_range() */
-    if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf) */
+    if (k1 <= k0) {   /* an empty split: O_s = 0, L_s = -inf (S = 1: the row saw no key, L = +inf);
+                         FDPP: u_s = 0 and l_s = -0 (no key, none reached the window's bottom) */
         for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
-        for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = a.S == 1 ? INFINITY : -INFINITY;
+        for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = FDPP ? -0.0f : to_output ? INFINITY : -INFINITY;
         return;
     }
 
@@ -212,24 +227,38 @@ dec_split_kernel(const DecArgs a)
     for (int x = 0; x < 2; x++) lim[x] = p.causal ? (r0 + g + 8 * x) % p.N_q + (n - p.N_q) : n - 1;
     const int lim_min = p.causal ? n - p.N_q : n - 1;   /* the least of any row (query 0) */
 
-    uint32_t qf[D / 16][4];               /* Q's 16 rows as A fragments                    */
+    /* Q's 16 rows as A fragments, loaded once; at d = 256 (128 accumulators of O~ already) read
+     * from shared memory at each use instead, or the paged kernel spills */
+    constexpr bool QREG = D <= 128;
+    uint32_t qf[QREG ? D / 16 : 1][4];
     float o[D / 8][4];                    /* this warp's O~: 16 rows x D, fp32              */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
+    /* FDPP: the weights are 2^(sl2 S - phi2), phi2 = phi log2(e); the safe window's tests in
+     * the same base-2 units; win[x]: bit 1 a score reached the bottom, bit 2 one passed the top */
+    const float phi2 = a.phi * 1.4426950408889634f;
+    const float above2 = DEC_PHI_ABOVE * 1.4426950408889634f, below2 = DEC_PHI_BELOW * 1.4426950408889634f;
+    int win[2] = {0, 0};
 #pragma unroll
     for (int nn = 0; nn < D / 8; nn++) o[nn][0] = o[nn][1] = o[nn][2] = o[nn][3] = 0.0f;
 
     const int ntiles = (k1 - k0 + BK - 1) / BK;
     for (int tt = 0; tt < ntiles; tt++) {
         const int st = tt % C::STAGES, jt = k0 + tt * BK;
-        cp_async_wait<C::STAGES - 2>();   /* all but the newest STAGES - 2 groups: tile tt's */
+        if constexpr (C::STAGES == 1) {   /* one stage: tile tt now, once every warp is done with tile tt - 1 */
+            if (tt > 0) __syncthreads();
+            load_kv<D, PAGED>(KVs, KVs + BK * LDH, a, b, kvh, jt, k1, pid);
+            if (PAGED) fetch_pages<D>(pid, a, b, jt + BK, k1);   /* the next tile's pages */
+            cp_async_commit();
+        }
+        cp_async_wait<(C::STAGES >= 2 ? C::STAGES - 2 : 0)>();   /* all but the newest STAGES - 2 groups: tile tt's */
         __syncthreads();   /* tile tt (and Q) landed and are visible to every warp; every warp
                               is done with the stage tile tt - 1 used, which the load below refills */
-        if (tt == 0) {
+        if (QREG && tt == 0) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[kk], Qs + kk * 16, LDH);
+            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[QREG ? kk : 0], Qs + kk * 16, LDH);
         }
-        {   /* tile tt + STAGES - 1 streams in while this one is computed (an empty group past
-               the range's end, so the wait above stays one count) */
+        if (C::STAGES > 1) {   /* tile tt + STAGES - 1 streams in while this one is computed (an
+                                  empty group past the range's end, so the wait above stays one count) */
             const int ahead = tt + C::STAGES - 1;
             if (ahead < ntiles) {
                 __half *nx = KVs + (ahead % C::STAGES) * 2 * BK * LDH;
@@ -248,8 +277,9 @@ dec_split_kernel(const DecArgs a)
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t bf[4];
             load_b_nk(bf, Kw + kk * 16, LDH);
-            mma_16816(sc[0], qf[kk], bf);
-            mma_16816(sc[1], qf[kk], bf + 2);
+            if (!QREG) load_a_16x16(qf[0], Qs + kk * 16, LDH);
+            mma_16816(sc[0], qf[QREG ? kk : 0], bf);
+            mma_16816(sc[1], qf[QREG ? kk : 0], bf + 2);
         }
         /* the mask: keys past the range's end, and the causal diagonal */
         if (jw + KW > k1 || jw + KW - 1 > lim_min) {
@@ -261,8 +291,26 @@ dec_split_kernel(const DecArgs a)
                     if (col >= k1 || col > lim[e / 2]) sc[nn][e] = -INFINITY;
                 }
         }
-        /* the online softmax of rows g, g + 8 (the quad's 4 lanes hold a row's 16 keys) */
+        /* the online softmax of rows g, g + 8 (the quad's 4 lanes hold a row's 16 keys);
+         * FDPP: against the fixed phi, no max and no rescale (FlashDecoding++ Sec. 3.1) */
         float alpha[2];
+        if constexpr (FDPP) {
+#pragma unroll
+            for (int x = 0; x < 2; x++) {
+                float row_sum = 0.0f;
+#pragma unroll
+                for (int nn = 0; nn < 2; nn++)
+#pragma unroll
+                    for (int e = 2 * x; e <= 2 * x + 1; e++) {
+                        const float z2 = fmaf(sc[nn][e], sl2, -phi2);   /* (x - phi) log2(e); -inf when masked */
+                        win[x] |= (z2 >= -below2 ? 1 : 0) | (z2 > above2 ? 2 : 0);
+                        sc[nn][e] = dex2(z2);
+                        row_sum += sc[nn][e];
+                    }
+                l_i[x] += row_sum;
+                alpha[x] = 1.0f;
+            }
+        } else
 #pragma unroll
         for (int x = 0; x < 2; x++) {
             float mx = fmaxf(m_i[x], fmaxf(fmaxf(sc[0][2 * x], sc[0][2 * x + 1]), fmaxf(sc[1][2 * x], sc[1][2 * x + 1])));
@@ -292,7 +340,7 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 float *acc = o[2 * n2 + h];
-                acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1];
+                if (!FDPP) { acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1]; }
                 mma_16816(acc, pa, bf + 2 * h);
             }
         }
@@ -312,10 +360,21 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
         for (int nn = 0; nn < D / 8; nn++)
             *reinterpret_cast<float2 *>(Om + ((size_t)warp * ROWS + r) * D + nn * 8 + 2 * t) = make_float2(o[nn][2 * x], o[nn][2 * x + 1]);
+        if (FDPP) {   /* the quad's window flags; m carries them (FDPP has no max) */
+            win[x] |= __shfl_xor_sync(0xffffffffu, win[x], 1);
+            win[x] |= __shfl_xor_sync(0xffffffffu, win[x], 2);
+            m_i[x] = (float)win[x];
+        }
         if (t == 0) { Mm[warp * ROWS + r] = m_i[x]; Lm[warp * ROWS + r] = l_i[x]; }
     }
     __syncthreads();   /* every warp's O~, m, l are in shared memory */
-    if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
+    if (FDPP && tid < ROWS) {   /* FD++'s merge of the warps: sums; l_s signed by the window (decode.h) */
+        int w_or = 0;
+        float l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < DWARPS; w++) { w_or |= (int)Mm[w * ROWS + tid]; l += Lm[w * ROWS + tid]; Wm[w * ROWS + tid] = 1.0f; }
+        Lrow[tid] = (w_or & 2) ? INFINITY : (w_or & 1) ? l : -l;
+    } else if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
         float mx = -INFINITY;
 #pragma unroll
         for (int w = 0; w < DWARPS; w++) mx = fmaxf(mx, Mm[w * ROWS + tid]);
@@ -377,6 +436,134 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
     if (lane == 0) L[row] = lse;
 }
 
+/* ---- FlashDecoding++ (decode.h): its combine and its fallback ------------------------- */
+
+/* Does row q (of N_q) of sequence b see any key (causal: bottom-right on its own length)? */
+__device__ __forceinline__ bool row_has_keys(const attn_problem_t &p, const int *seqlens, int b, int q, int *n_out)
+{
+    const int n = seqlens ? seqlens[b] : p.N_kv;
+    *n_out = n;
+    return n > 0 && (!p.causal || q + (n - p.N_q) >= 0);
+}
+
+__device__ int dec_fdpp_redo_d;   /* rows recomputed since dec_gpu_fdpp_recomputed() last read it */
+
+/* FD++'s combine (decode_cpu.c's dec_fdpp_combine_row), one warp per query row: no max and
+ * no exponentials, O = (sum_s u_s) / (sum_s l_s), L = phi + log sum_s l_s. A row where a split
+ * passed the window's top (l_s = +inf), or that has a key but where no split reached its
+ * bottom (every l_s <= 0), is flagged in redo[] for dec_recompute_kernel (and counted); a row
+ * with no key is O = 0, L = +inf. Every row's flag is written, so redo needs no reset. */
+template <int D>
+__global__ void __launch_bounds__(DTHREADS)
+dec_fdpp_combine_kernel(attn_problem_t p, const int *seqlens, int S, int nrows, float phi, const float *Opart,
+                        const float *Lpart, float *O, float *L, uint8_t *redo)
+{
+    const int lane = threadIdx.x % 32, row = blockIdx.x * DWARPS + threadIdx.x / 32;
+    if (row >= nrows) return;   /* warp-uniform */
+    const size_t nq = (size_t)nrows * D;
+    bool passed = false, reached = false;
+    float l = 0.0f;
+    for (int s = lane; s < S; s += 32) {
+        const float ls = Lpart[(size_t)s * nrows + row];
+        passed |= ls == INFINITY;
+        reached |= ls > 0.0f;
+        l += fabsf(ls);
+    }
+    passed = __any_sync(0xffffffffu, passed);
+    reached = __any_sync(0xffffffffu, reached);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    int n;
+    const bool has = row_has_keys(p, seqlens, row / (p.H * p.N_q), row % p.N_q, &n);
+    const bool again = has && (passed || !reached);
+    if (lane == 0) {
+        redo[row] = again;
+        if (again) atomicAdd(&dec_fdpp_redo_d, 1);
+    }
+    if (again) return;   /* dec_recompute_kernel writes the row */
+    float acc[D / 32];
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
+    if (has) {
+#pragma unroll 8
+        for (int s = 0; s < S; ++s) {
+            const float *Us = Opart + (size_t)s * nq + (size_t)row * D;
+#pragma unroll
+            for (int k = 0; k < D / 32; k++) acc[k] += Us[lane + 32 * k];
+        }
+        const float inv = 1.0f / l;
+#pragma unroll
+        for (int k = 0; k < D / 32; k++) acc[k] *= inv;
+    }
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
+    if (lane == 0) L[row] = has ? phi + logf(l) : INFINITY;
+}
+
+/* FD++'s fallback (decode_cpu.c's recompute_row): one block per query row, doing nothing
+ * unless the row is flagged; a flagged row is recomputed with the safe two-pass softmax over
+ * all its visible keys (pass 1: the max; pass 2: the weights, 128 keys at a time through
+ * shared memory, and O's columns, thread k owning column k). Rare by design, so written
+ * for clarity, not speed. */
+template <int D, bool PAGED>
+__global__ void __launch_bounds__(DTHREADS)
+dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
+{
+    const attn_problem_t &p = a.p;
+    const int row = blockIdx.x, tid = threadIdx.x;
+    if (!redo[row]) return;   /* block-uniform */
+    __shared__ float qs[D], ws[DTHREADS], red[DWARPS];
+    const int b = row / (p.H * p.N_q), h = (row / p.N_q) % p.H, q = row % p.N_q, kvh = attn_kv_head(&p, h);
+    int n;
+    row_has_keys(p, a.seqlens, b, q, &n);
+    const int last = p.causal ? q + (n - p.N_q) : n - 1;   /* the last visible key */
+    for (int k = tid; k < D; k += DTHREADS) qs[k] = __half2float(a.Q[(size_t)row * D + k]);
+    __syncthreads();
+    auto key_row = [&](int j) -> size_t {   /* element offset of key j's row in K (and V) */
+        if (PAGED) {
+            const int pid = a.table[(size_t)b * a.pps + (j >> page_shift(a))];
+            return ((((size_t)pid * p.H_kv + kvh) << page_shift(a)) + (size_t)(j & (a.page - 1))) * D;
+        }
+        return (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
+    };
+    auto score = [&](int j) {
+        const __half *kr = a.K + key_row(j);
+        float acc = 0.0f;
+#pragma unroll 8
+        for (int k = 0; k < D; k++) acc += qs[k] * __half2float(kr[k]);
+        return acc * p.scale;
+    };
+    auto block_reduce = [&](float v, bool is_max) {
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) {
+            const float o = __shfl_xor_sync(0xffffffffu, v, off);
+            v = is_max ? fmaxf(v, o) : v + o;
+        }
+        if (tid % 32 == 0) red[tid / 32] = v;
+        __syncthreads();
+        float r = red[0];
+        for (int w = 1; w < DWARPS; w++) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+        __syncthreads();
+        return r;
+    };
+    float m = -INFINITY;   /* pass 1: the row's max score */
+    for (int j = tid; j <= last; j += DTHREADS) m = fmaxf(m, score(j));
+    m = block_reduce(m, true);
+    float l = 0.0f, acc[(D + DTHREADS - 1) / DTHREADS] = {};
+    for (int j0 = 0; j0 <= last; j0 += DTHREADS) {   /* pass 2 */
+        const int j = j0 + tid, cnt = min(DTHREADS, last + 1 - j0);
+        ws[tid] = j <= last ? expf(score(j) - m) : 0.0f;
+        l += ws[tid];
+        __syncthreads();
+        for (int k = tid, c = 0; k < D; k += DTHREADS, c++)
+            for (int jj = 0; jj < cnt; jj++) acc[c] += ws[jj] * __half2float(a.V[key_row(j0 + jj) + k]);
+        __syncthreads();
+    }
+    l = block_reduce(l, false);
+    for (int k = tid, c = 0; k < D; k += DTHREADS, c++) a.O[(size_t)row * D + k] = acc[c] / l;
+    if (tid == 0) a.L[row] = m + logf(l);
+}
+
 /* Shared memory: the layout must fit the smallest opt-in limit of the build's GPUs
  * (sm_86/89: 99 KiB), and the merge must fit in the K/V stages it reuses. */
 #ifndef DEC_SMEM_CAP
@@ -386,8 +573,10 @@ dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, flo
     static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");
+DEC_ASSERT_D(32)
 DEC_ASSERT_D(64)
 DEC_ASSERT_D(128)
+DEC_ASSERT_D(256)
 
 template <int D, bool PAGED>
 static void launch_split(const DecArgs &a, dim3 grid)
@@ -408,10 +597,12 @@ extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t l
     c->threads = DTHREADS;
     c->blocks = fa2_mma_blocks(d);   /* the split ranges' Bc; Br: the model's Q block */
     switch (d) {
+    case 32:  c->smem_bytes = DCfg<32>::SMEM; break;
     case 64:  c->smem_bytes = DCfg<64>::SMEM; break;
     case 128: c->smem_bytes = DCfg<128>::SMEM; break;
+    case 256: c->smem_bytes = DCfg<256>::SMEM; break;
     default:
-        snprintf(why, len, "the decode kernels are built for d = 64 and 128, not d = %d", d);
+        snprintf(why, len, "the decode kernels are built for d = 32, 64, 128 and 256, not d = %d", d);
         return -1;
     }
     return fa1_config_fits(c, why, len);
@@ -433,7 +624,9 @@ extern "C" int dec_gpu_slots(int d, bool paged)
     int dev = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (d == 32) return paged ? slots_of<32, true>(sms) : slots_of<32, false>(sms);
     if (d == 64) return paged ? slots_of<64, true>(sms) : slots_of<64, false>(sms);
+    if (d == 256) return paged ? slots_of<256, true>(sms) : slots_of<256, false>(sms);
     return paged ? slots_of<128, true>(sms) : slots_of<128, false>(sms);
 }
 
@@ -465,22 +658,91 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
+    case 32:  paged ? launch_split<32, true>(a, grid) : launch_split<32, false>(a, grid); break;
     case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
     case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
+    case 256: paged ? launch_split<256, true>(a, grid) : launch_split<256, false>(a, grid); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
-    if (S > 1) {   /* S <= DEC_MAX_SPLITS: the driver takes FA_SPLITS up to 1024 */
-        const int blocks = (int)((nrows + DWARPS - 1) / DWARPS);
-        if (p->d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
-        else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);
-        CUDA_CHECK_LAUNCH();
+    if (S > 1) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
+}
+
+/* FD++: the split kernel with the unified max (partials even for S = 1), the FD++ combine,
+ * and the fallback for the rows it flags. The flags live in a buffer of this file, grown on
+ * the first (untimed, checked) launch of a shape. */
+static uint8_t *fdpp_redo;
+static size_t fdpp_redo_cap;
+
+template <int D, bool PAGED>
+static void launch_fdpp(const DecArgs &a, dim3 grid, int nrows, const dec_gpu_args_t *g)
+{
+    using C = DCfg<D>;
+    static bool attr_set = false;
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+        attr_set = true;
     }
+    dec_split_kernel<D, PAGED, true><<<grid, DTHREADS, C::SMEM>>>(a);
+    CUDA_CHECK_LAUNCH();
+    dec_fdpp_combine_kernel<D><<<(nrows + DWARPS - 1) / DWARPS, DTHREADS>>>(a.p, a.seqlens, a.S, nrows, a.phi, a.Opart,
+                                                                          a.Lpart, g->o, g->L, fdpp_redo);
+    CUDA_CHECK_LAUNCH();
+    dec_recompute_kernel<D, PAGED><<<nrows, DTHREADS>>>(a, fdpp_redo);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_t *g, int S, float phi)
+{
+    const size_t nrows = (size_t)p->B * p->H * p->N_q;
+    if (nrows > fdpp_redo_cap) {
+        if (fdpp_redo) CUDA_CHECK(cudaFree(fdpp_redo));
+        CUDA_CHECK(cudaMalloc((void **)&fdpp_redo, nrows));
+        fdpp_redo_cap = nrows;
+    }
+    DecArgs a;
+    memset(&a, 0, sizeof a);
+    a.p = *p;
+    a.Q = (const __half *)g->q; a.K = (const __half *)g->k; a.V = (const __half *)g->v;
+    a.seqlens = g->seqlens; a.table = g->table; a.page = g->page; a.pps = g->pages_per_seq;
+    a.O = g->o; a.L = g->L;   /* the fallback's rows */
+    a.Opart = g->ws;
+    a.Lpart = g->ws + (size_t)S * nrows * p->d;
+    a.S = S;
+    a.Bc = fa2_mma_blocks(p->d).Bc;
+    a.pack = 1;
+    a.phi = phi;
+    const int G = p->H / p->H_kv;
+    const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * p->H_kv);
+    a.vis = gpu_visits(S);
+    const bool paged = g->page > 0;
+    switch (p->d) {
+    case 32:  paged ? launch_fdpp<32, true>(a, grid, (int)nrows, g) : launch_fdpp<32, false>(a, grid, (int)nrows, g); break;
+    case 64:  paged ? launch_fdpp<64, true>(a, grid, (int)nrows, g) : launch_fdpp<64, false>(a, grid, (int)nrows, g); break;
+    case 128: paged ? launch_fdpp<128, true>(a, grid, (int)nrows, g) : launch_fdpp<128, false>(a, grid, (int)nrows, g); break;
+    case 256: paged ? launch_fdpp<256, true>(a, grid, (int)nrows, g) : launch_fdpp<256, false>(a, grid, (int)nrows, g); break;
+    default: return;   /* dec_gpu_config() said -1 */
+    }
+}
+
+extern "C" long dec_gpu_fdpp_recomputed(uint8_t *flags, size_t nrows)
+{
+    int n = 0;
+    const int zero = 0;
+    CUDA_CHECK(cudaMemcpyFromSymbol(&n, dec_fdpp_redo_d, sizeof n));
+    CUDA_CHECK(cudaMemcpyToSymbol(dec_fdpp_redo_d, &zero, sizeof zero));
+    if (flags) {
+        if (fdpp_redo && nrows <= fdpp_redo_cap) CUDA_CHECK(cudaMemcpy(flags, fdpp_redo, nrows, cudaMemcpyDeviceToHost));
+        else memset(flags, 0, nrows);
+    }
+    return n;
 }
 
 extern "C" void dec_gpu_combine(int d, int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
 {
     const int blocks = (nrows + DWARPS - 1) / DWARPS;
-    if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    if (d == 32) dec_combine_kernel<32><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else if (d == 64) dec_combine_kernel<64><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
+    else if (d == 256) dec_combine_kernel<256><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     else dec_combine_kernel<128><<<blocks, DTHREADS>>>(S, nrows, Opart, Lpart, O, L);
     CUDA_CHECK_LAUNCH();
 }

@@ -182,6 +182,18 @@ dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c,
     return t;
 }
 
+double dec_fdpp_hbm_bytes_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S, const uint8_t *flags)
+{
+    dec_traffic_t t = dec_hbm_traffic_gpu(p, c, bl, S, true);
+    double bytes = t.total;
+    if (S == 1) bytes += 2.0 * 4.0 * p->B * p->H * p->N_q * (p->d + 1);   /* u_1, l_1 written and read */
+    for (int b = 0; flags && b < p->B; b++)
+        for (int h = 0; h < p->H; h++)
+            for (int i = 0; i < p->N_q; i++)
+                if (flags[((size_t)b * p->H + h) * p->N_q + i]) bytes += dec_recompute_bytes(p, c, bl, b, i);
+    return bytes;
+}
+
 int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
 {
     if (work >= 0.8 * slots) return 1;   /* one split already nearly fills the GPU */

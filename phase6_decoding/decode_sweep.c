@@ -128,21 +128,31 @@ static void gpu_end(sweep_t *s)
     gpu_free(sb.Q); gpu_free(sb.K); gpu_free(sb.V); gpu_free(sb.O); gpu_free(sb.L); gpu_free(sb.ws);
 }
 
-/* One timed point: the median of o->iters CUDA-event runs after 2 warm-ups (L2 flushed). */
-static drv_row_t sweep_time(const cli_opts_t *o, const attn_problem_t *p, const char *kernel, const char *sweep,
-                            const dec_gpu_args_t *ca, bool fa2, bool pack, int S, const float *O4, float **keep)
+/* One timed point: the median of o->iters CUDA-event runs after 2 warm-ups (L2 flushed).
+ * phi: FlashDecoding++ (fdpp) with this unified max; NULL: the split kernels or fa2-mma. */
+static drv_row_t sweep_time_phi(const cli_opts_t *o, const attn_problem_t *p, const char *kernel, const char *sweep,
+                                const dec_gpu_args_t *ca, bool fa2, bool pack, int S, const float *O4, float **keep,
+                                const float *phi)
 {
     drv_row_t r = drv_row(kernel, "gpu", sweep, p);
     r.blocks = fa2_mma_blocks(p->d);
-    r.hbm_model = r.hbm_formula = fa2 ? REF(fa2_hbm_bytes)(p, r.blocks) : dec_hbm_traffic_gpu(p, NULL, r.blocks, S, pack).total;
+    r.hbm_model = r.hbm_formula = fa2 ? REF(fa2_hbm_bytes)(p, r.blocks)
+                                : phi ? dec_fdpp_hbm_bytes_gpu(p, NULL, r.blocks, S, NULL)
+                                      : dec_hbm_traffic_gpu(p, NULL, r.blocks, S, pack).total;
     dec_gpu_args_t a = ca ? *ca : (dec_gpu_args_t){ 0 };
     a.q = sb.Q; a.o = sb.O; a.L = sb.L; a.ws = sb.ws;
     if (!ca) { a.k = sb.K; a.v = sb.V; }
-    dec_launch_t x = { *p, fa2, pack, S, a, false, 0.0f };   /* the sweep times the split kernels */
+    dec_launch_t x = { *p, fa2, pack, S, a, phi != NULL, phi ? *phi : 0.0f };
     const size_t nq = attn_q_elems(p);
     gpu_poison_f32(sb.O, nq);
+    if (phi) dec_gpu_fdpp_recomputed(NULL, 0);
     dec_launch(&x);
     gpu_sync();
+    if (phi) {   /* FD++: the rows this launch recomputed (their bytes are not in the row's) */
+        const long nre = dec_gpu_fdpp_recomputed(NULL, 0);
+        if (nre) printf("  sweep %s B=%d L=%d: %ld of %zu rows recomputed (phi = %.2f)\n", kernel, p->B, p->N_kv, nre,
+                        attn_l_elems(p), *phi);
+    }
     float *O = xmalloc(nq * sizeof(float), PHASE);
     gpu_download(O, sb.O, nq * sizeof(float));
     if (O4) drv_compare_prev(&r, "phase 4's fa2-mma", O, O4, nq, TOL_FP16_REL_L2);
@@ -154,6 +164,12 @@ static drv_row_t sweep_time(const cli_opts_t *o, const attn_problem_t *p, const 
     if (keep && drv_passed(&r)) *keep = O;
     else free(O);
     return r;
+}
+
+static drv_row_t sweep_time(const cli_opts_t *o, const attn_problem_t *p, const char *kernel, const char *sweep,
+                            const dec_gpu_args_t *ca, bool fa2, bool pack, int S, const float *O4, float **keep)
+{
+    return sweep_time_phi(o, p, kernel, sweep, ca, fa2, pack, S, O4, keep, NULL);
 }
 
 static void gpu_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows, int n)
@@ -168,18 +184,23 @@ static void gpu_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
     }
 }
 
-/* 1. time and GB/s vs L: fa2-mma, split, split-pack */
+/* 1. time and GB/s vs L: fa2-mma, split, split-pack, and FlashDecoding++ at split-pack's S.
+ * FD++'s phi: 0, as calibrated offline for these inputs (uniform in [-2, 2), d = 128:
+ * scores of standard deviation 1.33 and row maxima below 10 at every L here, inside the
+ * window [phi - 6, phi + 10]); the rows it recomputes, if any, are printed */
 static int gpu_vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *r)
 {
     const attn_problem_t *p = &pt->p;
     float *O4 = NULL;
     const int S1 = dec_pick_splits(p, false, false), S2 = dec_pick_splits(p, true, false);
+    const float phi = 0.0f;
     r[0] = sweep_time(s->o, p, "fa2-mma", "vsL", NULL, true, false, 1, NULL, &O4);
     r[1] = sweep_time(s->o, p, dec_row_name("split-S%d", S1, 0), "vsL", NULL, false, false, S1, O4, NULL);
     r[2] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S2, 0), "vsL", NULL, false, true, S2, O4, NULL);
-    for (int k = 0; k < 3; k++) r[k].speedup = r[0].time_ms / r[k].time_ms;
+    r[3] = sweep_time_phi(s->o, p, dec_row_name("fdpp-S%d", S2, 0), "vsL", NULL, false, true, S2, O4, NULL, &phi);
+    for (int k = 0; k < 4; k++) r[k].speedup = r[0].time_ms / r[k].time_ms;
     free(O4);
-    return 3;
+    return 4;
 }
 
 /* 2. time vs S (split-pack) against fa2-mma (timed, not a row); the heuristic's pick is

@@ -54,6 +54,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
             plot g('fa2-mma', B, 32) using 8:21 with linespoints title 'fa2-mma (phase 4), MHA', \
                  g('split', B, 32) using 8:21 with linespoints title 'split, MHA', \
                  g('split-pack', B, 8) using 8:21 with linespoints title 'split-pack, GQA 32:8', \
+                 g('fdpp', B, 8) using 8:21 with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
                  pe('flash', B, 32) using 6:9 with linespoints dt 2 title 'SDPA flash, MHA', \
                  pe('cudnn', B, 32) using 6:9 with linespoints dt 2 title 'SDPA cuDNN, MHA', \
                  pe('flash', B, 8) using 6:9 with linespoints dt 3 title 'SDPA flash, GQA 32:8', \
@@ -62,6 +63,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
             plot g('fa2-mma', B, 32) using 8:21 with linespoints title 'fa2-mma (phase 4), MHA', \
                  g('split', B, 32) using 8:21 with linespoints title 'split, MHA', \
                  g('split-pack', B, 8) using 8:21 with linespoints title 'split-pack, GQA 32:8', \
+                 g('fdpp', B, 8) using 8:21 with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
                  copy with lines lw 2 lc rgb 'black' title sprintf('copy bandwidth %.0f GB/s (measured)', copy)
         }
         set output outdir.sprintf('/phase6_latency_B%s.png', B)
@@ -72,12 +74,14 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
             plot g('fa2-mma', B, 8) using 8:($13*1000) with linespoints title 'fa2-mma (phase 4), GQA 32:8', \
                  g('split', B, 8) using 8:($13*1000) with linespoints title 'split (no packing), GQA 32:8', \
                  g('split-pack', B, 8) using 8:($13*1000) with linespoints title 'split-pack, GQA 32:8', \
+                 g('fdpp', B, 8) using 8:($13*1000) with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
                  pe('flash', B, 8) using 6:($8*1000) with linespoints dt 2 title 'SDPA flash, GQA 32:8', \
                  pe('cudnn', B, 8) using 6:($8*1000) with linespoints dt 2 title 'SDPA cuDNN, GQA 32:8'
         } else {
             plot g('fa2-mma', B, 8) using 8:($13*1000) with linespoints title 'fa2-mma (phase 4), GQA 32:8', \
                  g('split', B, 8) using 8:($13*1000) with linespoints title 'split (no packing), GQA 32:8', \
-                 g('split-pack', B, 8) using 8:($13*1000) with linespoints title 'split-pack, GQA 32:8'
+                 g('split-pack', B, 8) using 8:($13*1000) with linespoints title 'split-pack, GQA 32:8', \
+                 g('fdpp', B, 8) using 8:($13*1000) with linespoints title 'fdpp (FlashDecoding++), GQA 32:8'
         }
         unset logscale y
     }

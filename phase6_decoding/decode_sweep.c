@@ -5,9 +5,12 @@
  *                    L = SWEEP_COUNT_L (on the problem of the options, within the bound on
  *                    CPU work), the formula beyond;
  *   vsL (GPU)        time and GB/s vs L (B = 1, 8; H = 32; H_kv = 32, 8; d = 128;
- *                    L = 1k..256k) of fa2-mma, split, split-pack: the peers' points;
+ *                    L = 1k..256k) of fa2-mma, split, split-pack, fdpp: the peers' points;
  *   vsS (GPU)        time vs S with the heuristic's pick (B = 1, GQA 32:8, L = 16k, 64k);
- *   paged (GPU)      paged vs contiguous (split-pack, GQA 32:8, L = 64k, B = 1 and 8).
+ *   paged (GPU)      paged vs contiguous (split-pack, GQA 32:8, L = 64k, B = 1 and 8);
+ *   vsNq (GPU)       several query tokens a step: N_q = 1..16 (B = 1, 8; GQA 32:8; L = 16k),
+ *                    the rows of vsL: the peers' points too.
+ * vsL and vsNq time FlashDecoding++ (fdpp) beside split-pack at the same S.
  */
 #include <math.h>
 #include <stdio.h>
@@ -99,6 +102,7 @@ static void vsS_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
 #define SWEEP_LMAX (256 * 1024)
 #define SWEEP_D    128
 #define SWEEP_H    32
+#define SWEEP_NQMAX 16   /* the vsNq part's most query tokens */
 
 typedef struct { void *Q, *K, *V; float *O, *L, *ws; size_t kv_elems; double copy; int slots; } sweep_bufs_t;
 static sweep_bufs_t sb;
@@ -107,13 +111,14 @@ static void gpu_begin(sweep_t *s)
 {
     const int d = SWEEP_D, H = SWEEP_H;
     sb.kv_elems = (size_t)8 * H * SWEEP_LMAX * d;   /* the largest point: B = 8, MHA */
-    sb.Q = gpu_malloc((size_t)8 * H * 2 * d);
+    const size_t rows = (size_t)8 * H * SWEEP_NQMAX;   /* query rows of the largest point: B = 8, N_q = 16 */
+    sb.Q = gpu_malloc(rows * 2 * d);
     sb.K = gpu_malloc(sb.kv_elems * 2);
     sb.V = gpu_malloc(sb.kv_elems * 2);
-    sb.O = gpu_malloc((size_t)8 * H * d * 4);
-    sb.L = gpu_malloc((size_t)8 * H * 4);
-    sb.ws = gpu_malloc(dec_gpu_workspace_bytes(&(attn_problem_t){ .B = 8, .H = H, .N_q = 1, .d = d }, 128));
-    dec_gpu_fill(sb.Q, (size_t)8 * H * d, s->o->seed);
+    sb.O = gpu_malloc(rows * d * 4);
+    sb.L = gpu_malloc(rows * 4);
+    sb.ws = gpu_malloc(dec_gpu_workspace_bytes(&(attn_problem_t){ .B = 8, .H = H, .N_q = SWEEP_NQMAX, .d = d }, 128));
+    dec_gpu_fill(sb.Q, rows * d, s->o->seed);
     dec_gpu_fill(sb.K, sb.kv_elems, s->o->seed + 1);
     dec_gpu_fill(sb.V, sb.kv_elems, s->o->seed + 2);
     sb.copy = s->D->mi.copy_gbps > 0 ? s->D->mi.copy_gbps : gpu_copy_bandwidth_gbps();
@@ -188,16 +193,18 @@ static void gpu_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
  * FD++'s phi: 0, as calibrated offline for these inputs (uniform in [-2, 2), d = 128:
  * scores of standard deviation 1.33 and row maxima below 10 at every L here, inside the
  * window [phi - 6, phi + 10]); the rows it recomputes, if any, are printed */
+#define SWEEP_ARG_NQ 1   /* a point of the vsNq part (the same rows, N_q = 1..16) */
 static int gpu_vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *r)
 {
     const attn_problem_t *p = &pt->p;
+    const char *part = pt->arg == SWEEP_ARG_NQ ? "vsNq" : "vsL";
     float *O4 = NULL;
     const int S1 = dec_pick_splits(p, false, false), S2 = dec_pick_splits(p, true, false);
     const float phi = 0.0f;
-    r[0] = sweep_time(s->o, p, "fa2-mma", "vsL", NULL, true, false, 1, NULL, &O4);
-    r[1] = sweep_time(s->o, p, dec_row_name("split-S%d", S1, 0), "vsL", NULL, false, false, S1, O4, NULL);
-    r[2] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S2, 0), "vsL", NULL, false, true, S2, O4, NULL);
-    r[3] = sweep_time_phi(s->o, p, dec_row_name("fdpp-S%d", S2, 0), "vsL", NULL, false, true, S2, O4, NULL, &phi);
+    r[0] = sweep_time(s->o, p, "fa2-mma", part, NULL, true, false, 1, NULL, &O4);
+    r[1] = sweep_time(s->o, p, dec_row_name("split-S%d", S1, 0), part, NULL, false, false, S1, O4, NULL);
+    r[2] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S2, 0), part, NULL, false, true, S2, O4, NULL);
+    r[3] = sweep_time_phi(s->o, p, dec_row_name("fdpp-S%d", S2, 0), part, NULL, false, true, S2, O4, NULL, &phi);
     for (int k = 0; k < 4; k++) r[k].speedup = r[0].time_ms / r[k].time_ms;
     free(O4);
     return 4;
@@ -282,14 +289,21 @@ int dec_sweep(drv_t *D, const cli_opts_t *o)
     for (int Lk = 1; Lk <= 256; Lk *= 2) { cl[ncl] = sweep_point(p); cl[ncl++].p.N_kv = Lk * 1024; }
     for (int Lk = 4; Lk <= 64; Lk *= 16) { cs[ncs] = sweep_point(p); cs[ncs++].p.N_kv = Lk * 1024; }
 #if HAVE_CUDA
-    sweep_point_t gl[2 * 2 * 9], gs[2], gp[2];
-    int ngl = 0, ngs = 0, ngp = 0;
+    sweep_point_t gl[2 * 2 * 9], gs[2], gp[2], gq[2 * 5];
+    int ngl = 0, ngs = 0, ngp = 0, ngq = 0;
     for (int B = 1; B <= 8; B *= 8)
         for (int Hkv = SWEEP_H; Hkv >= 8; Hkv /= 4)
             for (int L = 1024; L <= SWEEP_LMAX; L *= 2)
                 gl[ngl++] = sweep_point(attn_problem(B, SWEEP_H, Hkv, 1, L, SWEEP_D, false));
     for (int L = 16384; L <= 65536; L *= 4) gs[ngs++] = sweep_point(attn_problem(1, SWEEP_H, 8, 1, L, SWEEP_D, false));
     for (int B = 1; B <= 8; B *= 8) gp[ngp++] = sweep_point(attn_problem(B, SWEEP_H, 8, 1, 65536, SWEEP_D, false));
+    /* several query tokens a step (speculative decoding): with GQA packing the G x N_q rows
+     * of a KV head share one read of its cache */
+    for (int B = 1; B <= 8; B *= 8)
+        for (int Nq = 1; Nq <= SWEEP_NQMAX; Nq *= 2) {
+            gq[ngq] = sweep_point(attn_problem(B, SWEEP_H, 8, Nq, 16384, SWEEP_D, false));
+            gq[ngq++].arg = SWEEP_ARG_NQ;   /* its rows are labelled vsNq */
+        }
 #endif
     const sweep_part_t parts[] = {
         { .name = "vsL", .where = SWEEP_CPU, .points = cl, .npoints = ncl, .run = vsL_point, .line = vsL_line, .cpu_flops = SWEEP_CPU_FLOPS },
@@ -298,6 +312,7 @@ int dec_sweep(drv_t *D, const cli_opts_t *o)
         { .name = "vsL", .where = SWEEP_GPU, .points = gl, .npoints = ngl, .run = gpu_vsL_point, .line = gpu_line, .peers = true },
         { .name = "vsS", .where = SWEEP_GPU, .points = gs, .npoints = ngs, .run = gpu_vsS_point, .line = gpu_line },
         { .name = "paged", .where = SWEEP_GPU, .points = gp, .npoints = ngp, .run = gpu_paged_point, .line = gpu_line },
+        { .name = "vsNq", .where = SWEEP_GPU, .points = gq, .npoints = ngq, .run = gpu_vsL_point, .line = gpu_line, .peers = true },
 #else
         { .name = "gpu", .where = SWEEP_GPU },   /* says why it is skipped */
 #endif

@@ -40,7 +40,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',cpu,vsS,'")) > 0) {
 if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
     copy = 0 + system("grep -o 'copy_gbps: [0-9.]*' '".f."' | head -n 1 | cut -d' ' -f2")
     g(k, B, Hkv) = sprintf("< awk -F, '$2 == \"gpu\" && $3 == \"vsL\" && $1 ~ /^%s(-S[0-9]+)?$/ && $4 == %s && $6 == %d' '%s'", k, B, Hkv, f)
-    pe(k, B, Hkv) = sprintf("< awk -F, '$1 == \"%s\" && $2 == %s && $4 == %d && $8 != \"\"' '%s' 2>/dev/null", k, B, Hkv, fp)
+    pe(k, B, Hkv) = sprintf("< awk -F, '$1 == \"%s\" && $2 == %s && $4 == %d && $5 == 1 && $8 != \"\"' '%s' 2>/dev/null", k, B, Hkv, fp)   # N_q = 1: vsL's points (vsNq's have more tokens)
     havep = int(system("cat '".fp."' 2>/dev/null | grep -c '^flash,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9]'")) > 0
     set logscale x 2
     set format x '%.0s%c'
@@ -100,4 +100,25 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsS,'")) > 0) {
          s(65536, 'vsS') using (Sof(stringcolumn(1))):($13*1000) with linespoints title 'L = 65536', \
          s(16384, 'vsS-pick') using (Sof(stringcolumn(1))):($13*1000) with points pt 7 ps 2 title 'heuristic pick, L = 16384', \
          s(65536, 'vsS-pick') using (Sof(stringcolumn(1))):($13*1000) with points pt 7 ps 2 title 'heuristic pick, L = 65536'
+}
+# 6. several query tokens a step (speculative decoding): time vs N_q, B = 1 and 8, GQA 32:8,
+# L = 16384, ours beside the peers on the same shapes
+if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsNq,'")) > 0) {
+    gq(k, B) = sprintf("< awk -F, '$2 == \"gpu\" && $3 == \"vsNq\" && $1 ~ /^%s(-S[0-9]+)?$/ && $4 == %s' '%s'", k, B, f)
+    pq(k, B) = sprintf("< awk -F, '$1 == \"%s\" && $2 == %s && $4 == 8 && $6 == 16384 && $8 != \"\"' '%s' 2>/dev/null", k, B, fp)
+    set logscale x 2
+    set format x '%g'
+    set xlabel 'query tokens a step N_q (H = 32, GQA 32:8, L = 16384, d = 128)'
+    set ylabel 'time (us)'
+    set key top left
+    do for [B in "1 8"] {
+        set output outdir.sprintf('/phase6_vsNq_B%s.png', B)
+        set title sprintf('Several query tokens a decoding step, B = %s: time of one step', B)
+        plot gq('split', B) using 7:($13*1000) with linespoints title 'split (no packing)', \
+             gq('split-pack', B) using 7:($13*1000) with linespoints title 'split-pack', \
+             gq('fdpp', B) using 7:($13*1000) with linespoints title 'fdpp (FlashDecoding++)', \
+             pq('flash', B) using 5:($8*1000) with linespoints dt 2 title 'SDPA flash', \
+             pq('cudnn', B) using 5:($8*1000) with linespoints dt 2 title 'SDPA cuDNN'
+    }
+    unset logscale x
 }

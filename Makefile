@@ -26,7 +26,7 @@ CFLAGS  ?= -O2
 LDLIBS  ?=
 # The flags the project needs come on top of whatever CFLAGS the user sets.
 ALL_CFLAGS := -std=c11 -Wall -Wextra -D_DEFAULT_SOURCE -MMD -MP $(CFLAGS)
-ALL_LDLIBS := $(LDLIBS) -lm
+ALL_LDLIBS := $(LDLIBS) -lm -lpthread
 
 # ---- the chapters -------------------------------------------------------------------
 PHASE_DIRS := phase0_model phase1_naive phase2_online_softmax phase3_fa1 phase4_fa2 \

@@ -1,6 +1,6 @@
 /* test_common.c - unit tests of common/: fp16 rounding on edge values, the RNG, the
  * error metrics, the causal rule, the row sampler, the HBM meter, .npy files, median, the
- * sweep runner and its bound on CPU work.
+ * sweep runner and its bound on CPU work, the parallel for.
  * Prints "PASS name" / "FAIL name: why" per test; exit 1 on any failure. */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "fp8.h"
 #include "hbm.h"
 #include "npy.h"
+#include "par.h"
 #include "problem.h"
 #include "rng.h"
 #include "sweep.h"
@@ -360,6 +361,26 @@ static void test_npy(void)
     expect(ok, "npy: header is aligned to 64 and the data follows", "bad .npy file");
 }
 
+/* par_for: every item runs once, each writes its own slot (the serial loop's result), with
+ * more items than threads and with fewer */
+static void par_square(int i, void *ctx) { ((long *)ctx)[i] = (long)i * i + 1; }
+static void test_par(void)
+{
+    enum { N = 1000 };
+    long *a = calloc(N, sizeof *a);
+    int ok = a != NULL;
+    if (ok) {
+        par_for(N, par_square, a);
+        for (int i = 0; i < N; i++) ok &= a[i] == (long)i * i + 1;
+        memset(a, 0, N * sizeof *a);
+        par_for(1, par_square, a);
+        ok &= a[0] == 1 && a[1] == 0;
+        par_for(0, par_square, a);   /* nothing to do: returns */
+    }
+    free(a);
+    expect(ok && par_threads() >= 1, "par: par_for runs every item once, into its own slot", "an item missed or run twice");
+}
+
 static void test_misc(void)
 {
     double v[5] = {5, 1, 4, 2, 3}, w[4] = {4, 1, 3, 2};
@@ -437,6 +458,7 @@ int main(void)
     test_hbm();
     test_npy();
     test_misc();
+    test_par();
     test_sweep();
     return failures ? 1 : 0;
 }

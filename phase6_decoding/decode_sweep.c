@@ -193,11 +193,10 @@ static void gpu_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
  * FD++'s phi: 0, as calibrated offline for these inputs (uniform in [-2, 2), d = 128:
  * scores of standard deviation 1.33 and row maxima below 10 at every L here, inside the
  * window [phi - 6, phi + 10]); the rows it recomputes, if any, are printed */
-#define SWEEP_ARG_NQ 1   /* a point of the vsNq part (the same rows, N_q = 1..16) */
 static int gpu_vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *r)
 {
     const attn_problem_t *p = &pt->p;
-    const char *part = pt->arg == SWEEP_ARG_NQ ? "vsNq" : "vsL";
+    const char *part = s->part->name;   /* vsL, or vsNq (the same rows, N_q = 1..16) */
     float *O4 = NULL;
     const int S1 = dec_pick_splits(p, false, false), S2 = dec_pick_splits(p, true, false);
     const float phi = 0.0f;
@@ -300,10 +299,7 @@ int dec_sweep(drv_t *D, const cli_opts_t *o)
     /* several query tokens a step (speculative decoding): with GQA packing the G x N_q rows
      * of a KV head share one read of its cache */
     for (int B = 1; B <= 8; B *= 8)
-        for (int Nq = 1; Nq <= SWEEP_NQMAX; Nq *= 2) {
-            gq[ngq] = sweep_point(attn_problem(B, SWEEP_H, 8, Nq, 16384, SWEEP_D, false));
-            gq[ngq++].arg = SWEEP_ARG_NQ;   /* its rows are labelled vsNq */
-        }
+        for (int Nq = 1; Nq <= SWEEP_NQMAX; Nq *= 2) gq[ngq++] = sweep_point(attn_problem(B, SWEEP_H, 8, Nq, 16384, SWEEP_D, false));
 #endif
     const sweep_part_t parts[] = {
         { .name = "vsL", .where = SWEEP_CPU, .points = cl, .npoints = ncl, .run = vsL_point, .line = vsL_line, .cpu_flops = SWEEP_CPU_FLOPS },

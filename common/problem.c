@@ -1,6 +1,7 @@
 #include "problem.h"
 #include "fp16.h"
 #include "rng.h"
+#include "par.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +53,47 @@ void attn_problem_str(const attn_problem_t *p, char *buf, size_t len)
              p->N_q, p->N_kv, p->d, p->causal ? " causal" : "", attn_mask(p) ? " mask=" : "", attn_mask(p) ? attn_mask(p)->spec : "");
 }
 
-static void fill_fp16_normal(rng_t *r, uint16_t *h, float *f, size_t n)
+/* The inputs are one stream of N(0,1) draws from the seed, Q's elements first, then K's, V's
+ * (and dO's), each rounded to fp16: h holds the bits, f the value the GPU sees, exactly.
+ * At N = 32768 that is 2 x 10^8 draws, seconds of log, sqrt and sin/cos on one core, so the
+ * stream is cut into chunks of FILL_CHUNK draws that run on every core (par.h): one serial
+ * pass steps the generator through the stream (rng_u64 alone, cheap) and keeps its state at
+ * each chunk's start. Every pair of draws takes two uniforms (rng_normal's Box-Muller) and a
+ * chunk starts at an even draw, so a chunk's generator is where the serial loop's would be:
+ * the values are the same as one loop over the stream, bit for bit. */
+#define FILL_CHUNK ((size_t)1 << 20)   /* draws a chunk (even) */
+typedef struct { uint16_t *h; float *f; size_t n; } fill_seg_t;
+typedef struct { const fill_seg_t *seg; int nseg; size_t total; const rng_t *starts; } fill_job_t;
+
+static void fill_chunk(int c, void *ctx)
 {
-    for (size_t i = 0; i < n; i++) {
-        h[i] = f32_to_f16((float)rng_normal(r));
-        f[i] = f16_to_f32(h[i]);       /* the value the GPU sees, exactly */
+    const fill_job_t *job = ctx;
+    rng_t r = job->starts[c];
+    size_t i = (size_t)c * FILL_CHUNK, end = i + FILL_CHUNK < job->total ? i + FILL_CHUNK : job->total;
+    size_t base = 0;   /* the first draw of segment k */
+    for (int k = 0; k < job->nseg && i < end; base += job->seg[k].n, k++)
+        for (; i < end && i < base + job->seg[k].n; i++) {
+            const size_t e = i - base;
+            job->seg[k].h[e] = f32_to_f16((float)rng_normal(&r));
+            job->seg[k].f[e] = f16_to_f32(job->seg[k].h[e]);
+        }
+}
+
+static int fill_fp16_normal(rng_t *r, const fill_seg_t *seg, int nseg)
+{
+    size_t total = 0;
+    for (int k = 0; k < nseg; k++) total += seg[k].n;
+    const size_t chunks = (total + FILL_CHUNK - 1) / FILL_CHUNK;
+    rng_t *starts = malloc((chunks ? chunks : 1) * sizeof *starts);
+    if (!starts) return -1;
+    for (size_t c = 0; c < chunks; c++) {   /* the generator at draw c FILL_CHUNK: one u64 a draw */
+        starts[c] = *r;
+        for (size_t k = 0; k < FILL_CHUNK; k++) rng_u64(r);
     }
+    fill_job_t job = { seg, nseg, total, starts };
+    par_for((int)chunks, fill_chunk, &job);
+    free(starts);
+    return 0;
 }
 
 int attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, bool with_grad)
@@ -76,10 +112,11 @@ int attn_inputs_make(attn_inputs_t *in, const attn_problem_t *p, uint64_t seed, 
     }
     rng_t r;
     rng_seed(&r, seed);
-    fill_fp16_normal(&r, in->q_h, in->q, nq);
-    fill_fp16_normal(&r, in->k_h, in->k, nkv);
-    fill_fp16_normal(&r, in->v_h, in->v, nkv);
-    if (with_grad) fill_fp16_normal(&r, in->do_h, in->dO, nq);
+    const fill_seg_t seg[4] = { {in->q_h, in->q, nq}, {in->k_h, in->k, nkv}, {in->v_h, in->v, nkv}, {in->do_h, in->dO, nq} };
+    if (fill_fp16_normal(&r, seg, with_grad ? 4 : 3) != 0) {
+        attn_inputs_free(in);
+        return -1;
+    }
     return 0;
 }
 

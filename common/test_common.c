@@ -379,6 +379,23 @@ static void test_par(void)
     }
     free(a);
     expect(ok && par_threads() >= 1, "par: par_for runs every item once, into its own slot", "an item missed or run twice");
+    /* the inputs, made in chunks on every core, are one serial stream of draws bit for bit:
+     * Q, K, V, dO in turn, odd lengths (a pair of draws split across two tensors), more
+     * than one chunk (2^20 draws) */
+    attn_problem_t p = attn_problem(1, 3, 1, 70001, 90001, 8, false);
+    attn_inputs_t in;
+    int same = attn_inputs_make(&in, &p, 42, true) == 0;
+    if (same) {
+        rng_t r;
+        rng_seed(&r, 42);
+        const size_t nq = attn_q_elems(&p), nkv = attn_kv_elems(&p);
+        const float *t[4] = {in.q, in.k, in.v, in.dO};
+        const size_t n[4] = {nq, nkv, nkv, nq};
+        for (int k = 0; k < 4 && same; k++)
+            for (size_t e = 0; e < n[k] && same; e++) same = t[k][e] == f16_to_f32(f32_to_f16((float)rng_normal(&r)));
+        attn_inputs_free(&in);
+    }
+    expect(same, "problem: the inputs made on every core are the serial stream's draws", "a value differs");
 }
 
 static void test_misc(void)

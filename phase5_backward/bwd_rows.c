@@ -31,6 +31,7 @@
 #include "dump.h"
 #include "fa2.h"
 #include "fp16.h"
+#include "par.h"
 
 #if HAVE_CUDA
 #define PHASE "phase5"
@@ -147,6 +148,24 @@ static void masked_dq_rows(const attn_inputs_t *in, int b, int h, int i, double 
         }
     }
     free(s); free(s16); free(key);
+}
+
+/* One sampled dQ row k of the large-problem check, for par_for: the oracle's row into refq
+ * (with a mask, masked_dq_rows: and the max abs of std's fp16 passes on it into worst[k]). */
+typedef struct { const attn_inputs_t *in; const bctx_t *c; bool masked; double *worst; } dq_rows_job_t;
+static void dq_rows_one(int k, void *ctx)
+{
+    const dq_rows_job_t *job = ctx;
+    const bctx_t *c = job->c;
+    const int d = job->in->p.d, b = c->bhi[3 * k], h = c->bhi[3 * k + 1], i = c->bhi[3 * k + 2];
+    double *ref = c->refq + (size_t)k * d;
+    if (!job->masked) { bwd_oracle_dq_row(job->in, b, h, i, ref); return; }
+    float *dq = xmalloc((size_t)d * sizeof(float), PHASE);
+    masked_dq_rows(job->in, b, h, i, ref, dq);
+    double w = 0;
+    for (int e = 0; e < d; e++) w = fmax(w, fabs(dq[e] - ref[e]));
+    job->worst[k] = w;
+    free(dq);
 }
 
 static void fetch(const bctx_t *c, float *g[3])
@@ -432,19 +451,16 @@ int bwd_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
         c.bhi = xmalloc(3 * DQ_SAMPLE_ROWS * sizeof(int), PHASE);
         c.nrows = attn_check_rows(p, DQ_SAMPLE_ROWS, c.bhi);
         c.refq = xmalloc((size_t)c.nrows * p->d * sizeof(double), PHASE);
-        if (masked) {   /* and std's fp16 passes on the same rows: the yardstick (masked_dq_rows) */
-            float *dq = xmalloc((size_t)p->d * sizeof(float), PHASE);
-            double worst = 0;
-            for (int k = 0; k < c.nrows; k++) {
-                masked_dq_rows(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d, dq);
-                for (int e = 0; e < p->d; e++) worst = fmax(worst, fabs(dq[e] - c.refq[(size_t)k * p->d + e]));
-            }
-            c.yard[0] = worst;
-            free(dq);
-        } else {
-            for (int k = 0; k < c.nrows; k++)
-                bwd_oracle_dq_row(in, c.bhi[3 * k], c.bhi[3 * k + 1], c.bhi[3 * k + 2], c.refq + (size_t)k * p->d);
+        /* the sampled rows on every core (par.h), each into its own row of refq (and, with a
+         * mask, std's fp16 passes on the same row: the yardstick, its max reduced after) */
+        double *worst = xmalloc((size_t)c.nrows * sizeof(double), PHASE);
+        dq_rows_job_t job = { in, &c, masked, worst };
+        par_for(c.nrows, dq_rows_one, &job);
+        if (masked) {
+            c.yard[0] = 0;
+            for (int k = 0; k < c.nrows; k++) c.yard[0] = fmax(c.yard[0], worst[k]);
         }
+        free(worst);
     }
     const int its = o->sweep && o->iters > 2 ? 2 : o->iters;   /* simple takes seconds at 16k tokens */
     /* std: the yardstick and the previous kernel, always run; timed and a row when asked */

@@ -8,7 +8,7 @@ pictures), bwd_gpu.cuh (ex2.approx as exp2f), visits.cuh, cuda_check.cuh, and ke
 (phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
 for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
 (bwd_wgmma.cu) with the bwd_wgmma.cuh it includes and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
-the emulation's check against the hardware)."""
+the emulation's check against the hardware); kernel_decode.inc (phase 6's decode kernels, dec_emu.cpp)."""
 import os, sys
 out = sys.argv[1]
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
@@ -122,3 +122,20 @@ assert f.count(shared) == 2
 f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
 f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs').replace('#include "tma_map.cuh"', '')   # host only
 open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(f)
+
+# phase 6's decode.cu up to its host side: split, split-pack, paged, ragged, the combine and
+# FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp). Static __shared__
+# arrays become function statics: the emulation runs one block at a time.
+f = rd('phase6_decoding/decode.cu')
+f = f[:f.index('/* Shared memory: the layout must fit')]
+shared = 'extern __shared__ __align__(16) unsigned char smem[];'
+assert f.count(shared) == 1 and asm in f and '__device__ int dec_fdpp_redo_d;' in f
+f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
+f = f.replace('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;').replace('__shared__ ', 'static ')
+f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+mut = os.environ.get('EMU_MUTATE_DECODE')   # one planted mistake in decode.cu (its test: the emulation must FAIL)
+if mut:
+    old, new = mut.split('=>')
+    assert f.count(old) == 1, 'EMU_MUTATE_DECODE: %r must occur once in decode.cu' % old
+    f = f.replace(old, new)
+open(os.path.join(out, 'kernel_decode.inc'), 'w').write(f)

@@ -11,6 +11,9 @@
 # with wgmma.mma_async emulated too (wgmma_emu.h: descriptors, swizzle, register A), after
 # phase 4's fa2-wgmma step 1 (PASSed on an H100) on the same emulation: its anchor.
 # EMU_MUTATE='old=>new' plants a mistake in bwd_wgmma.cu's text first (gen.py): it must FAIL.
+# tools/mma_emu/run.sh decode [d ...] - phase 6's decode kernels (decode.cu: split, split-pack,
+# paged, ragged, the combine, FlashDecoding++ with its combine and fallback) the same way
+# (dec_emu.cpp; warp shuffles emulated), against an fp64 attention.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd); root=$here/../..
 out=${EMU_OUT:-${BUILD:-$root/build}/mma_emu}   # EMU_OUT: a mutant builds apart
@@ -18,12 +21,16 @@ mkdir -p "$out"
 python3 "$here/gen.py" "$out"
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
 cxx() {   # SOURCE OUT
-    g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
+    g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase6_decoding" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
         -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
         -x c++ "$here/$1" -o "$out/$2" -lpthread
 }
 fails=0
-if [ "${1:-}" = wgmma ]; then   # bwd_wgmma.cu: every d of BWD_WGMMA_TABLE, or those named after it
+if [ "${1:-}" = decode ]; then   # phase 6's decode kernels (decode.cu): every d of the four, or those named
+    shift
+    cxx dec_emu.cpp dec_emu
+    for d in ${@:-32 64 128 256}; do "$out/dec_emu" "$d" || fails=$((fails + 1)); done
+elif [ "${1:-}" = wgmma ]; then   # bwd_wgmma.cu: every d of BWD_WGMMA_TABLE, or those named after it
     shift
     cxx bwd_wgmma_emu.cpp bwd_wgmma_emu
     # first the emulation itself against the hardware: phase 4's step-1 forward PASSed on an

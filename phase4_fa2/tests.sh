@@ -41,6 +41,22 @@ for m in causal sliding:40 document:60 prefix_lm_causal:30; do   # N_q > N_kv: r
     t_run "phase4 CPU rows pass, --mask $m, N_q=333 N_kv=100 (rows that see no key)" \
         "$P4" --cpu --quiet --B 1 --H 2 --N 333 --Nkv 100 --d 64 --mask $m --csv "$T4/m.csv"
 done
+# fa2-mma's mask path without a GPU: the kernel's own code on emulated ldmatrix, mma.sync,
+# cp.async and warp shuffles (tools/mma_emu mask), with the GPU's preprocessing done on the
+# host as common/mask_gpu.cu does it (blocks' min/max, longest first, each Q block's range of
+# K/V blocks): eight masks, against an fp64 attention over the visible keys, the visit
+# counts against the tile classes; and a planted mistake (the search for the next visited
+# block ignoring the Q block's range) FAILs
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+    t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
+        bash tools/mma_emu/run.sh mask 64
+    t_fail "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
+        env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
+        bash tools/mma_emu/run.sh mask 64
+else
+    t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
+    t_skip "phase4 mask emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
+fi
 t_run "phase4 --mask prints the tile census and the mask's bytes" bash -c "\"$P4\" --cpu --B 1 --H 2 --N 300 --d 64 \
     --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64, N_q x N_kv = 300 x 300 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"
 t_run "phase4 --mask on a large problem: the CPU rows run a smaller one with the mask sampled to it" bash -c "\"$P4\" --cpu \

@@ -14,35 +14,7 @@
 #include <algorithm>
 #include <string>
 
-/* warp collectives: each lane posts its 32-bit value, the warp meets, each reads */
-struct EmuX { uint32_t v[32]; };
-inline EmuX g_x[64];
-template <class T> inline T __shfl_xor_sync(unsigned, T v, int m)
-{
-    static_assert(sizeof(T) == 4, "32-bit shuffles only");
-    const int l = lane_id(), w = threadIdx.x / 32;
-    memcpy(&g_x[w].v[l], &v, 4);
-    W().bar->arrive_and_wait();
-    T r;
-    memcpy(&r, &g_x[w].v[l ^ m], 4);
-    W().bar->arrive_and_wait();
-    return r;
-}
-inline int __any_sync(unsigned, int p)
-{
-    const int l = lane_id(), w = threadIdx.x / 32;
-    g_x[w].v[l] = p != 0;
-    W().bar->arrive_and_wait();
-    int any = 0;
-    for (int k = 0; k < 32; k++) any |= (int)g_x[w].v[k];
-    W().bar->arrive_and_wait();
-    return any;
-}
-inline void __syncwarp() { W().bar->arrive_and_wait(); }
-inline int atomicAdd(int *p, int v) { std::lock_guard<std::mutex> l(g_atomic_mu); int o = *p; *p += v; return o; }
-inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int max(int a, int b) { return a > b ? a : b; }
-
+#include "warp_emu.h"
 #include "kernel_decode.inc"
 
 /* every block of grid (gx, gy, gz) in turn, 128 threads, its 4 warps' barriers */

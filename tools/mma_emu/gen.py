@@ -139,3 +139,18 @@ if mut:
     assert f.count(old) == 1, 'EMU_MUTATE_DECODE: %r must occur once in decode.cu' % old
     f = f.replace(old, new)
 open(os.path.join(out, 'kernel_decode.inc'), 'w').write(f)
+
+# phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here (fa2_mask_emu.cpp)
+f = rd('phase4_fa2/fa2_mma.cu')
+f = f[:f.index('/* What must hold for every row of FA2_MMA_TABLE')]
+shared = 'extern __shared__ __align__(16) unsigned char smem[];'
+assert f.count(shared) == 1
+assert asm in f
+f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
+f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+mut = os.environ.get('EMU_MUTATE_FA2')   # one planted mistake in fa2_mma.cu (its test: the emulation must FAIL)
+if mut:
+    old, new = mut.split('=>')
+    assert f.count(old) == 1, 'EMU_MUTATE_FA2: %r must occur once in fa2_mma.cu' % old
+    f = f.replace(old, new)
+open(os.path.join(out, 'kernel_fa2_mma.inc'), 'w').write(f)

@@ -31,7 +31,7 @@ static void emu_launch(emu_dim3 grid, size_t smem_bytes, F body)
         for (int w = 0; w < DWARPS; w++) { wb.push_back(new std::barrier<>(32)); g_warps[w].bar = wb.back(); }
         std::vector<std::thread> th;
         for (int t = 0; t < DTHREADS; t++) th.emplace_back([&, t] {
-            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z}; gridDim = grid;
+            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z}; gridDim = grid; blockDim = {DTHREADS, 1, 1};
             body();
         });
         for (auto &t : th) t.join();

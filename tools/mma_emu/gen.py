@@ -154,3 +154,15 @@ if mut:
     assert f.count(old) == 1, 'EMU_MUTATE_FA2: %r must occur once in fa2_mma.cu' % old
     f = f.replace(old, new)
 open(os.path.join(out, 'kernel_fa2_mma.inc'), 'w').write(f)
+
+# common/mask_gpu.cu's two kernels (the preprocessing pass and the order with each Q block's
+# range), cut from its host code, and common/warp_reduce.cuh as it is: fa2_mask_emu.cpp runs
+# them before fa2-mma, and checks them against the same preprocessing done on the host
+m = rd('common/mask_gpu.cu')
+kb = m[m.index('/* One warp a column block'):m.index('extern "C" const int32_t *mask_gpu_blocks')]
+ko = m[m.index('/* Longest first'):m.index('extern "C" const int32_t *mask_gpu_order')]
+shared = 'extern __shared__ __align__(16) int32_t tiles[];'
+assert ko.count(shared) == 1
+ko = ko.replace(shared, 'int32_t *tiles = (int32_t *)g_smem;')
+open(os.path.join(out, 'kernel_mask_gpu.inc'), 'w').write('#include "warp_reduce.cuh"\n' + kb + ko)
+open(os.path.join(out, 'warp_reduce.cuh'), 'w').write(rd('common/warp_reduce.cuh').replace(dev, 'inline'))

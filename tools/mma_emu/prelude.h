@@ -13,7 +13,7 @@
 #define __global__
 #define __launch_bounds__(...)
 struct emu_dim3 { unsigned x, y, z; };
-inline thread_local emu_dim3 threadIdx, blockIdx, gridDim;   /* C++17 inline variables: one definition for every program */
+inline thread_local emu_dim3 threadIdx, blockIdx, gridDim, blockDim;   /* C++17 inline variables: one definition for every program */
 /* a read through the read-only cache: a plain read here */
 template <class T> inline T __ldg(const T *p) { return *p; }
 /* Warp shuffles are not emulated (a warp's lanes are threads that meet only at barriers):

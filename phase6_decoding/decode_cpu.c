@@ -202,16 +202,14 @@ dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c,
     return t;
 }
 
+static double recomputed_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl,
+                               const uint8_t *recomputed, long *n_recomputed);
+
 double dec_fdpp_hbm_bytes_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S, const uint8_t *flags)
 {
-    dec_traffic_t t = dec_hbm_traffic_gpu(p, c, bl, S, true);
-    double bytes = t.total;
+    double bytes = dec_hbm_traffic_gpu(p, c, bl, S, true).total;
     if (S == 1) bytes += 2.0 * 4.0 * p->B * p->H * p->N_q * (p->d + 1);   /* u_1, l_1 written and read */
-    for (int b = 0; flags && b < p->B; b++)
-        for (int h = 0; h < p->H; h++)
-            for (int i = 0; i < p->N_q; i++)
-                if (flags[((size_t)b * p->H + h) * p->N_q + i]) bytes += dec_recompute_bytes(p, c, bl, b, i);
-    return bytes;
+    return bytes + recomputed_bytes(p, c, bl, flags, NULL);
 }
 
 int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
@@ -378,12 +376,13 @@ double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_b
     return bytes;
 }
 
-double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S,
-                          const uint8_t *recomputed, long *n_recomputed)
+/* The bytes of every row recomputed marks ([B][H][N_q]; NULL: none), and their number. */
+static double recomputed_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl,
+                               const uint8_t *recomputed, long *n_recomputed)
 {
-    double bytes = decode_hbm_bytes(p, c, bl, S);
+    double bytes = 0;
     long n = 0;
-    for (int b = 0; b < p->B; b++)
+    for (int b = 0; recomputed && b < p->B; b++)
         for (int h = 0; h < p->H; h++)
             for (int row = 0; row < p->N_q; row++)
                 if (recomputed[attn_l_offset(p, b, h) + row]) {
@@ -392,6 +391,12 @@ double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_bl
                 }
     if (n_recomputed) *n_recomputed = n;
     return bytes;
+}
+
+double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S,
+                          const uint8_t *recomputed, long *n_recomputed)
+{
+    return decode_hbm_bytes(p, c, bl, S) + recomputed_bytes(p, c, bl, recomputed, n_recomputed);
 }
 
 static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,

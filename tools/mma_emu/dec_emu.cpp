@@ -8,7 +8,6 @@
  * indexing and the algebra, not the speed or the races. Exit 1 on any FAIL. */
 #include "prelude.h"
 #include "mma.cuh"
-#include <thread>
 #include <vector>
 #include <random>
 #include <algorithm>
@@ -16,28 +15,6 @@
 
 #include "warp_emu.h"
 #include "kernel_decode.inc"
-
-/* every block of grid (gx, gy, gz) in turn, 128 threads, its 4 warps' barriers */
-template <class F>
-static void emu_launch(emu_dim3 grid, size_t smem_bytes, F body)
-{
-    std::vector<unsigned char> smem(smem_bytes + 64);
-    for (unsigned z = 0; z < grid.z; z++) for (unsigned y = 0; y < grid.y; y++) for (unsigned x = 0; x < grid.x; x++) {
-        memset(smem.data(), 0xff, smem.size());   /* poison */
-        g_smem = smem.data();
-        std::barrier<> bb(DTHREADS);
-        g_block_bar = &bb;
-        std::vector<std::barrier<> *> wb;
-        for (int w = 0; w < DWARPS; w++) { wb.push_back(new std::barrier<>(32)); g_warps[w].bar = wb.back(); }
-        std::vector<std::thread> th;
-        for (int t = 0; t < DTHREADS; t++) th.emplace_back([&, t] {
-            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z}; gridDim = grid; blockDim = {DTHREADS, 1, 1};
-            body();
-        });
-        for (auto &t : th) t.join();
-        for (auto *b : wb) delete b;
-    }
-}
 
 struct Case { int B, H, Hkv, Nq, Nkv, S; bool causal, pack; int page; bool ragged; };
 
@@ -116,16 +93,16 @@ static int run(const Case &c, bool fdpp, float phi, int want_redo)
     const int G = a.pack ? c.H / c.Hkv : 1, groups = a.pack ? c.Hkv : c.H;
     const emu_dim3 grid = {(unsigned)c.S, (unsigned)((G * c.Nq + ROWS - 1) / ROWS), (unsigned)(c.B * groups)};
     dec_fdpp_redo_d = 0;
-    auto split = [&](auto kernel) { emu_launch(grid, DCfg<D>::SMEM, [&] { kernel(a); }); };
+    auto split = [&](auto kernel) { emu_blocks(grid, DTHREADS, DCfg<D>::SMEM, [&] { kernel(a); }); };
     if (fdpp) c.page ? split(dec_split_kernel<D, true, true>) : split(dec_split_kernel<D, false, true>);
     else c.page ? split(dec_split_kernel<D, true, false>) : split(dec_split_kernel<D, false, false>);
     const emu_dim3 rows_grid = {(unsigned)((nq + DWARPS - 1) / DWARPS), 1, 1};
     if (fdpp) {
-        emu_launch(rows_grid, 0, [&] { dec_fdpp_combine_kernel<D>(p, a.seqlens, c.S, (int)nq, phi, a.Opart, a.Lpart, O.data(), L.data(), redo.data()); });
-        emu_launch(emu_dim3{(unsigned)nq, 1, 1}, 0, [&] {
+        emu_blocks(rows_grid, DTHREADS, 0, [&] { dec_fdpp_combine_kernel<D>(p, a.seqlens, c.S, (int)nq, phi, a.Opart, a.Lpart, O.data(), L.data(), redo.data()); });
+        emu_blocks(emu_dim3{(unsigned)nq, 1, 1}, DTHREADS, 0, [&] {
             if (c.page) dec_recompute_kernel<D, true>(a, redo.data()); else dec_recompute_kernel<D, false>(a, redo.data()); });
     } else if (c.S > 1) {
-        emu_launch(rows_grid, 0, [&] { dec_combine_kernel<D>(c.S, (int)nq, a.Opart, a.Lpart, O.data(), L.data()); });
+        emu_blocks(rows_grid, DTHREADS, 0, [&] { dec_combine_kernel<D>(c.S, (int)nq, a.Opart, a.Lpart, O.data(), L.data()); });
     }
     std::vector<double> rO, rL;
     reference(p, Q, K, V, lens, rO, rL);

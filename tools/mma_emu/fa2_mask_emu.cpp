@@ -12,7 +12,6 @@
 #include "prelude.h"
 #include "mma.cuh"
 #include "warp_emu.h"
-#include <thread>
 #include <vector>
 #include <random>
 #include <algorithm>
@@ -23,27 +22,6 @@ template <int BC> inline void mask_prefetch_columns(const int32_t *, int, int, i
 
 #include "kernel_fa2_mma.inc"
 #include "kernel_mask_gpu.inc"
-
-/* every block of a (gx, gy) grid in turn, `threads` threads, a barrier a warp */
-static void emu_launch(unsigned gx, unsigned gy, int threads, size_t smem_bytes, const std::function<void()> &body)
-{
-    std::vector<unsigned char> smem(smem_bytes + 64);
-    for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {
-        memset(smem.data(), 0xff, smem.size());
-        g_smem = smem.data();
-        std::barrier<> bb(threads);
-        g_block_bar = &bb;
-        std::vector<std::barrier<> *> wb;
-        for (int w = 0; w < threads / 32; w++) { wb.push_back(new std::barrier<>(32)); g_warps[w].bar = wb.back(); }
-        std::vector<std::thread> th;
-        for (int t = 0; t < threads; t++) th.emplace_back([&, t] {
-            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, 0}; gridDim = {gx, gy, 1}; blockDim = {(unsigned)threads, 1, 1};
-            body();
-        });
-        for (auto &t : th) t.join();
-        for (auto *b : wb) delete b;
-    }
-}
 
 typedef std::function<bool(int i, int j)> visible_fn;   /* row i (of N_q) sees key j */
 
@@ -108,8 +86,8 @@ static int run(const char *name, int B, int H, int Hkv, int Nq, int Nkv, const v
     }
     /* mask_gpu.cu's kernels on the same vectors: their blocks, order and ranges must be the host's */
     std::vector<int32_t> gblk(8 * (size_t)Tc, -7), gorder(3 * MASK_GPU_MAX_TR, 0);
-    emu_launch((Tc + 3) / 4, 1, 128, 0, [&] { mask_blocks_kernel(runs.data(), Nkv, BC, Tc, gblk.data()); });
-    emu_launch(1, 1, 1024, sizeof(int32_t) * ((Tr + 3) & ~3), [&] { mask_order_kernel(gblk.data(), Nq, Tc, BR, Tr, gorder.data()); });
+    emu_blocks({(unsigned)(Tc + 3) / 4, 1, 1}, 128, 0, [&] { mask_blocks_kernel(runs.data(), Nkv, BC, Tc, gblk.data()); });
+    emu_blocks({1, 1, 1}, 1024, sizeof(int32_t) * ((Tr + 3) & ~3), [&] { mask_order_kernel(gblk.data(), Nq, Tc, BR, Tr, gorder.data()); });
     const bool pre_ok = gblk == blk && std::equal(gorder.begin(), gorder.begin() + Tr, order.begin()) &&
                         std::equal(gorder.begin() + MASK_GPU_MAX_TR, gorder.begin() + MASK_GPU_MAX_TR + 2 * Tr,
                                    order.begin() + MASK_GPU_MAX_TR);
@@ -122,7 +100,7 @@ static int run(const char *name, int B, int H, int Hkv, int Nq, int Nkv, const v
     std::vector<float> O(nq * D, NAN), L(nq, NAN);
     std::vector<unsigned long long> counts(Tr, 0);
     gpu_visits_t gv; gv.counts = counts.data(); gv.visit_all = visit_all_flag;
-    emu_launch(Tr, B * H, THREADS, C::SMEM + FA2_MASK_MAX_TC, [&] {   /* on the kernels' preprocessing */
+    emu_blocks({(unsigned)Tr, (unsigned)(B * H), 1}, THREADS, C::SMEM + FA2_MASK_MAX_TC, [&] {   /* on the kernels' preprocessing */
         fa2_mma_kernel<D, BC, MT, STAGES, true, true, true, true>(p, Q.data(), K.data(), V.data(), O.data(), L.data(), gv,
                                                                  cols.data(), gblk.data(), gorder.data());
     });

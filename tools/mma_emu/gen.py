@@ -123,37 +123,38 @@ f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline'
 f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs').replace('#include "tma_map.cuh"', '')   # host only
 open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(f)
 
-# phase 6's decode.cu up to its host side: split, split-pack, paged, ragged, the combine and
-# FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp). Static __shared__
-# arrays become function statics: the emulation runs one block at a time.
-f = rd('phase6_decoding/decode.cu')
-f = f[:f.index('/* Shared memory: the layout must fit')]
-shared = 'extern __shared__ __align__(16) unsigned char smem[];'
-assert f.count(shared) == 1 and asm in f and '__device__ int dec_fdpp_redo_d;' in f
-f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
-f = f.replace('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;').replace('__shared__ ', 'static ')
-f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
-mut = os.environ.get('EMU_MUTATE_DECODE')   # one planted mistake in decode.cu (its test: the emulation must FAIL)
-if mut:
-    old, new = mut.split('=>')
-    assert f.count(old) == 1, 'EMU_MUTATE_DECODE: %r must occur once in decode.cu' % old
-    f = f.replace(old, new)
-open(os.path.join(out, 'kernel_decode.inc'), 'w').write(f)
+def device_half(path, end, var, extra=()):
+    """A kernel file up to its host code (end), for the emulation: its dynamic shared memory
+    the block's host buffer, ex2.approx as exp2f, __device__ functions inline, and extra
+    (old, new) replacements; then the one mistake $var plants ('old=>new': a test that the
+    emulation must FAIL)."""
+    f = rd(path)
+    f = f[:f.index(end)]
+    shared = 'extern __shared__ __align__(16) unsigned char smem[];'
+    assert f.count(shared) == 1 and asm in f
+    f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
+    for old, new in extra:
+        assert old in f, '%s: %r not found' % (path, old)
+        f = f.replace(old, new)
+    f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+    mut = os.environ.get(var)
+    if mut:
+        old, new = mut.split('=>')
+        assert f.count(old) == 1, '%s: %r must occur once in %s' % (var, old, path)
+        f = f.replace(old, new)
+    return f
 
-# phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here (fa2_mask_emu.cpp)
-f = rd('phase4_fa2/fa2_mma.cu')
-f = f[:f.index('/* What must hold for every row of FA2_MMA_TABLE')]
-shared = 'extern __shared__ __align__(16) unsigned char smem[];'
-assert f.count(shared) == 1
-assert asm in f
-f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
-f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
-mut = os.environ.get('EMU_MUTATE_FA2')   # one planted mistake in fa2_mma.cu (its test: the emulation must FAIL)
-if mut:
-    old, new = mut.split('=>')
-    assert f.count(old) == 1, 'EMU_MUTATE_FA2: %r must occur once in fa2_mma.cu' % old
-    f = f.replace(old, new)
-open(os.path.join(out, 'kernel_fa2_mma.inc'), 'w').write(f)
+# phase 6's decode.cu up to its host side: split, split-pack, paged, ragged, the combine and
+# FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp; EMU_MUTATE_DECODE).
+# Static __shared__ arrays become function statics: the emulation runs one block at a time.
+open(os.path.join(out, 'kernel_decode.inc'), 'w').write(device_half(
+    'phase6_decoding/decode.cu', '/* Shared memory: the layout must fit', 'EMU_MUTATE_DECODE',
+    (('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;'), ('__shared__ ', 'static '))))
+
+# phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here
+# (fa2_mask_emu.cpp; EMU_MUTATE_FA2)
+open(os.path.join(out, 'kernel_fa2_mma.inc'), 'w').write(device_half(
+    'phase4_fa2/fa2_mma.cu', '/* What must hold for every row of FA2_MMA_TABLE', 'EMU_MUTATE_FA2'))
 
 # common/mask_gpu.cu's two kernels (the preprocessing pass and the order with each Q block's
 # range), cut from its host code, and common/warp_reduce.cuh as it is: fa2_mask_emu.cpp runs

@@ -1,8 +1,11 @@
 /* tools/mma_emu/warp_emu.h - the warp collectives a kernel beyond mma.sync uses, for the host
  * emulation (after mma.cuh's mock, whose warps meet at a barrier each): __shfl_xor_sync,
  * __any_sync, __syncwarp, and the integer built-ins the kernels call. Every lane of the warp
- * must call a collective, as on the GPU. */
+ * must call a collective, as on the GPU. And emu_blocks, the grid those kernels run on. */
 #pragma once
+#include <functional>
+#include <thread>
+#include <vector>
 /* warp collectives: each lane posts its 32-bit value, the warp meets, each reads */
 struct EmuX { uint32_t v[32]; };
 inline EmuX g_x[64];
@@ -32,3 +35,24 @@ inline int atomicAdd(int *p, int v) { std::lock_guard<std::mutex> l(g_atomic_mu)
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int max(int a, int b) { return a > b ? a : b; }
 
+/* every block of the grid in turn, `threads` host threads a block, a barrier a warp, the
+ * block's shared memory poisoned first */
+inline void emu_blocks(emu_dim3 grid, int threads, size_t smem_bytes, const std::function<void()> &body)
+{
+    std::vector<unsigned char> smem(smem_bytes + 64);
+    for (unsigned z = 0; z < grid.z; z++) for (unsigned y = 0; y < grid.y; y++) for (unsigned x = 0; x < grid.x; x++) {
+        memset(smem.data(), 0xff, smem.size());
+        g_smem = smem.data();
+        std::barrier<> bb(threads);
+        g_block_bar = &bb;
+        std::vector<std::barrier<> *> wb;
+        for (int w = 0; w < threads / 32; w++) { wb.push_back(new std::barrier<>(32)); g_warps[w].bar = wb.back(); }
+        std::vector<std::thread> th;
+        for (int t = 0; t < threads; t++) th.emplace_back([&, t] {
+            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {x, y, z}; gridDim = grid; blockDim = {(unsigned)threads, 1, 1};
+            body();
+        });
+        for (auto &t : th) t.join();
+        for (auto *b : wb) delete b;
+    }
+}

@@ -311,7 +311,11 @@ dec_split_kernel(const DecArgs a)
                     for (int e = 2 * x; e <= 2 * x + 1; e++) {
                         const float z2 = fmaf(sc[nn][e], sl2, -phi2);   /* (x - phi) log2(e); -inf when masked */
                         win[x] |= (z2 >= -below2 ? 1 : 0) | (z2 > above2 ? 2 : 0);
-                        sc[nn][e] = dex2(z2);
+                        /* l sums the fp16 weight that multiplies V below, not the fp32 one:
+                         * with e^(x - phi) far from 1 the two differ by up to 2^-11, and a
+                         * row of one key must come out as V itself (m-based weights dodge
+                         * this: their largest is e^0 = 1, exact in fp16) */
+                        sc[nn][e] = __half2float(__float2half_rn(dex2(z2)));
                         row_sum += sc[nn][e];
                     }
                 l_i[x] += row_sum;

@@ -200,12 +200,17 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
 
 /* ---- the GPU half (decode.cu) --------------------------------------------------------
  * GQA PACKING: the G = H / H_kv query heads that share a KV head are the rows of one
- * block (G x N_q rows, in tiles of DEC_GPU_ROWS), so K/V are read once per KV head. Its
+ * block (G x N_q rows, in row tiles of dec_gpu_block_rows), so K/V are read once per KV head. Its
  * bytes are the model's with the K/V (and block-table) reads of a KV head's G heads
  * counted once per row tile instead of once per head: dec_hbm_traffic_gpu(pack = true).
  * pack = false gives dec_hbm_traffic() exactly (the unpacked kernel is the model), except
  * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
-#define DEC_GPU_ROWS  16      /* query rows a block holds: one mma m-tile            */
+#define DEC_GPU_ROWS  16      /* query rows of a block: one mma m-tile (FD++'s flat GEMM) */
+#define DEC_GPU_ROWS_WIDE 64  /* ... or four m-tiles, one a warp, when a group has more  */
+/* The rows of the split kernel's blocks on this problem: DEC_GPU_ROWS_WIDE when a group (a
+ * head, or with packing a KV head's G heads) has more than DEC_GPU_ROWS query rows and
+ * d <= 128, else DEC_GPU_ROWS. A group's G x N_q rows are cut into row tiles of this many. */
+int dec_gpu_block_rows(const attn_problem_t *p, bool pack);
 #define DEC_GPU_MAX_NQ 16     /* the decode kernels take N_q <= this (phase 4 beyond) */
 #define DEC_GPU_TILE_KEYS 64  /* keys of the K/V tiles a split walks (its range in tiles) */
 dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, bool pack);
@@ -246,7 +251,7 @@ static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)
 int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* Blocks of the split kernel (the paged variant when paged) the whole GPU holds at once
  * (SMs x occupancy): the heuristic's slots. */
-int dec_gpu_slots(int d, bool paged);
+int dec_gpu_slots(int d, bool paged, int rows);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
 /* FlashDecoding++ on the GPU (decode.cu's fdpp): split-pack with the unified max phi, the FD++

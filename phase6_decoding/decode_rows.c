@@ -212,7 +212,7 @@ void dec_launch(void *ctx)
 /* the heuristic's S for the kernel that runs (paged: its own occupancy, decode.h) */
 int dec_pick_splits(const attn_problem_t *p, bool pack, bool paged)
 {
-    return splits_override > 0 ? splits_override : dec_num_splits(p, pack, dec_gpu_slots(p->d, paged));
+    return splits_override > 0 ? splits_override : dec_num_splits(p, pack, dec_gpu_slots(p->d, paged, dec_gpu_block_rows(p, pack)));
 }
 
 static const int *ragged_lens;   /* the ragged rows' check (drv_check_fn has no context) */

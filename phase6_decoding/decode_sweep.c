@@ -122,7 +122,7 @@ static void gpu_begin(sweep_t *s)
     dec_gpu_fill(sb.K, sb.kv_elems, s->o->seed + 1);
     dec_gpu_fill(sb.V, sb.kv_elems, s->o->seed + 2);
     sb.copy = s->D->mi.copy_gbps > 0 ? s->D->mi.copy_gbps : gpu_copy_bandwidth_gbps();
-    sb.slots = dec_gpu_slots(d, false);
+    sb.slots = dec_gpu_slots(d, false, DEC_GPU_ROWS);
     printf("%s: GPU sweep: d = 128, N_q = 1, H = 32; %d split blocks fit the GPU at once; copy bandwidth %.0f GB/s\n",
            PHASE, sb.slots, sb.copy);
 }

@@ -5,12 +5,16 @@ t_units "$BUILD/test_phase6"
 # combine and FlashDecoding++ (its combine and fallback) on emulated ldmatrix, mma.sync,
 # cp.async and warp shuffles (tools/mma_emu), against an fp64 attention, at d = 32 and 256
 # (the tiles that differ most: one K/V stage and Q from shared memory at 256); and a
-# planted mistake in FD++'s merge of the warps (the last warp's l kept, not the sum) FAILs
+# planted mistake in FD++'s merge of the warps (the last warp's l kept, not the sum) FAILs, and
+# so does one in the 64-row block (each warp's causal limits taken from the block's first m-tile)
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase6 decode kernels on the CPU emulator (d = 32, 256): O, L and FD++'s recomputed rows against fp64" \
         bash tools/mma_emu/run.sh decode 32 256
     t_fail "phase6 decode emulator FAILs FD++ with a planted mistake in the warps' merge" \
-        env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='l += Lm[w * ROWS + tid]; Wm=>l = Lm[w * ROWS + tid]; Wm' \
+        env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='l += Lm[w * ROWS + rr]; Wm=>l = Lm[w * ROWS + rr]; Wm' \
+        bash tools/mma_emu/run.sh decode 64
+    t_fail "phase6 decode emulator FAILs the 64-row block with its warps' causal limits all of the first m-tile" \
+        env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='(r0 + wr * ROWS + g=>(r0 + g' \
         bash tools/mma_emu/run.sh decode 64
 else
     t_skip "phase6 decode kernels on the CPU emulator" "no CUDA headers (cuda_fp16.h)"

@@ -50,7 +50,7 @@
 
 #define DWARPS   4                       /* warps per block                        */
 #define DTHREADS (32 * DWARPS)
-#define KW       16                      /* keys per warp in a tile                 */
+#define KW       16                      /* keys per warp in a tile (WR = 1)        */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
 #define ROWS     16                      /* query rows per block: one m-tile        */
 static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' unit) is the kernel's");
@@ -62,18 +62,32 @@ static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' uni
  * overlap of copy and compute inside a block; the SM's other blocks provide it) */
 #define DEC_STAGES_OF(D) ((D) >= 256 ? 1 : DEC_STAGES)
 
-template <int D>
+/* WR: the warps that split a block's rows. WR = 1 (one m-tile of 16 rows, the 4 warps split
+ * each 64-key tile into 16 keys each, merged at the end) is FlashDecoding++'s flat GEMM: a
+ * single query row pads to 16, not to 64. WR = 4 (64 rows, each warp its own 16 rows over the
+ * whole tile, as phase 4) takes many query tokens with GQA packing (G x N_q > 16) in one
+ * block, so the K/V tile that 64 rows share is read once, not once per 16 rows:
+ *
+ *            WR = 1: keys of the tile ->              WR = 4: keys of the tile ->
+ *   rows   | warp 0 | warp 1 | warp 2 | warp 3 |     | warp 0 (rows  0-15), 64 keys |
+ *   0-15   |16 keys |16 keys |16 keys |16 keys |     | warp 1 (rows 16-31), 64 keys |
+ *                                                    | warp 2 (rows 32-47), 64 keys |
+ *                                                    | warp 3 (rows 48-63), 64 keys |  */
+template <int D, int WR = 1>
 struct DCfg {
     static constexpr int LDH = D + 8;    /* halves per shared row: +16 bytes, so the 8 rows of an
                                             ldmatrix tile start in different banks */
+    static constexpr int ROWS_B = ROWS * WR;   /* query rows a block holds */
+    static constexpr int WK = DWARPS / WR;     /* warps that share a row (split the tile's keys) */
+    static constexpr int KWW = BK / WK;        /* keys of a tile one warp takes: 16 or 64 */
     static constexpr size_t Q_OFF = 0;
-    static constexpr size_t KV_OFF = sizeof(__half) * ROWS * LDH;
+    static constexpr size_t KV_OFF = sizeof(__half) * ROWS_B * LDH;
     static constexpr size_t STAGE = 2 * sizeof(__half) * BK * LDH;   /* K_j and V_j */
     static constexpr int STAGES = DEC_STAGES_OF(D);
     static constexpr size_t SMEM = KV_OFF + STAGES * STAGE;
-    /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D], m, l, the
-     * per-warp weights [DWARPS][ROWS] and each row's L [ROWS] */
-    static constexpr size_t MERGE = sizeof(float) * ((size_t)DWARPS * ROWS * D + 3 * DWARPS * ROWS + ROWS);
+    /* after the loop the stages hold the warps' merge: O~ [DWARPS][ROWS][D] (each warp's 16
+     * rows), m, l, the per-warp weights [DWARPS][ROWS] and each block row's L [ROWS_B] */
+    static constexpr size_t MERGE = sizeof(float) * ((size_t)DWARPS * ROWS * D + 3 * DWARPS * ROWS + ROWS_B);
 };
 
 /* What one launch of the split kernel needs (by value, as a kernel parameter). */
@@ -156,11 +170,12 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
 
 /* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
  * without packing, a (batch, KV head) with it). */
-template <int D, bool PAGED, bool FDPP = false>
+template <int D, bool PAGED, bool FDPP = false, int WR = 1>
 __global__ void __launch_bounds__(DTHREADS)
 dec_split_kernel(const DecArgs a)
 {
-    using C = DCfg<D>;
+    using C = DCfg<D, WR>;
+    constexpr int WK = C::WK, KWW = C::KWW, NT = KWW / 8;   /* NT: the warp's n-tiles of 8 keys */
     constexpr int LDH = C::LDH;
     const attn_problem_t &p = a.p;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -168,12 +183,13 @@ dec_split_kernel(const DecArgs a)
     __half *KVs = (__half *)(smem + C::KV_OFF);   /* stage st: K at st 2 BK LDH, V after it */
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+    const int wr = warp % WR, wk = warp / WR;   /* this warp's m-tile of the block, its keys of a tile */
     const int s = blockIdx.x, rt = blockIdx.y;
     const int G = a.pack ? p.H / p.H_kv : 1;              /* query heads in a block's group */
     const int ngroups = a.pack ? p.H_kv : p.H;
     const int b = blockIdx.z / ngroups, grp = blockIdx.z % ngroups;
     const int h0 = grp * G, kvh = attn_kv_head(&p, h0);
-    const int R = G * p.N_q, r0 = rt * ROWS, nrows = min(ROWS, R - r0);
+    const int R = G * p.N_q, r0 = rt * C::ROWS_B, nrows = min(C::ROWS_B, R - r0);
     /* rows r0 .. of the group are consecutive rows of Q, O and L: heads h0 .. h0 + G - 1,
      * N_q rows each (common/problem.h's layout) */
     const size_t row_base = ((size_t)b * p.H + h0) * p.N_q + r0;
@@ -206,7 +222,7 @@ dec_split_kernel(const DecArgs a)
     /* Q's rows (zero past nrows) and the first K/V tile */
     int pid[KvRows<D>::N] = {};   /* pool pages of the next tile this thread copies (paged) */
     if (PAGED) fetch_pages<D>(pid, a, b, k0, k1);
-    cp_async_tile<D, LDH, DTHREADS>(Qs, a.Q + row_base * D, ROWS, nrows);
+    cp_async_tile<D, LDH, DTHREADS>(Qs, a.Q + row_base * D, C::ROWS_B, nrows);
     /* the ring's first STAGES - 1 tiles: one cp.async group each (an empty group past k1),
      * so that the loop's wait counts groups alike for every tile */
 #pragma unroll
@@ -224,13 +240,14 @@ dec_split_kernel(const DecArgs a)
      * bottom-right on this sequence's own length); rows past nrows are padding */
     int lim[2];
 #pragma unroll
-    for (int x = 0; x < 2; x++) lim[x] = p.causal ? (r0 + g + 8 * x) % p.N_q + (n - p.N_q) : n - 1;
+    for (int x = 0; x < 2; x++) lim[x] = p.causal ? (r0 + wr * ROWS + g + 8 * x) % p.N_q + (n - p.N_q) : n - 1;
     const int lim_min = p.causal ? n - p.N_q : n - 1;   /* the least of any row (query 0) */
 
-    /* Q's 16 rows as A fragments, loaded once; at d = 256 (128 accumulators of O~ already) read
+    /* the warp's 16 rows of Q as A fragments, loaded once; at d = 256 (128 accumulators of O~ already) read
      * from shared memory at each use instead, or the paged kernel spills */
     constexpr bool QREG = D <= 128;
     uint32_t qf[QREG ? D / 16 : 1][4];
+    const __half *Qw = Qs + wr * ROWS * LDH;   /* this warp's 16 rows of Q */
     float o[D / 8][4];                    /* this warp's O~: 16 rows x D, fp32              */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
     /* FDPP: the weights are 2^(sl2 S - phi2), phi2 = phi log2(e); the safe window's tests in
@@ -255,7 +272,7 @@ dec_split_kernel(const DecArgs a)
                               is done with the stage tile tt - 1 used, which the load below refills */
         if (QREG && tt == 0) {
 #pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[QREG ? kk : 0], Qs + kk * 16, LDH);
+            for (int kk = 0; kk < D / 16; kk++) load_a_16x16(qf[QREG ? kk : 0], Qw + kk * 16, LDH);
         }
         if (C::STAGES > 1) {   /* tile tt + STAGES - 1 streams in while this one is computed (an
                                   empty group past the range's end, so the wait above stays one count) */
@@ -267,24 +284,29 @@ dec_split_kernel(const DecArgs a)
             }
             cp_async_commit();
         }
-        const int jw = jt + warp * KW;   /* this warp's 16 keys */
+        const int jw = jt + wk * KWW;    /* this warp's KWW keys */
         if (jw >= k1) continue;          /* warp-uniform: past the range's end */
-        const __half *Kw = KVs + st * 2 * BK * LDH + warp * KW * LDH, *Vw = Kw + BK * LDH;
+        const __half *Kw = KVs + st * 2 * BK * LDH + wk * KWW * LDH, *Vw = Kw + BK * LDH;
 
-        /* S = Q K^T: 16 rows x 16 keys (two n-tiles of 8) */
-        float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        /* S = Q K^T: 16 rows x KWW keys (NT n-tiles of 8) */
+        float sc[NT][4];
+#pragma unroll
+        for (int nn = 0; nn < NT; nn++) sc[nn][0] = sc[nn][1] = sc[nn][2] = sc[nn][3] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t bf[4];
-            load_b_nk(bf, Kw + kk * 16, LDH);
-            if (!QREG) load_a_16x16(qf[0], Qs + kk * 16, LDH);
-            mma_16816(sc[0], qf[QREG ? kk : 0], bf);
-            mma_16816(sc[1], qf[QREG ? kk : 0], bf + 2);
+            if (!QREG) load_a_16x16(qf[0], Qw + kk * 16, LDH);
+#pragma unroll
+            for (int c = 0; c < NT / 2; c++) {   /* 16 keys a step */
+                uint32_t bf[4];
+                load_b_nk(bf, Kw + c * 16 * LDH + kk * 16, LDH);
+                mma_16816(sc[2 * c], qf[QREG ? kk : 0], bf);
+                mma_16816(sc[2 * c + 1], qf[QREG ? kk : 0], bf + 2);
+            }
         }
         /* the mask: keys past the range's end, and the causal diagonal */
-        if (jw + KW > k1 || jw + KW - 1 > lim_min) {
+        if (jw + KWW > k1 || jw + KWW - 1 > lim_min) {
 #pragma unroll
-            for (int nn = 0; nn < 2; nn++)
+            for (int nn = 0; nn < NT; nn++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int col = jw + nn * 8 + 2 * t + e % 2;
@@ -299,12 +321,16 @@ dec_split_kernel(const DecArgs a)
             for (int x = 0; x < 2; x++) {
                 float row_sum = 0.0f;
 #pragma unroll
-                for (int nn = 0; nn < 2; nn++)
+                for (int nn = 0; nn < NT; nn++)
 #pragma unroll
                     for (int e = 2 * x; e <= 2 * x + 1; e++) {
                         const float z2 = fmaf(sc[nn][e], sl2, -phi2);   /* (x - phi) log2(e); -inf when masked */
                         win[x] |= (z2 >= -below2 ? 1 : 0) | (z2 > above2 ? 2 : 0);
-                        sc[nn][e] = dex2(z2);
+                        /* l sums the fp16 weight that multiplies V below, not the fp32 one:
+                         * with e^(x - phi) far from 1 the two differ by up to 2^-11, and a
+                         * row of one key must come out as V itself (m-based weights dodge
+                         * this: their largest is e^0 = 1, exact in fp16) */
+                        sc[nn][e] = __half2float(__float2half_rn(dex2(z2)));
                         row_sum += sc[nn][e];
                     }
                 l_i[x] += row_sum;
@@ -313,7 +339,9 @@ dec_split_kernel(const DecArgs a)
         } else
 #pragma unroll
         for (int x = 0; x < 2; x++) {
-            float mx = fmaxf(m_i[x], fmaxf(fmaxf(sc[0][2 * x], sc[0][2 * x + 1]), fmaxf(sc[1][2 * x], sc[1][2 * x + 1])));
+            float mx = m_i[x];
+#pragma unroll
+            for (int nn = 0; nn < NT; nn++) mx = fmaxf(mx, fmaxf(sc[nn][2 * x], sc[nn][2 * x + 1]));
 #pragma unroll
             for (int lane_xor = 1; lane_xor <= 2; lane_xor *= 2)   /* the quad's 4 lanes */
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, lane_xor));
@@ -322,7 +350,7 @@ dec_split_kernel(const DecArgs a)
             m_i[x] = mx;
             float row_sum = 0.0f;
 #pragma unroll
-            for (int nn = 0; nn < 2; nn++)
+            for (int nn = 0; nn < NT; nn++)
 #pragma unroll
                 for (int e = 2 * x; e <= 2 * x + 1; e++) {
                     sc[nn][e] = dex2(fmaf(sc[nn][e], sl2, -m_scaled));
@@ -330,18 +358,21 @@ dec_split_kernel(const DecArgs a)
                 }
             l_i[x] = alpha[x] * l_i[x] + row_sum;   /* this thread's columns; the quad's are added at the end */
         }
-        /* O~ = diag(alpha) O~ + P V_w: P from the S registers as one A fragment (16 keys) */
-        uint32_t pa[4];
-        c_pair_to_a(pa, sc[0], sc[1]);
+        /* O~ = diag(alpha) O~ + P V_w: P from the S registers, one A fragment per 16 keys */
+        if (!FDPP) {
 #pragma unroll
-        for (int n2 = 0; n2 < D / 16; n2++) {
-            uint32_t bf[4];
-            load_b_kn_trans(bf, Vw + n2 * 16, LDH);
+            for (int nn = 0; nn < D / 8; nn++) { o[nn][0] *= alpha[0]; o[nn][1] *= alpha[0]; o[nn][2] *= alpha[1]; o[nn][3] *= alpha[1]; }
+        }
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float *acc = o[2 * n2 + h];
-                if (!FDPP) { acc[0] *= alpha[0]; acc[1] *= alpha[0]; acc[2] *= alpha[1]; acc[3] *= alpha[1]; }
-                mma_16816(acc, pa, bf + 2 * h);
+        for (int c = 0; c < NT / 2; c++) {
+            uint32_t pa[4];
+            c_pair_to_a(pa, sc[2 * c], sc[2 * c + 1]);
+#pragma unroll
+            for (int n2 = 0; n2 < D / 16; n2++) {
+                uint32_t bf[4];
+                load_b_kn_trans(bf, Vw + c * 16 * LDH + n2 * 16, LDH);
+                mma_16816(o[2 * n2], pa, bf);
+                mma_16816(o[2 * n2 + 1], pa, bf + 2);
             }
         }
     }
@@ -351,7 +382,7 @@ dec_split_kernel(const DecArgs a)
     __syncthreads();   /* every warp is done with the K/V stages: they become the merge area */
     float *Om = (float *)(smem + C::KV_OFF);          /* [DWARPS][ROWS][D] */
     float *Mm = Om + DWARPS * ROWS * D, *Lm = Mm + DWARPS * ROWS, *Wm = Lm + DWARPS * ROWS;
-    float *Lrow = Wm + DWARPS * ROWS;
+    float *Lrow = Wm + DWARPS * ROWS;   /* [ROWS_B] */
 #pragma unroll
     for (int x = 0; x < 2; x++) {
         l_i[x] += __shfl_xor_sync(0xffffffffu, l_i[x], 1);
@@ -368,37 +399,46 @@ dec_split_kernel(const DecArgs a)
         if (t == 0) { Mm[warp * ROWS + r] = m_i[x]; Lm[warp * ROWS + r] = l_i[x]; }
     }
     __syncthreads();   /* every warp's O~, m, l are in shared memory */
-    if (FDPP && tid < ROWS) {   /* FD++'s merge of the warps: sums; l_s signed by the window (decode.h) */
-        int w_or = 0;
-        float l = 0.0f;
+    /* block row rb is row rb % ROWS of the WK warps wr + WR k (k < WK) that share its m-tile */
+    if (tid < C::ROWS_B) {
+        const int w0 = tid / ROWS, rr = tid % ROWS;
+        if (FDPP) {   /* FD++'s merge of the warps: sums; l_s signed by the window (decode.h) */
+            int w_or = 0;
+            float l = 0.0f;
 #pragma unroll
-        for (int w = 0; w < DWARPS; w++) { w_or |= (int)Mm[w * ROWS + tid]; l += Lm[w * ROWS + tid]; Wm[w * ROWS + tid] = 1.0f; }
-        Lrow[tid] = (w_or & 2) ? INFINITY : (w_or & 1) ? l : -l;
-    } else if (tid < ROWS) {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
-        float mx = -INFINITY;
+            for (int k = 0; k < WK; k++) {
+                const int w = w0 + WR * k;
+                w_or |= (int)Mm[w * ROWS + rr]; l += Lm[w * ROWS + rr]; Wm[w * ROWS + rr] = 1.0f;
+            }
+            Lrow[tid] = (w_or & 2) ? INFINITY : (w_or & 1) ? l : -l;
+        } else {   /* chapter 2's merge of the warps: m = max m_w, l = sum e^{m_w - m} l_w */
+            float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < DWARPS; w++) mx = fmaxf(mx, Mm[w * ROWS + tid]);
-        float l = 0.0f, e[DWARPS];
+            for (int k = 0; k < WK; k++) mx = fmaxf(mx, Mm[(w0 + WR * k) * ROWS + rr]);
+            float l = 0.0f, e[WK];
 #pragma unroll
-        for (int w = 0; w < DWARPS; w++) {
-            e[w] = mx == -INFINITY ? 0.0f : dex2((Mm[w * ROWS + tid] - mx) * sl2);
-            l += e[w] * Lm[w * ROWS + tid];
+            for (int k = 0; k < WK; k++) {
+                const int w = w0 + WR * k;
+                e[k] = mx == -INFINITY ? 0.0f : dex2((Mm[w * ROWS + rr] - mx) * sl2);
+                l += e[k] * Lm[w * ROWS + rr];
+            }
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+            for (int k = 0; k < WK; k++) Wm[(w0 + WR * k) * ROWS + rr] = e[k] * inv;
+            /* O_s = O~ / l, L_s = m + log l; a row with no key: O_s = 0 and L_s = -inf (a
+             * partial: the log of an empty sum), or L = +inf when this is the output (S = 1) */
+            Lrow[tid] = l > 0.0f ? mx * p.scale + logf(l) : (a.S == 1 ? INFINITY : -INFINITY);
         }
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
-        for (int w = 0; w < DWARPS; w++) Wm[w * ROWS + tid] = e[w] * inv;
-        /* O_s = O~ / l, L_s = m + log l; a row with no key: O_s = 0 and L_s = -inf (a
-         * partial: the log of an empty sum), or L = +inf when this is the output (S = 1) */
-        Lrow[tid] = l > 0.0f ? mx * p.scale + logf(l) : (a.S == 1 ? INFINITY : -INFINITY);
     }
     __syncthreads();   /* the weights and L of every row are in shared memory */
     for (int e4 = tid * 4; e4 < nrows * D; e4 += DTHREADS * 4) {
-        const int r = e4 / D, c = e4 % D;
+        const int r = e4 / D, c = e4 % D, w0 = r / ROWS, rr = r % ROWS;
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-        for (int w = 0; w < DWARPS; w++) {
-            const float wt = Wm[w * ROWS + r];
-            const float4 x = *reinterpret_cast<const float4 *>(Om + ((size_t)w * ROWS + r) * D + c);
+        for (int k = 0; k < WK; k++) {
+            const int w = w0 + WR * k;
+            const float wt = Wm[w * ROWS + rr];
+            const float4 x = *reinterpret_cast<const float4 *>(Om + ((size_t)w * ROWS + rr) * D + c);
             v.x += wt * x.x; v.y += wt * x.y; v.z += wt * x.z; v.w += wt * x.w;
         }
         *reinterpret_cast<float4 *>(Odst + e4) = v;
@@ -572,23 +612,47 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
 #define DEC_ASSERT_D(D_)                                                                        \
     static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
-    static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");
+    static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");     \
+    static_assert((D_) > 128 || (DCfg<D_, 4>::SMEM <= DEC_SMEM_CAP &&                           \
+                                 DCfg<D_, 4>::MERGE <= DCfg<D_, 4>::STAGES * DCfg<D_, 4>::STAGE), \
+                  "decode: the 64-row block's layout");
 DEC_ASSERT_D(32)
 DEC_ASSERT_D(64)
 DEC_ASSERT_D(128)
 DEC_ASSERT_D(256)
 
-template <int D, bool PAGED>
-static void launch_split(const DecArgs &a, dim3 grid)
+/* The block's rows: 16 (WR = 1), or 64 (WR = 4) when a group has more than 16 query rows
+ * and d <= 128 (at d = 256 the warp's O~ alone is 128 registers: no room for 64 keys of S);
+ * decode.h's dec_gpu_block_rows says which, for the host's bytes, visits and splits too. */
+template <int D, bool PAGED, bool FDPP>
+static void launch_rows(const DecArgs &a, dim3 grid, int rows)
 {
-    using C = DCfg<D>;
-    static bool attr_set = false;   /* more than 48 KiB of shared memory needs an opt-in */
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        attr_set = true;
+    static bool attr_set[2] = {false, false};   /* more than 48 KiB of shared memory needs an opt-in */
+    if constexpr (D <= 128) {
+        if (rows == 4 * ROWS) {
+            if (!attr_set[1]) {
+                CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, FDPP, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<D, 4>::SMEM));
+                attr_set[1] = true;
+            }
+            dec_split_kernel<D, PAGED, FDPP, 4><<<grid, DTHREADS, DCfg<D, 4>::SMEM>>>(a);
+            CUDA_CHECK_LAUNCH();
+            return;
+        }
     }
-    dec_split_kernel<D, PAGED><<<grid, DTHREADS, C::SMEM>>>(a);
+    {
+        if (!attr_set[0]) {
+            CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, FDPP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<D>::SMEM));
+            attr_set[0] = true;
+        }
+        dec_split_kernel<D, PAGED, FDPP><<<grid, DTHREADS, DCfg<D>::SMEM>>>(a);
+    }
     CUDA_CHECK_LAUNCH();
+}
+
+template <int D, bool PAGED>
+static void launch_split(const DecArgs &a, dim3 grid, int rows)
+{
+    launch_rows<D, PAGED, false>(a, grid, rows);
 }
 
 extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
@@ -610,24 +674,31 @@ extern "C" int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t l
 
 /* The blocks of one variant of the split kernel the whole GPU holds at once: the paged
  * kernel needs more registers (its page ids, a tile ahead) and may fit fewer per SM. */
-template <int D, bool PAGED>
-static int slots_of(int sms)
+template <int D, bool PAGED, int WR>
+static int slots_wr(int sms)
 {
     int per_sm = 0;
-    CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<D>::SMEM));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<D, PAGED>, DTHREADS, DCfg<D>::SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, false, WR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DCfg<D, WR>::SMEM));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dec_split_kernel<D, PAGED, false, WR>, DTHREADS, DCfg<D, WR>::SMEM));
     return sms * (per_sm > 0 ? per_sm : 1);
 }
 
-extern "C" int dec_gpu_slots(int d, bool paged)
+template <int D, bool PAGED>
+static int slots_of(int sms, int rows)
+{
+    if constexpr (D <= 128) { if (rows == 4 * ROWS) return slots_wr<D, PAGED, 4>(sms); }
+    return slots_wr<D, PAGED, 1>(sms);
+}
+
+extern "C" int dec_gpu_slots(int d, bool paged, int rows)
 {
     int dev = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (d == 32) return paged ? slots_of<32, true>(sms) : slots_of<32, false>(sms);
-    if (d == 64) return paged ? slots_of<64, true>(sms) : slots_of<64, false>(sms);
-    if (d == 256) return paged ? slots_of<256, true>(sms) : slots_of<256, false>(sms);
-    return paged ? slots_of<128, true>(sms) : slots_of<128, false>(sms);
+    if (d == 32) return paged ? slots_of<32, true>(sms, rows) : slots_of<32, false>(sms, rows);
+    if (d == 64) return paged ? slots_of<64, true>(sms, rows) : slots_of<64, false>(sms, rows);
+    if (d == 256) return paged ? slots_of<256, true>(sms, rows) : slots_of<256, false>(sms, rows);
+    return paged ? slots_of<128, true>(sms, rows) : slots_of<128, false>(sms, rows);
 }
 
 extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g, bool pack, int S)
@@ -653,15 +724,15 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.S = S;
     a.Bc = fa2_mma_blocks(p->d).Bc;
     a.pack = pack;
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
-    const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * groups);
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
+    const dim3 grid(S, (G * p->N_q + rows - 1) / rows, p->B * groups);
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
     switch (p->d) {
-    case 32:  paged ? launch_split<32, true>(a, grid) : launch_split<32, false>(a, grid); break;
-    case 64:  paged ? launch_split<64, true>(a, grid) : launch_split<64, false>(a, grid); break;
-    case 128: paged ? launch_split<128, true>(a, grid) : launch_split<128, false>(a, grid); break;
-    case 256: paged ? launch_split<256, true>(a, grid) : launch_split<256, false>(a, grid); break;
+    case 32:  paged ? launch_split<32, true>(a, grid, rows) : launch_split<32, false>(a, grid, rows); break;
+    case 64:  paged ? launch_split<64, true>(a, grid, rows) : launch_split<64, false>(a, grid, rows); break;
+    case 128: paged ? launch_split<128, true>(a, grid, rows) : launch_split<128, false>(a, grid, rows); break;
+    case 256: paged ? launch_split<256, true>(a, grid, rows) : launch_split<256, false>(a, grid, rows); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
     if (S > 1) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
@@ -674,16 +745,9 @@ static uint8_t *fdpp_redo;
 static size_t fdpp_redo_cap;
 
 template <int D, bool PAGED>
-static void launch_fdpp(const DecArgs &a, dim3 grid, int nrows, const dec_gpu_args_t *g)
+static void launch_fdpp(const DecArgs &a, dim3 grid, int rows, int nrows, const dec_gpu_args_t *g)
 {
-    using C = DCfg<D>;
-    static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(dec_split_kernel<D, PAGED, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-        attr_set = true;
-    }
-    dec_split_kernel<D, PAGED, true><<<grid, DTHREADS, C::SMEM>>>(a);
-    CUDA_CHECK_LAUNCH();
+    launch_rows<D, PAGED, true>(a, grid, rows);
     dec_fdpp_combine_kernel<D><<<(nrows + DWARPS - 1) / DWARPS, DTHREADS>>>(a.p, a.seqlens, a.S, nrows, a.phi, a.Opart,
                                                                           a.Lpart, g->o, g->L, fdpp_redo);
     CUDA_CHECK_LAUNCH();
@@ -711,15 +775,16 @@ extern "C" void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_
     a.Bc = fa2_mma_blocks(p->d).Bc;
     a.pack = 1;
     a.phi = phi;
-    const int G = p->H / p->H_kv;
-    const dim3 grid(S, (G * p->N_q + ROWS - 1) / ROWS, p->B * p->H_kv);
+    const int G = p->H / p->H_kv, rows = dec_gpu_block_rows(p, true);
+    const dim3 grid(S, (G * p->N_q + rows - 1) / rows, p->B * p->H_kv);
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;
+    const int n = (int)nrows;
     switch (p->d) {
-    case 32:  paged ? launch_fdpp<32, true>(a, grid, (int)nrows, g) : launch_fdpp<32, false>(a, grid, (int)nrows, g); break;
-    case 64:  paged ? launch_fdpp<64, true>(a, grid, (int)nrows, g) : launch_fdpp<64, false>(a, grid, (int)nrows, g); break;
-    case 128: paged ? launch_fdpp<128, true>(a, grid, (int)nrows, g) : launch_fdpp<128, false>(a, grid, (int)nrows, g); break;
-    case 256: paged ? launch_fdpp<256, true>(a, grid, (int)nrows, g) : launch_fdpp<256, false>(a, grid, (int)nrows, g); break;
+    case 32:  paged ? launch_fdpp<32, true>(a, grid, rows, n, g) : launch_fdpp<32, false>(a, grid, rows, n, g); break;
+    case 64:  paged ? launch_fdpp<64, true>(a, grid, rows, n, g) : launch_fdpp<64, false>(a, grid, rows, n, g); break;
+    case 128: paged ? launch_fdpp<128, true>(a, grid, rows, n, g) : launch_fdpp<128, false>(a, grid, rows, n, g); break;
+    case 256: paged ? launch_fdpp<256, true>(a, grid, rows, n, g) : launch_fdpp<256, false>(a, grid, rows, n, g); break;
     default: return;   /* dec_gpu_config() said -1 */
     }
 }

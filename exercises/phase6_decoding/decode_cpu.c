@@ -36,10 +36,16 @@ void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1)
     *k1 = (long)b1 * Bc < n ? b1 * Bc : n;
 }
 
+int dec_gpu_block_rows(const attn_problem_t *p, bool pack)
+{
+    const int G = pack ? p->H / p->H_kv : 1;
+    return G * p->N_q > DEC_GPU_ROWS && p->d <= 128 ? DEC_GPU_ROWS_WIDE : DEC_GPU_ROWS;
+}
+
 void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
 {
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
-    const unsigned long long blocks = (unsigned long long)groups * ((G * p->N_q + DEC_GPU_ROWS - 1) / DEC_GPU_ROWS);
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
+    const unsigned long long blocks = (unsigned long long)groups * ((G * p->N_q + rows - 1) / rows);
     drv_visits_init(v, S, "split", "K/V tiles", "the split range", "dec.split_range_gpu");
     for (int b = 0; b < p->B; b++) {
         const int n = seqlens ? seqlens[b] : p->N_kv;
@@ -145,7 +151,7 @@ double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_bloc
 }
 
 /* The GPU kernels' bytes: the model's terms per block of the launch (decode.h). A block
- * holds DEC_GPU_ROWS rows of a group (one query head, or with packing the G heads of a KV
+ * holds dec_gpu_block_rows rows of a group (one query head, or with packing the G heads of a KV
  * head, N_q rows each) and the keys of its split; it reads Q's rows once and the split's
  * K/V rows once for all of them. The kernels take N_q <= DEC_GPU_MAX_NQ <= Br: one Q block,
  * which sees every key of its sequence (split_keys with i0 = 0, qr = N_q). */
@@ -156,11 +162,12 @@ dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c,
     const double d = p->d;
     const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, R = G * p->N_q;
+    const int rows = dec_gpu_block_rows(p, pack);
     for (int b = 0; b < p->B; b++) {
         const int n = dec_seqlen(p, c, b);
         for (int grp = 0; grp < groups; grp++)
-            for (int r0 = 0; r0 < R; r0 += DEC_GPU_ROWS) {
-                const int nrows = R - r0 < DEC_GPU_ROWS ? R - r0 : DEC_GPU_ROWS;
+            for (int r0 = 0; r0 < R; r0 += rows) {
+                const int nrows = R - r0 < rows ? R - r0 : rows;
                 for (int s = 0; s < S; s++) {
                     int k0, k1;
                     split_keys(p, n, 0, p->N_q, bl, S, s, &k0, &k1);
@@ -213,7 +220,7 @@ int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
 int dec_num_splits(const attn_problem_t *p, bool pack, int slots)
 {
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
-    const int tiles = (G * p->N_q + DEC_GPU_ROWS - 1) / DEC_GPU_ROWS, Bc = fa2_mma_blocks(p->d).Bc;
+    const int rows = dec_gpu_block_rows(p, pack), tiles = (G * p->N_q + rows - 1) / rows, Bc = fa2_mma_blocks(p->d).Bc;
     return dec_num_splits_heuristic(p->B * groups * tiles, slots, (p->N_kv + Bc - 1) / Bc, 128);
 }
 

@@ -91,11 +91,22 @@ static int run(const Case &c, bool fdpp, float phi, int want_redo)
     a.S = c.S; a.Bc = 64; a.pack = c.pack || fdpp; a.phi = phi;
     a.vis.counts = counts.data(); a.vis.visit_all = 0;
     const int G = a.pack ? c.H / c.Hkv : 1, groups = a.pack ? c.Hkv : c.H;
-    const emu_dim3 grid = {(unsigned)c.S, (unsigned)((G * c.Nq + ROWS - 1) / ROWS), (unsigned)(c.B * groups)};
+    /* the block's rows as decode_cpu.c's dec_gpu_block_rows picks them: 64 (four m-tiles, one a
+     * warp) past 16 rows of a group at d <= 128 */
+    const bool wide = G * c.Nq > ROWS && D <= 128;
+    const int rows = wide ? 4 * ROWS : ROWS;
+    const emu_dim3 grid = {(unsigned)c.S, (unsigned)((G * c.Nq + rows - 1) / rows), (unsigned)(c.B * groups)};
     dec_fdpp_redo_d = 0;
-    auto split = [&](auto kernel) { emu_blocks(grid, DTHREADS, DCfg<D>::SMEM, [&] { kernel(a); }); };
-    if (fdpp) c.page ? split(dec_split_kernel<D, true, true>) : split(dec_split_kernel<D, false, true>);
-    else c.page ? split(dec_split_kernel<D, true, false>) : split(dec_split_kernel<D, false, false>);
+    auto split = [&](auto kernel, size_t smem) { emu_blocks(grid, DTHREADS, smem, [&] { kernel(a); }); };
+    constexpr int W4 = D <= 128 ? 4 : 1;   /* no 64-row block at d = 256 */
+    const size_t sm1 = DCfg<D>::SMEM, sm4 = DCfg<D, W4>::SMEM;
+    if (wide) {
+        if (fdpp) c.page ? split(dec_split_kernel<D, true, true, W4>, sm4) : split(dec_split_kernel<D, false, true, W4>, sm4);
+        else c.page ? split(dec_split_kernel<D, true, false, W4>, sm4) : split(dec_split_kernel<D, false, false, W4>, sm4);
+    } else {
+        if (fdpp) c.page ? split(dec_split_kernel<D, true, true>, sm1) : split(dec_split_kernel<D, false, true>, sm1);
+        else c.page ? split(dec_split_kernel<D, true, false>, sm1) : split(dec_split_kernel<D, false, false>, sm1);
+    }
     const emu_dim3 rows_grid = {(unsigned)((nq + DWARPS - 1) / DWARPS), 1, 1};
     if (fdpp) {
         emu_blocks(rows_grid, DTHREADS, 0, [&] { dec_fdpp_combine_kernel<D>(p, a.seqlens, c.S, (int)nq, phi, a.Opart, a.Lpart, O.data(), L.data(), redo.data()); });
@@ -123,8 +134,8 @@ static int run(const Case &c, bool fdpp, float phi, int want_redo)
     const long want = want_redo < 0 ? (long)with_keys : want_redo;
     const bool redo_ok = !fdpp || dec_fdpp_redo_d == want;
     const bool ok = bad == 0 && rel < 3e-3 && redo_ok;
-    printf("  %s d=%d B=%d H=%d/%d Nq=%d Nkv=%d S=%d%s%s%s%s: O rel L2 %.2e, L max abs %.2e, %zu bad%s: %s\n",
-           fdpp ? "fdpp" : c.pack ? "split-pack" : "split", D, c.B, c.H, c.Hkv, c.Nq, c.Nkv, c.S, c.causal ? " causal" : "",
+    printf("  %s d=%d B=%d H=%d/%d Nq=%d Nkv=%d S=%d rows=%d%s%s%s%s: O rel L2 %.2e, L max abs %.2e, %zu bad%s: %s\n",
+           fdpp ? "fdpp" : c.pack ? "split-pack" : "split", D, c.B, c.H, c.Hkv, c.Nq, c.Nkv, c.S, rows, c.causal ? " causal" : "",
            c.page ? " paged" : "", c.ragged ? " ragged" : "", fdpp ? (phi > 50 ? " phi=+100" : phi < -20 ? " phi=-50" : " phi=0") : "",
            rel, lmax, bad, fdpp ? (std::string(", ") + std::to_string(dec_fdpp_redo_d) + " recomputed, want " + std::to_string(want)).c_str() : "",
            ok ? "PASS" : "FAIL");
@@ -144,6 +155,13 @@ static int all_cases()
     f += run<D>({1, 4, 2, 4, 300, 3, true, true, 0, false}, true, 100.0f, -1);  /* every row past the top */
     f += run<D>({2, 4, 2, 4, 200, 2, true, true, 16, false}, true, -50.0f, -1); /* none reaching the bottom, paged */
     f += run<D>({4, 2, 2, 2, 130, 2, true, true, 0, true}, true, 0.0f, 0);    /* ragged, rows with no key */
+    /* many query tokens with packing: G x N_q > 16 rows of a KV head in one 64-row block */
+    f += run<D>({1, 8, 2, 16, 300, 3, true, true, 0, false}, false, 0, 0);   /* 64 rows, causal, tails, 3 splits */
+    f += run<D>({2, 8, 2, 5, 200, 1, false, true, 16, false}, false, 0, 0);  /* 20 rows (44 padding), paged, S = 1 */
+    f += run<D>({1, 8, 1, 12, 130, 2, true, true, 0, false}, false, 0, 0);   /* 96 rows: two row tiles, MQA */
+    f += run<D>({4, 8, 2, 8, 130, 2, true, true, 0, true}, false, 0, 0);     /* ragged, 32 rows */
+    f += run<D>({1, 8, 2, 16, 300, 3, true, true, 0, false}, true, 0.0f, 0);   /* FD++, 64 rows */
+    f += run<D>({2, 8, 2, 8, 200, 2, true, true, 16, false}, true, 100.0f, -1); /* FD++ fallback, 32 rows, paged */
     return f;
 }
 

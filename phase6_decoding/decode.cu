@@ -147,6 +147,19 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
     }
 }
 
+/* cp_async16 for the K/V stream. DEC_KV_L2_256 (a measured variant, off by default): the
+ * same copy with the .L2::256B prefetch hint, which asks L2 to fetch the whole 256-byte
+ * run around each 16-byte request (a K row at d = 128 is 256 bytes, a tile 16 KiB in a run) */
+__device__ __forceinline__ void kv_copy16(void *dst, const void *src, bool valid)
+{
+#ifdef DEC_KV_L2_256
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
+#else
+    cp_async16(dst, src, valid);
+#endif
+}
+
 /* Keys [jt, jt + BK) of KV head kvh of sequence b into shared memory (K and V), rows at or
  * past kend zero-filled (and never read from HBM). pid: the pool pages of this thread's
  * rows (fetch_pages) when paged: the pool is [n_pages][H_kv][page][D], key j row j % page
@@ -165,8 +178,8 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
         if (valid)
             row = PAGED ? ((((size_t)pid[k] * p.H_kv + kvh) << page_shift(a)) + (size_t)(j & (a.page - 1))) * D
                         : (((size_t)b * p.H_kv + kvh) * (size_t)p.N_kv + (size_t)j) * D;
-        cp_async16(Ks + r * LDH + col, a.K + row + col, valid);
-        cp_async16(Vs + r * LDH + col, a.V + row + col, valid);
+        kv_copy16(Ks + r * LDH + col, a.K + row + col, valid);
+        kv_copy16(Vs + r * LDH + col, a.V + row + col, valid);
     }
 }
 

@@ -147,12 +147,13 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
     }
 }
 
-/* cp_async16 for the K/V stream. DEC_KV_L2_256 (a measured variant, off by default): the
- * same copy with the .L2::256B prefetch hint, which asks L2 to fetch the whole 256-byte
- * run around each 16-byte request (a K row at d = 128 is 256 bytes, a tile 16 KiB in a run) */
+/* The K/V stream's 16-byte copy: cp_async16 with the .L2::256B prefetch hint, which asks L2
+ * to fetch the whole 256-byte run around each request (a K row at d = 128 is 256 bytes, a
+ * tile 16 KiB in one run). Measured on the H100 beside the plain copy (DEC_KV_PLAIN): 1-2%
+ * less time at every L >= 16k (docs/results/h100/phase6, the _pf sweep) */
 __device__ __forceinline__ void kv_copy16(void *dst, const void *src, bool valid)
 {
-#ifdef DEC_KV_L2_256
+#ifndef DEC_KV_PLAIN
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
                  :: "r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
 #else
@@ -730,6 +731,14 @@ static int slots_of(int sms, int rows)
 {
     if constexpr (D <= 128) { if (rows == 4 * ROWS) return slots_wr<D, PAGED, 4>(sms); }
     return slots_wr<D, PAGED, 1>(sms);
+}
+
+extern "C" int dec_gpu_sms(void)
+{
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return sms;
 }
 
 extern "C" int dec_gpu_slots(int d, bool paged, int rows)

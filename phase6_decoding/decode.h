@@ -252,6 +252,8 @@ int dec_gpu_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* Blocks of the split kernel (the paged variant when paged) the whole GPU holds at once
  * (SMs x occupancy): the heuristic's slots. */
 int dec_gpu_slots(int d, bool paged, int rows);
+/* The GPU's SMs: the heuristic's unit by default (decode_rows.c's dec_pick_splits). */
+int dec_gpu_sms(void);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
 /* FlashDecoding++ on the GPU (decode.cu's fdpp): split-pack with the unified max phi, the FD++

@@ -192,9 +192,12 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
     return n;
 }
 
-/* FA_SPLITS: set by main.c (parsed before any allocation) */
+/* FA_SPLITS, FA_SPLIT_UNIT: set by main.c (parsed before any allocation) */
 static int splits_override;
+static bool unit_slots;
 void dec_set_splits(int S) { splits_override = S; }
+void dec_set_split_unit(bool slots) { unit_slots = slots; }
+bool dec_split_unit_slots(void) { return unit_slots; }
 
 #if HAVE_CUDA
 /* ---- the GPU rows ---------------------------------------------------------------------- */
@@ -212,7 +215,17 @@ void dec_launch(void *ctx)
 /* the heuristic's S for the kernel that runs (paged: its own occupancy, decode.h) */
 int dec_pick_splits(const attn_problem_t *p, bool pack, bool paged)
 {
-    return splits_override > 0 ? splits_override : dec_num_splits(p, pack, dec_gpu_slots(p->d, paged, dec_gpu_block_rows(p, pack)));
+    if (splits_override > 0) return splits_override;
+    return dec_num_splits(p, pack, dec_split_units(p, pack, paged, unit_slots));
+}
+
+/* The heuristic's unit: the SM (default), or FA2's slots (SMs x the kernel's blocks per SM).
+ * The split kernel is bound by HBM: an SM streams its share of the bandwidth whether one
+ * block or two of it run there, so a launch's time follows the most splits any SM holds,
+ * and waves are counted in SMs (measured: the sweep's vsS and vsSb parts). */
+int dec_split_units(const attn_problem_t *p, bool pack, bool paged, bool slots)
+{
+    return slots ? dec_gpu_slots(p->d, paged, dec_gpu_block_rows(p, pack)) : dec_gpu_sms();
 }
 
 static const int *ragged_lens;   /* the ragged rows' check (drv_check_fn has no context) */

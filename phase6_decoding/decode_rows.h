@@ -36,6 +36,10 @@ const char *dec_fdpp_gpu_note(void);   /* the GPU's fdpp row: phi and the rows r
 /* FA_SPLITS: the number of splits of every GPU decode row instead of the heuristic's
  * (0: the heuristic). */
 void dec_set_splits(int S);
+/* FA_SPLIT_UNIT=slots: the heuristic counts waves in FA2's slots (SMs x blocks per SM)
+ * instead of SMs (FA_SPLIT_UNIT=sm, the default). */
+void dec_set_split_unit(bool slots);
+bool dec_split_unit_slots(void);
 
 #if HAVE_CUDA
 /* One GPU launch: phase 4's fa2-mma on the decode shape, or a decode kernel. */
@@ -49,8 +53,10 @@ typedef struct {
     float phi;
 } dec_launch_t;
 void dec_launch(void *ctx);
-/* The heuristic's S for the kernel that runs (paged: its own occupancy, decode.h), or FA_SPLITS. */
+/* The heuristic's S for the kernel that runs (decode.h; FA_SPLIT_UNIT picks its unit), or FA_SPLITS. */
 int dec_pick_splits(const attn_problem_t *p, bool pack, bool paged);
+/* The heuristic's unit count on this GPU: SMs, or slots when slots is true. */
+int dec_split_units(const attn_problem_t *p, bool pack, bool paged, bool slots);
 /* The GPU rows of the whole problem in; the S each kernel ran with. */
 int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, int *S_split, int *S_pack,
                  int *S_paged);

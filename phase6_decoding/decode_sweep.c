@@ -210,18 +210,27 @@ static int gpu_vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *r)
 }
 
 /* 2. time vs S (split-pack) against fa2-mma (timed, not a row); the heuristic's pick is
- * the row of sweep "vsS-pick" */
+ * the row of sweep "<part>-pick", and the pick of the other unit (decode_rows.c's
+ * dec_split_units: SMs or FA2's slots) the row "<part>-pick-slots" (or "-pick-sm").
+ * Parts vsS (B = 1, GQA, L = 16k and 64k: the chapter's plot) and vsSb (other shapes). */
 static int gpu_vsS_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)
 {
     const attn_problem_t *p = &pt->p;
+    const char *part = s->part->name;
+    static char pick[32], other[32];
+    const bool slots = dec_split_unit_slots();
+    snprintf(pick, sizeof pick, "%s-pick", part);
+    snprintf(other, sizeof other, "%s-pick-%s", part, slots ? "sm" : "slots");
     float *O4 = NULL;
-    drv_row_t r4 = sweep_time(s->o, p, "fa2-mma", "vsS", NULL, true, false, 1, NULL, &O4);
+    drv_row_t r4 = sweep_time(s->o, p, "fa2-mma", part, NULL, true, false, 1, NULL, &O4);
     sweep_count(s, &r4);
     int n = 0;
     for (int S = 1; S <= 128; S *= 2)
-        rows[n++] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S, 0), "vsS", NULL, false, true, S, O4, NULL);
-    const int S = dec_num_splits(p, true, sb.slots);
-    rows[n++] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S, 0), "vsS-pick", NULL, false, true, S, O4, NULL);
+        rows[n++] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S, 0), part, NULL, false, true, S, O4, NULL);
+    const int S = dec_pick_splits(p, true, false);
+    rows[n++] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S, 0), pick, NULL, false, true, S, O4, NULL);
+    const int So = dec_num_splits(p, true, dec_split_units(p, true, false, !slots));
+    rows[n++] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", So, 0), other, NULL, false, true, So, O4, NULL);
     for (int k = 0; k < n; k++) rows[k].speedup = r4.time_ms / rows[k].time_ms;
     free(O4);
     return n;
@@ -288,13 +297,16 @@ int dec_sweep(drv_t *D, const cli_opts_t *o)
     for (int Lk = 1; Lk <= 256; Lk *= 2) { cl[ncl] = sweep_point(p); cl[ncl++].p.N_kv = Lk * 1024; }
     for (int Lk = 4; Lk <= 64; Lk *= 16) { cs[ncs] = sweep_point(p); cs[ncs++].p.N_kv = Lk * 1024; }
 #if HAVE_CUDA
-    sweep_point_t gl[2 * 2 * 9], gs[2], gp[2], gq[2 * 5];
-    int ngl = 0, ngs = 0, ngp = 0, ngq = 0;
+    sweep_point_t gl[2 * 2 * 9], gs[2], gsb[3], gp[2], gq[2 * 5];
+    int ngl = 0, ngs = 0, ngsb = 0, ngp = 0, ngq = 0;
     for (int B = 1; B <= 8; B *= 8)
         for (int Hkv = SWEEP_H; Hkv >= 8; Hkv /= 4)
             for (int L = 1024; L <= SWEEP_LMAX; L *= 2)
                 gl[ngl++] = sweep_point(attn_problem(B, SWEEP_H, Hkv, 1, L, SWEEP_D, false));
     for (int L = 16384; L <= 65536; L *= 4) gs[ngs++] = sweep_point(attn_problem(1, SWEEP_H, 8, 1, L, SWEEP_D, false));
+    gsb[ngsb++] = sweep_point(attn_problem(1, SWEEP_H, SWEEP_H, 1, 65536, SWEEP_D, false));   /* B = 1, MHA */
+    gsb[ngsb++] = sweep_point(attn_problem(8, SWEEP_H, 8, 1, 65536, SWEEP_D, false));         /* B = 8, GQA */
+    gsb[ngsb++] = sweep_point(attn_problem(8, SWEEP_H, 8, 16, 16384, SWEEP_D, false));        /* B = 8, GQA, N_q = 16 */
     for (int B = 1; B <= 8; B *= 8) gp[ngp++] = sweep_point(attn_problem(B, SWEEP_H, 8, 1, 65536, SWEEP_D, false));
     /* several query tokens a step (speculative decoding): with GQA packing the G x N_q rows
      * of a KV head share one read of its cache */
@@ -307,6 +319,7 @@ int dec_sweep(drv_t *D, const cli_opts_t *o)
 #if HAVE_CUDA
         { .name = "vsL", .where = SWEEP_GPU, .points = gl, .npoints = ngl, .run = gpu_vsL_point, .line = gpu_line, .peers = true },
         { .name = "vsS", .where = SWEEP_GPU, .points = gs, .npoints = ngs, .run = gpu_vsS_point, .line = gpu_line },
+        { .name = "vsSb", .where = SWEEP_GPU, .points = gsb, .npoints = ngsb, .run = gpu_vsS_point, .line = gpu_line },
         { .name = "paged", .where = SWEEP_GPU, .points = gp, .npoints = ngp, .run = gpu_paged_point, .line = gpu_line },
         { .name = "vsNq", .where = SWEEP_GPU, .points = gq, .npoints = ngq, .run = gpu_vsL_point, .line = gpu_line, .peers = true },
 #else

@@ -67,6 +67,7 @@ t_exit2_says "phase4 refuses --phi (phase 6's)" "not taken here" "$BUILD/phase4"
 t_exit2_says "phase6 --sweep refuses --phi" "sweep.*ignores --phi" "$P6" --sweep --phi 3
 t_exit2_says "phase6 rejects FA_SPLITS=0 (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=0 "$P6" --cpu
 t_exit2_says "phase6 rejects FA_SPLITS=abc (one line, exit 2)" 'FA_SPLITS' env FA_SPLITS=abc "$P6" --cpu
+t_exit2_says "phase6 rejects FA_SPLIT_UNIT=waves (one line, exit 2)" 'FA_SPLIT_UNIT' env FA_SPLIT_UNIT=waves "$P6" --cpu
 t_run   "phase6 default problem: N_q = 1 against a 4096-token cache, GQA 32:8" bash -c "\"$P6\" --cpu --quiet --csv \"$T_ROOT/p6d.csv\" | grep -q 'B1 H32/8 1x4096 d128'"
 
 # GPU: every decode row (split, split-pack, paged 16/64/256 in a shuffled pool, ragged
@@ -95,6 +96,7 @@ done
 t_gpu "phase6 gpu d=32: every row PASSes (the decode kernels at d = 32)" "$P6" --quiet --iters 2 --H 4 --Hkv 2 --N 4 --Nkv 500 --d 32 --causal --csv "$T6/g32.csv"
 t_gpu "phase6 gpu d=32 GQA 32:8 L=4097 FA_SPLITS=5 (the combine at d = 32)" env FA_SPLITS=5 "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 4097 --d 32 --csv "$T6/g32.csv"
 t_gpu "phase6 gpu d=256: every row PASSes (one K/V stage, Q's fragments from shared memory)" "$P6" --quiet --iters 2 --H 8 --Hkv 2 --N 4 --Nkv 1000 --d 256 --causal --csv "$T6/g256.csv"
+t_gpu "phase6 gpu FA_SPLIT_UNIT=slots (FA2's unit for the heuristic) GQA 32:8 L=4097" env FA_SPLIT_UNIT=slots "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 4097 --d 128 --csv "$T6/gslots.csv"
 t_gpu "phase6 gpu d=256 MHA L=4097 FA_SPLITS=3 (the combine at d = 256)" env FA_SPLITS=3 "$P6" --quiet --iters 2 --H 4 --Hkv 4 --N 1 --Nkv 4097 --d 256 --csv "$T6/g256.csv"
 t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
     \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"

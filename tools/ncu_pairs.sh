@@ -8,6 +8,8 @@
 #   fwd   phase 4 fa2-mma forward, d=64, 128, 256  PyTorch SDPA flash forward (FA2's)
 #         (and phase 4's wgmma at d=128, Hopper only)
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
+#   deccudnn phase 6 split-pack, N_q = 1, L = 64k,     PyTorch SDPA cuDNN decode (the faster
+#         B = 8 MHA and B = 1 GQA                   peer at these points)
 #   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
 #           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
 #   bwd2d phase 5's mma2d, d=128 and d=64            FA2's and cuDNN's backward (and wgmma-ws at d=64)
@@ -66,6 +68,14 @@ set_dec() {
     pair ours_mha     'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel split --B 1 --H 32 --Nkv 16384 $(q)
     pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,16384,128,0
     table dec ours_contig ours_paged ours_mha fa2_mha
+}
+set_deccudnn() {   # the N_q = 1 points where cuDNN leads (B = 8 MHA, B = 1 GQA; L = 64k)
+    local ours='dec_split_kernel<\(int\)128, \(bool\)0' cud='cudnn|sdpa|fprop|fmha'
+    pair ours_b8mha   "$ours" build/phase6 --kernel split-pack --B 8 --H 32 --Hkv 32 --Nkv 65536 $(q)
+    pair cudnn_b8mha  "$cud"  $PEER fwd cudnn 8,32,32,1,65536,128,0
+    pair ours_b1gqa   "$ours" build/phase6 --kernel split-pack --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
+    pair cudnn_b1gqa  "$cud"  $PEER fwd cudnn 1,32,8,1,65536,128,0
+    table deccudnn ours_b8mha cudnn_b8mha ours_b1gqa cudnn_b1gqa
 }
 set_hopper() {
     local wg='fa2_wgmma_kernel<\(int\)' ws='fa2_wgmma_ws_kernel<\(int\)'
@@ -128,7 +138,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, hopper, bwdh, masks)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, deccudnn, hopper, bwdh, masks)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

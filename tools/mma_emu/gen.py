@@ -149,7 +149,8 @@ def device_half(path, end, var, extra=()):
 # Static __shared__ arrays become function statics: the emulation runs one block at a time.
 open(os.path.join(out, 'kernel_decode.inc'), 'w').write(device_half(
     'phase6_decoding/decode.cu', '/* Shared memory: the layout must fit', 'EMU_MUTATE_DECODE',
-    (('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;'), ('__shared__ ', 'static '))))
+    (('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;'), ('__shared__ ', 'static '),
+     ('#ifndef DEC_KV_PLAIN', '#if 0  /* the emulated cp.async: no L2 hint */'))))
 
 # phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here
 # (fa2_mask_emu.cpp; EMU_MUTATE_FA2)

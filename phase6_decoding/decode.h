@@ -227,7 +227,12 @@ void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlen
  * (work S / slots) / ceil(work S / slots). When work alone nearly fills the GPU
  * (>= 80% of the slots), S = 1. Else, over the S <= min(max_splits, slots, n_blocks)
  * that change the blocks a split gets (ceil(n_blocks / S) != ceil(n_blocks / (S - 1))),
- * the smallest S whose efficiency is >= 85% of the best. */
+ * the smallest S whose efficiency is >= DEC_SPLIT_EFF of the best. FA2 takes 85%: its
+ * splits run compute-bound prefill tiles, where each split's partials and the combine
+ * cost real time. Here a split costs 2 x (d + 1) floats a row, nothing beside the cache it
+ * streams, so a fuller last wave is worth more: 95% picks the fastest measured S at each
+ * of the sweep's vsS/vsSb shapes on the H100 (within 3%), where 85% picked S = 28 (B = 1 GQA, L = 64k: 3.5% slower than S = 32). */
+#define DEC_SPLIT_EFF 0.95
 int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits);
 /* The heuristic on a problem: work = B x (H_kv if pack else H) x row tiles, n_blocks =
  * ceil(N_kv / Bc) with the model's Bc, max 128. */

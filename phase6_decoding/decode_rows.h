@@ -36,8 +36,8 @@ const char *dec_fdpp_gpu_note(void);   /* the GPU's fdpp row: phi and the rows r
 /* FA_SPLITS: the number of splits of every GPU decode row instead of the heuristic's
  * (0: the heuristic). */
 void dec_set_splits(int S);
-/* FA_SPLIT_UNIT=slots: the heuristic counts waves in FA2's slots (SMs x blocks per SM)
- * instead of SMs (FA_SPLIT_UNIT=sm, the default). */
+/* FA_SPLIT_UNIT=sm: the heuristic counts waves in SMs instead of FA2's slots (SMs x
+ * blocks per SM; FA_SPLIT_UNIT=slots, the default). */
 void dec_set_split_unit(bool slots);
 bool dec_split_unit_slots(void);
 

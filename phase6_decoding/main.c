@@ -4,7 +4,7 @@
  *                [--kernel fa2-mma|split|split-pack|fdpp|paged|ragged|all] [--iters k] [--phi X]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *   FA_SPLITS=S build/phase6 ...   every decode row with S splits instead of the heuristic's
- *   FA_SPLIT_UNIT=slots build/phase6 ...   the heuristic counting waves in blocks (FA2's) instead of SMs
+ *   FA_SPLIT_UNIT=sm build/phase6 ...   the heuristic counting waves in SMs instead of blocks (FA2's slots)
  *
  * Order (docs/design.md, "The driver contract"): parse; inputs from the seed; the CPU
  * rows, each checked against the phase-0 oracle (tol_cpu) and phase 4's FA2 model, its
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
     if (!o.quiet) explain(rows, ncpu);
     if (!o.quiet && n > ncpu) {
         printf("GPU: splits S = %d (split), %d (split-pack), %d (paged) %s; time: median of %d runs after warm-up (CUDA "
-               "events, L2 flushed)\n", S_split, S_pack, S_paged, getenv("FA_SPLITS") && *getenv("FA_SPLITS") ? "(FA_SPLITS)" : dec_split_unit_slots() ? "(the heuristic in slots, FA_SPLIT_UNIT)" : "(the heuristic, decode.h)", o.iters);
+               "events, L2 flushed)\n", S_split, S_pack, S_paged, getenv("FA_SPLITS") && *getenv("FA_SPLITS") ? "(FA_SPLITS)" : !dec_split_unit_slots() ? "(the heuristic in SMs, FA_SPLIT_UNIT)" : "(the heuristic, decode.h)", o.iters);
         for (int k = ncpu + 1; k < n; k++)
             if (drv_passed(&rows[k]) && !isnan(rows[k].speedup))
                 printf("  %-12s %.2fx phase 4's fa2-mma\n", rows[k].kernel, rows[k].speedup);

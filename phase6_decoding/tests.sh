@@ -96,7 +96,7 @@ done
 t_gpu "phase6 gpu d=32: every row PASSes (the decode kernels at d = 32)" "$P6" --quiet --iters 2 --H 4 --Hkv 2 --N 4 --Nkv 500 --d 32 --causal --csv "$T6/g32.csv"
 t_gpu "phase6 gpu d=32 GQA 32:8 L=4097 FA_SPLITS=5 (the combine at d = 32)" env FA_SPLITS=5 "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 4097 --d 32 --csv "$T6/g32.csv"
 t_gpu "phase6 gpu d=256: every row PASSes (one K/V stage, Q's fragments from shared memory)" "$P6" --quiet --iters 2 --H 8 --Hkv 2 --N 4 --Nkv 1000 --d 256 --causal --csv "$T6/g256.csv"
-t_gpu "phase6 gpu FA_SPLIT_UNIT=slots (FA2's unit for the heuristic) GQA 32:8 L=4097" env FA_SPLIT_UNIT=slots "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 4097 --d 128 --csv "$T6/gslots.csv"
+t_gpu "phase6 gpu FA_SPLIT_UNIT=sm (the heuristic counting SMs) GQA 32:8 L=4097" env FA_SPLIT_UNIT=sm "$P6" --quiet --iters 2 --H 32 --Hkv 8 --N 1 --Nkv 4097 --d 128 --csv "$T6/gsm.csv"
 t_gpu "phase6 gpu d=256 MHA L=4097 FA_SPLITS=3 (the combine at d = 256)" env FA_SPLITS=3 "$P6" --quiet --iters 2 --H 4 --Hkv 4 --N 1 --Nkv 4097 --d 256 --csv "$T6/g256.csv"
 t_gpu "phase6 gpu default run passes (B=1 L=4096 GQA 32:8)" bash -c "
     \"$P6\" --iters 5 --csv \"$T6/gd.csv\" >\"$T6/gd.log\" 2>&1 || exit 1; cat \"$T6/gd.log\"

@@ -212,7 +212,7 @@ int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
             if (S > 1 && (n_blocks + S - 1) / S == (n_blocks + S - 2) / (S - 1)) continue;
             const double waves = (double)work * S / slots, eff = waves / ceil(waves);
             if (pass == 0 && eff > best) best = eff;
-            if (pass == 1 && eff >= 0.85 * best) return S;
+            if (pass == 1 && eff >= DEC_SPLIT_EFF * best) return S;
         }
     return 1;
 }

@@ -149,8 +149,10 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
 
 /* The K/V stream's 16-byte copy: cp_async16 with the .L2::256B prefetch hint, which asks L2
  * to fetch the whole 256-byte run around each request (a K row at d = 128 is 256 bytes, a
- * tile 16 KiB in one run). Measured on the H100 beside the plain copy (DEC_KV_PLAIN): 1-2%
- * less time at every L >= 16k (docs/results/h100/phase6, the _pf sweep) */
+ * tile 16 KiB in one run). Measured on the H100 beside the plain copy (DEC_KV_PLAIN, the
+ * _pf sweep of docs/results/h100/phase6): the packed kernels (split-pack, fdpp, paged) and
+ * MHA take 1.0-1.4% less time from L = 16k on; the unpacked split on GQA, whose G blocks
+ * of a KV head read the same rows, 8-25% more (a teaching row: packing is its fix) */
 __device__ __forceinline__ void kv_copy16(void *dst, const void *src, bool valid)
 {
 #ifndef DEC_KV_PLAIN

@@ -101,6 +101,8 @@ struct DecArgs {
     float *Opart, *Lpart;         /* S > 1: the partials [S][B][H][N_q][d], [S][B][H][N_q] */
     int S, Bc, pack;
     float phi;                    /* FDPP: the unified max, in units of scale q.k        */
+    int *done;                    /* NULL, or per row tile [B x groups x tiles] the splits
+                                     done so far (the fused combine; zero between launches) */
     gpu_visits_t vis;             /* counts[split] += the K/V tiles it visited          */
 };
 
@@ -186,6 +188,93 @@ __device__ __forceinline__ void load_kv(__half *Ks, __half *Vs, const DecArgs &a
     }
 }
 
+/* The combine: one warp per query row (rows of [B][H][N_q]), S partials each. The S
+ * weights go through shared memory so that the O loop issues its loads unrolled, several
+ * partial rows in flight at once (a loop of dependent loads would wait on each). */
+#define DEC_MAX_SPLITS 1024
+/* One row of the combine, by one warp: w, the warp's DEC_MAX_SPLITS floats of shared memory.
+ * dec_combine_kernel runs it, and so does the fused combine (the split kernel's last block
+ * of a row tile). */
+template <int D>
+__device__ __forceinline__ void combine_row(int S, int nrows, int row, const float *Opart, const float *Lpart, float *O,
+                                            float *L, float *w)
+{
+    const int lane = threadIdx.x % 32;
+    const size_t nq = (size_t)nrows * D;
+    float acc[D / 32];          /* columns lane, lane + 32, ...: every load coalesced */
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
+    float lse;
+    /* EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
+     * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
+     * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
+     * HINT: row is O = 0 (acc as it is) and lse = +inf. Else lse = m + log sum_s e^{L_s - m}
+     * HINT: (a warp sum the same way), w[s] = e^{L_s - lse} (w: this warp's shared array;
+     * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
+     * HINT: (O_s at Opart + s * nq + row * D). */
+    float lmax = -INFINITY;
+    for (int s = lane; s < S; s += 32) lmax = fmaxf(lmax, Lpart[(size_t)s * nrows + row]);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, off));
+    if (lmax == -INFINITY) {
+        lse = INFINITY;
+    } else {
+        float sum = 0.0f;
+        for (int s = lane; s < S; s += 32) sum += expf(Lpart[(size_t)s * nrows + row] - lmax);
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        lse = lmax + logf(sum);
+        for (int s = lane; s < S; s += 32) w[s] = expf(Lpart[(size_t)s * nrows + row] - lse);
+        __syncwarp();   /* every lane's weights are visible to the whole warp */
+#pragma unroll 8
+        for (int s = 0; s < S; ++s) {
+            const float *Os = Opart + (size_t)s * nq + (size_t)row * D;
+#pragma unroll
+            for (int k = 0; k < D / 32; k++) acc[k] += w[s] * Os[lane + 32 * k];
+        }
+    }
+    /* STUB: lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; (void)w; */
+    /* END EXERCISE */
+#pragma unroll
+    for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
+    if (lane == 0) L[row] = lse;
+}
+
+template <int D>
+__global__ void __launch_bounds__(DTHREADS)
+dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
+{
+    __shared__ float wsh[DWARPS][DEC_MAX_SPLITS];
+    const int warp = threadIdx.x / 32, row = blockIdx.x * DWARPS + warp;
+    if (row >= nrows) return;   /* warp-uniform; no block-wide barrier below */
+    combine_row<D>(S, nrows, row, Opart, Lpart, O, L, wsh[warp]);
+}
+
+/* The fused combine (DecArgs.done): each split block, its partial written, counts itself
+ * done for its row tile; the block that counts last (it sees the S - 1 others' partials,
+ * each made visible by its __threadfence before it counted) merges the tile's rows with
+ * combine_row and resets the count for the next launch. No second kernel and no gap
+ * between two launches: Lean Attention's merge by the tile that finishes a row (arXiv
+ * 2405.10480), here with the split kernel's own grid. w: DWARPS x DEC_MAX_SPLITS floats of
+ * shared memory that the block no longer needs. */
+template <int D>
+__device__ __forceinline__ void fused_tail(const DecArgs &a, size_t row_base, int nrows, size_t nq_rows, float *w)
+{
+    __shared__ int last;
+    __threadfence();   /* this block's partial, visible to the whole GPU before it is counted */
+    __syncthreads();
+    const int tile = blockIdx.z * gridDim.y + blockIdx.y;
+    if (threadIdx.x == 0) last = atomicAdd(&a.done[tile], 1) == a.S - 1;
+    __syncthreads();
+    if (!last) return;   /* block-uniform */
+    __threadfence();     /* the others' partials: counted before ours, so written before */
+    const int warp = threadIdx.x / 32;
+    for (int r = warp; r < nrows; r += DWARPS)
+        combine_row<D>(a.S, (int)nq_rows, (int)(row_base + r), a.Opart, a.Lpart, a.O, a.L, w + warp * DEC_MAX_SPLITS);
+    if (threadIdx.x == 0) a.done[tile] = 0;
+}
+
+
 /* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
  * without packing, a (batch, KV head) with it). */
 template <int D, bool PAGED, bool FDPP = false, int WR = 1>
@@ -239,6 +328,7 @@ dec_split_kernel(const DecArgs a)
                          FDPP: u_s = 0 and l_s = -0 (no key, none reached the window's bottom) */
         for (int e = tid; e < nrows * D; e += DTHREADS) Odst[e] = 0.0f;
         for (int r = tid; r < nrows; r += DTHREADS) Ldst[r] = FDPP ? -0.0f : to_output ? INFINITY : -INFINITY;
+        if (!FDPP && !to_output && a.done) fused_tail<D>(a, row_base, nrows, nq_rows, (float *)(smem + C::KV_OFF));
         return;
     }
 
@@ -467,58 +557,10 @@ dec_split_kernel(const DecArgs a)
         *reinterpret_cast<float4 *>(Odst + e4) = v;
     }
     if (tid < nrows) Ldst[tid] = Lrow[tid];
-}
-
-/* The combine: one warp per query row (rows of [B][H][N_q]), S partials each. The S
- * weights go through shared memory so that the O loop issues its loads unrolled, several
- * partial rows in flight at once (a loop of dependent loads would wait on each). */
-#define DEC_MAX_SPLITS 1024
-template <int D>
-__global__ void __launch_bounds__(DTHREADS)
-dec_combine_kernel(int S, int nrows, const float *Opart, const float *Lpart, float *O, float *L)
-{
-    __shared__ float wsh[DWARPS][DEC_MAX_SPLITS];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, row = blockIdx.x * DWARPS + warp;
-    if (row >= nrows) return;   /* warp-uniform; no block-wide barrier below */
-    const size_t nq = (size_t)nrows * D;
-    float *w = wsh[warp];
-    float acc[D / 32];          /* columns lane, lane + 32, ...: every load coalesced */
-#pragma unroll
-    for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
-    float lse;
-    /* EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
-     * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
-     * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
-     * HINT: row is O = 0 (acc as it is) and lse = +inf. Else lse = m + log sum_s e^{L_s - m}
-     * HINT: (a warp sum the same way), w[s] = e^{L_s - lse} (w: this warp's shared array;
-     * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
-     * HINT: (O_s at Opart + s * nq + row * D). */
-    float lmax = -INFINITY;
-    for (int s = lane; s < S; s += 32) lmax = fmaxf(lmax, Lpart[(size_t)s * nrows + row]);
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) lmax = fmaxf(lmax, __shfl_xor_sync(0xffffffffu, lmax, off));
-    if (lmax == -INFINITY) {
-        lse = INFINITY;
-    } else {
-        float sum = 0.0f;
-        for (int s = lane; s < S; s += 32) sum += expf(Lpart[(size_t)s * nrows + row] - lmax);
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        lse = lmax + logf(sum);
-        for (int s = lane; s < S; s += 32) w[s] = expf(Lpart[(size_t)s * nrows + row] - lse);
-        __syncwarp();   /* every lane's weights are visible to the whole warp */
-#pragma unroll 8
-        for (int s = 0; s < S; ++s) {
-            const float *Os = Opart + (size_t)s * nq + (size_t)row * D;
-#pragma unroll
-            for (int k = 0; k < D / 32; k++) acc[k] += w[s] * Os[lane + 32 * k];
-        }
+    if (!FDPP && !to_output && a.done) {   /* the fused combine: the K/V stages hold the warps' weights */
+        __syncthreads();   /* every thread is done with the merge area */
+        fused_tail<D>(a, row_base, nrows, nq_rows, (float *)(smem + C::KV_OFF));
     }
-    /* STUB: lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; (void)w; */
-    /* END EXERCISE */
-#pragma unroll
-    for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
-    if (lane == 0) L[row] = lse;
 }
 
 /* ---- FlashDecoding++ (decode.h): its combine and its fallback ------------------------- */
@@ -658,6 +700,8 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
     static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");     \
+    static_assert(sizeof(float) * DWARPS * DEC_MAX_SPLITS <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, \
+                  "decode: the fused combine's weights fit the K/V stages");                \
     static_assert((D_) > 128 || (DCfg<D_, 4>::SMEM <= DEC_SMEM_CAP &&                           \
                                  DCfg<D_, 4>::MERGE <= DCfg<D_, 4>::STAGES * DCfg<D_, 4>::STAGE), \
                   "decode: the 64-row block's layout");
@@ -777,6 +821,8 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.S = S;
     a.Bc = fa2_mma_blocks(p->d).Bc;
     a.pack = pack;
+    a.phi = 0.0f;
+    a.done = S > 1 ? g->done : NULL;   /* the fused combine (S = 1 writes the output itself) */
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
     const dim3 grid(S, (G * p->N_q + rows - 1) / rows, p->B * groups);
     a.vis = gpu_visits(S);
@@ -788,7 +834,7 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     case 256: paged ? launch_split<256, true>(a, grid, rows) : launch_split<256, false>(a, grid, rows); break;
     default: return;   /* dec_gpu_config() said -1; the driver never gets here */
     }
-    if (S > 1) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
+    if (S > 1 && !a.done) dec_gpu_combine(p->d, S, (int)nrows, a.Opart, a.Lpart, g->o, g->L);   /* S <= DEC_MAX_SPLITS: FA_SPLITS up to 1024 */
 }
 
 /* FD++: the split kernel with the unified max (partials even for S = 1), the FD++ combine,

@@ -247,7 +247,11 @@ typedef struct {
     const int *seqlens, *table;
     int page, pages_per_seq;
     float *o, *L, *ws;
+    int *done;   /* NULL: split + the combine kernel. Else the fused combine (dec_gpu_launch,
+                    S > 1): dec_gpu_done_ints(p, pack) zeroed ints, left zeroed by each launch */
 } dec_gpu_args_t;
+/* The fused combine's counters: one a row tile of the launch (B x groups x row tiles). */
+int dec_gpu_done_ints(const attn_problem_t *p, bool pack);
 static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)
 { return S > 1 ? sizeof(float) * (size_t)S * p->B * p->H * p->N_q * (p->d + 1) : 0; }
 

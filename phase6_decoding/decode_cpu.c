@@ -46,6 +46,12 @@ int dec_gpu_block_rows(const attn_problem_t *p, bool pack)
     return G * p->N_q > DEC_GPU_ROWS && p->d <= 128 ? DEC_GPU_ROWS_WIDE : DEC_GPU_ROWS;
 }
 
+int dec_gpu_done_ints(const attn_problem_t *p, bool pack)
+{
+    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
+    return p->B * groups * ((G * p->N_q + rows - 1) / rows);
+}
+
 void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
 {
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);

@@ -10,7 +10,8 @@
  *   paged (GPU)      paged vs contiguous (split-pack, GQA 32:8, L = 64k, B = 1 and 8);
  *   vsNq (GPU)       several query tokens a step: N_q = 1..16 (B = 1, 8; GQA 32:8; L = 16k),
  *                    the rows of vsL: the peers' points too.
- * vsL and vsNq time FlashDecoding++ (fdpp) beside split-pack at the same S.
+ * vsL and vsNq time FlashDecoding++ (fdpp) and fused (the combine in the split kernel)
+ * beside split-pack at the same S.
  */
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,8 @@ static void vsS_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
 #define SWEEP_H    32
 #define SWEEP_NQMAX 16   /* the vsNq part's most query tokens */
 
-typedef struct { void *Q, *K, *V; float *O, *L, *ws; size_t kv_elems; double copy; int slots; } sweep_bufs_t;
+typedef struct { void *Q, *K, *V; float *O, *L, *ws; int *done; size_t kv_elems; double copy; int slots; } sweep_bufs_t;
+#define SWEEP_DONE_INTS 4096   /* the fused combine's counters: B x groups x row tiles <= 8 x 32 x 16 */
 static sweep_bufs_t sb;
 
 static void gpu_begin(sweep_t *s)
@@ -118,6 +120,13 @@ static void gpu_begin(sweep_t *s)
     sb.O = gpu_malloc(rows * d * 4);
     sb.L = gpu_malloc(rows * 4);
     sb.ws = gpu_malloc(dec_gpu_workspace_bytes(&(attn_problem_t){ .B = 8, .H = H, .N_q = SWEEP_NQMAX, .d = d }, 128));
+    sb.done = gpu_malloc(SWEEP_DONE_INTS * sizeof(int));
+    {
+        int *zero = xmalloc(SWEEP_DONE_INTS * sizeof(int), PHASE);
+        memset(zero, 0, SWEEP_DONE_INTS * sizeof(int));
+        gpu_upload(sb.done, zero, SWEEP_DONE_INTS * sizeof(int));
+        free(zero);
+    }
     dec_gpu_fill(sb.Q, rows * d, s->o->seed);
     dec_gpu_fill(sb.K, sb.kv_elems, s->o->seed + 1);
     dec_gpu_fill(sb.V, sb.kv_elems, s->o->seed + 2);
@@ -130,7 +139,7 @@ static void gpu_begin(sweep_t *s)
 static void gpu_end(sweep_t *s)
 {
     (void)s;
-    gpu_free(sb.Q); gpu_free(sb.K); gpu_free(sb.V); gpu_free(sb.O); gpu_free(sb.L); gpu_free(sb.ws);
+    gpu_free(sb.Q); gpu_free(sb.K); gpu_free(sb.V); gpu_free(sb.O); gpu_free(sb.L); gpu_free(sb.ws); gpu_free(sb.done);
 }
 
 /* One timed point: the median of o->iters CUDA-event runs after 2 warm-ups (L2 flushed).
@@ -189,7 +198,8 @@ static void gpu_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
     }
 }
 
-/* 1. time and GB/s vs L: fa2-mma, split, split-pack, and FlashDecoding++ at split-pack's S.
+/* 1. time and GB/s vs L: fa2-mma, split, split-pack, FlashDecoding++ and fused (split-pack
+ * with the combine in the split kernel) at split-pack's S.
  * FD++'s phi: 0, as calibrated offline for these inputs (uniform in [-2, 2), d = 128:
  * scores of standard deviation 1.33 and row maxima below 10 at every L here, inside the
  * window [phi - 6, phi + 10]); the rows it recomputes, if any, are printed */
@@ -204,9 +214,12 @@ static int gpu_vsL_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *r)
     r[1] = sweep_time(s->o, p, dec_row_name("split-S%d", S1, 0), part, NULL, false, false, S1, O4, NULL);
     r[2] = sweep_time(s->o, p, dec_row_name("split-pack-S%d", S2, 0), part, NULL, false, true, S2, O4, NULL);
     r[3] = sweep_time_phi(s->o, p, dec_row_name("fdpp-S%d", S2, 0), part, NULL, false, true, S2, O4, NULL, &phi);
-    for (int k = 0; k < 4; k++) r[k].speedup = r[0].time_ms / r[k].time_ms;
+    const dec_gpu_args_t fused = { .k = sb.K, .v = sb.V, .done = sb.done };   /* the combine in the split kernel */
+    if (dec_gpu_done_ints(p, true) > SWEEP_DONE_INTS) { fprintf(stderr, "%s: sweep: the fused combine needs more counters\n", PHASE); exit(1); }
+    r[4] = sweep_time(s->o, p, dec_row_name("fused-S%d", S2, 0), part, &fused, false, true, S2, O4, NULL);
+    for (int k = 0; k < 5; k++) r[k].speedup = r[0].time_ms / r[k].time_ms;
     free(O4);
-    return 4;
+    return 5;
 }
 
 /* 2. time vs S (split-pack) against fa2-mma (timed, not a row); the heuristic's pick is

@@ -1,7 +1,7 @@
 /* main.c - phase 6 driver: Flash-Decoding (split the KV cache, combine by log-sum-exp).
  *
  *   build/phase6 [--B b --H h --Hkv h --N n_q --Nkv L --d d --causal --seed s]
- *                [--kernel fa2-mma|split|split-pack|fdpp|paged|ragged|all] [--iters k] [--phi X]
+ *                [--kernel fa2-mma|split|split-pack|fused|fdpp|paged|ragged|all] [--iters k] [--phi X]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *   FA_SPLITS=S build/phase6 ...   every decode row with S splits instead of the heuristic's
  *   FA_SPLIT_UNIT=sm build/phase6 ...   the heuristic counting waves in SMs instead of blocks (FA2's slots)
@@ -20,6 +20,9 @@
  *   fa2-mma          phase 4's kernel on the decode shape (the previous phase)
  *   split            one block per (split, head, batch), S from the heuristic (decode.h)
  *   split-pack       + GQA packing: one block per (split, KV head, batch)
+ *   fused            split-pack with the combine in the split kernel: the split that
+ *                    finishes a row tile last merges it (no second launch); bitwise equal
+ *                    to split-pack
  *   fdpp             FlashDecoding++ at split-pack's S: the unified max phi (calibrated,
  *                    or --phi), the FD++ combine, the rows out of the safe window
  *                    recomputed; the line under the table says how many
@@ -43,7 +46,7 @@
 
 #define PHASE DEC_PHASE
 
-static const char *const KERNELS[] = {"fa2-mma", "split", "split-pack", "fdpp", "paged", "ragged", NULL};
+static const char *const KERNELS[] = {"fa2-mma", "split", "split-pack", "fused", "fdpp", "paged", "ragged", NULL};
 /* CSV columns 1..22 (plot.gp reads them by number) */
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "hbm_model", "hbm_formula", "max_abs", "rel_l2", "L_max_abs",

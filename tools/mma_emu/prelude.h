@@ -1,6 +1,7 @@
 /* tools/mma_emu/prelude.h - CUDA's keywords and built-ins as plain C++ for the host emulation
  * (run.sh): a thread block is THREADS std::threads; __syncthreads a barrier; atomics a mutex. */
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <cmath>
@@ -29,6 +30,7 @@ inline uint32_t smem_u32(const void *p) { return (uint32_t)((const unsigned char
 inline std::barrier<> *g_block_bar;
 inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
 inline std::mutex g_atomic_mu;
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }   /* blocks run one after another here */
 inline float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> l(g_atomic_mu); float o = *p; *p += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { std::lock_guard<std::mutex> l(g_atomic_mu); auto o = *p; *p += v; return o; }
 inline float2 atomicAdd(float2 *p, float2 v) { std::lock_guard<std::mutex> l(g_atomic_mu); float2 o = *p; p->x += v.x; p->y += v.y; return o; }

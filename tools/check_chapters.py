@@ -70,6 +70,20 @@ def span(values, k=2, unit="x"):
     return "%.*f-%.*f%s" % (k, lo, k, hi, unit)
 
 
+def read_ncu(path):
+    """A tools/ncu_compare.py table: {metric: [its cells]} (the first row of each name; the
+    header row is "metric"), and {column name: index}."""
+    ncu = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
+            if m and m.group(1) not in ncu:
+                ncu[m.group(1)] = m.group(2).split()
+    return ncu, {n: i for i, n in enumerate(ncu.get("metric", []))}
+
+
 def table(text, header):
     """the rows (lists of cells) of the Markdown table whose header line starts with header"""
     lines = text.splitlines()
@@ -293,16 +307,8 @@ def chapter_4b():
     report(abs(T[("wgmma-ws",) + top] - 563.6) < 0.05, "%s: ws at d = 128, N = 16384 is 563.6" % doc)
 
     # Nsight Compute: the table's cells against the recorded text table
-    ncu = {}
-    with open(os.path.join(H100, "phase4/phase4_ncu_450175c.txt")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
-            if m and m.group(1) not in ncu:
-                ncu[m.group(1)] = m.group(2).split()
+    ncu, col = read_ncu(os.path.join(H100, "phase4/phase4_ncu_450175c.txt"))
     names = ncu.get("metric", [])
-    col = {n: i for i, n in enumerate(names)}
 
     def metric(name, kern):
         v = ncu.get(name)
@@ -463,13 +469,7 @@ def chapter_5():
         tf("fwd-bwd", p1), tf("fwd-bwd", p2), tf("fwd-bwd", p1) / F[("flash",) + p1], tf("fwd-bwd", p2) / F[("flash",) + p2]))
 
     # Nsight Compute against the recorded table
-    ncu = {}
-    with open(os.path.join(H100, "phase5/phase5_ncu_afbaa25.txt")) as f:
-        for line in f:
-            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
-            if m and not line.startswith("#") and m.group(1) not in ncu:
-                ncu[m.group(1)] = m.group(2).split()
-    cols = {n: i for i, n in enumerate(ncu["metric"])}
+    ncu, cols = read_ncu(os.path.join(H100, "phase5/phase5_ncu_afbaa25.txt"))
     order = ["ours_bwd128", "fa2_bwd128", "ours_bwd64", "fa2_bwd64"]
     rowmap = {"time": ("time (ms, ncu's clocks)", 1), "tensor pipe busy": ("tensor pipe busy (%)", 1),
               "L1 / shared memory busy": ("L1/shared busy (%)", 1), "DRAM busy": ("DRAM busy (%)", 1),
@@ -849,13 +849,7 @@ def chapter_6():
     claim(doc, "the hint on the unpacked split", flat, "`split` on GQA took %s" % span([hint[k] / plain[k] for k in both if k[0].startswith("split-S") and k[2] == "8"]))
 
     # the profile beside cuDNN's decode kernel
-    nc = {}
-    with open(os.path.join(R6, "phase6_ncu_deccudnn_cb63234.txt")) as f:
-        for line in f:
-            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
-            if m and not line.startswith("#") and m.group(1) not in nc:
-                nc[m.group(1)] = m.group(2).split()
-    ccol = {n: i for i, n in enumerate(nc["metric"])}
+    nc, ccol = read_ncu(os.path.join(R6, "phase6_ncu_deccudnn_cb63234.txt"))
     cmap = {"time (us, ncu's clocks)": ("time (ms, ncu's clocks)", 1e-3), "blocks": ("grid", 1), "registers / thread": ("registers / thread", 1),
             "DRAM busy (%)": ("DRAM busy (%)", 1), "warp instructions (M)": ("instructions (warp)", 1e6),
             "stall, waiting on memory": ("stall: long_scoreboard", 1), "stall, at a barrier": ("stall: barrier", 1),
@@ -893,13 +887,7 @@ def chapter_6():
         min(t3[k] / t2[k] for k in both), max(t3[k] / t2[k] for k in both), min(t3[k] / t2[k] for k in mha), max(t3[k] / t2[k] for k in mha)))
 
     # Nsight Compute
-    ncu = {}
-    with open(os.path.join(H100, "phase6/phase6_ncu_afbaa25.txt")) as f:
-        for line in f:
-            m = re.match(r"(.+?)\s{2,}(\S.*)$", line.rstrip())
-            if m and not line.startswith("#") and m.group(1) not in ncu:
-                ncu[m.group(1)] = m.group(2).split()
-    col = {n: i for i, n in enumerate(ncu["metric"])}
+    ncu, col = read_ncu(os.path.join(H100, "phase6/phase6_ncu_afbaa25.txt"))
     order = ["ours_contig", "ours_mha", "fa2_mha"]
     rowmap = {"time": ("time (ms, ncu's clocks)", 1e-3), "registers / thread": ("registers / thread", 1), "waves": ("waves / SM", 1),
               "DRAM bytes read": ("DRAM bytes read", 1e6), "DRAM busy": ("DRAM busy (%)", 1), "warp instructions": ("instructions (warp)", 1e6),

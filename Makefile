@@ -261,6 +261,16 @@ $(BUILD)/fp8_accuracy: $(call obj_of,phase4_fa2/fp8_accuracy.c) $(phase4_LINK)
 	$(Q)$(CC) $(ALL_CFLAGS) $(if $(EX),-Wl$(comma)--start-group) $^ $(if $(EX),-Wl$(comma)--end-group) -o $@ $(if $(HAVE_NVCC),$(phase4_CUDA_LDLIBS) $(CUDA_LIBS)) $(ALL_LDLIBS)
 $(eval $(call c_rule,phase4_fa2/fp8_accuracy.c))
 
+# test_fp8_quant: FlashAttention-3's FP8 pre-pass on the GPU (phase4_fa2/fp8_quant.cu) against
+# the CPU model's quantisation, bit for bit (skipped without a GPU; phase4_fa2/tests.sh).
+ifneq ($(HAVE_NVCC),)
+$(BUILD)/test_fp8_quant: $(call obj_of,phase4_fa2/test_fp8_quant.c) $(phase4_LINK)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(EX),-Wl$(comma)--start-group) $^ $(if $(EX),-Wl$(comma)--end-group) -o $@ $(phase4_CUDA_LDLIBS) $(CUDA_LIBS) $(ALL_LDLIBS)
+$(eval $(call c_rule,phase4_fa2/test_fp8_quant.c))
+FP8_QUANT_TEST := $(BUILD)/test_fp8_quant
+endif
+
 # ---- make train-lib: $(BUILD)/libfa_train.so, phase 4's forward and phase 5's backward
 # behind tools/fa_train.h's C API, for tools/train_check.py (PyTorch, through ctypes). The
 # phase libraries are not position-independent, so what it needs is compiled again with
@@ -304,7 +314,7 @@ train-plot:
 .PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
-all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map $(BUILD)/fp8_accuracy
+all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map $(BUILD)/fp8_accuracy $(FP8_QUANT_TEST)
 	@$(if $(HAVE_NVCC),,echo "note: nvcc not found: built the CPU parts only; the GPU kernels were skipped")
 
 # `make phase1` alone builds it; with an action goal it only selects.

@@ -10,23 +10,6 @@
 const char *const FA3_MODE_NAME[FA3_MODES] = {"fp16", "fp8, one scale a tensor", "fp8, block scales",
                                               "fp8, block scales + Hadamard"};
 
-void fp8_hadamard_rows(float *x, size_t rows, int d, const float *sign)
-{
-    const float norm = 1.0f / sqrtf((float)d);
-    for (size_t r = 0; r < rows; r++) {
-        float *v = x + r * (size_t)d;
-        for (int k = 0; k < d; k++) v[k] *= sign[k];
-        for (int h = 1; h < d; h *= 2)            /* log2 d butterflies: (a, b) -> (a + b, a - b) */
-            for (int i = 0; i < d; i += 2 * h)
-                for (int k = i; k < i + h; k++) {
-                    const float a = v[k], b = v[k + h];
-                    v[k] = a + b;
-                    v[k + h] = a - b;
-                }
-        for (int k = 0; k < d; k++) v[k] *= norm;
-    }
-}
-
 void fa3_add_outliers(attn_inputs_t *in, uint64_t seed)
 {
     rng_t r;
@@ -40,24 +23,6 @@ void fa3_add_outliers(attn_inputs_t *in, uint64_t seed)
                 h[t][i] = f32_to_f16(f[t][i] + 10.0f * (float)rng_normal(&r));
                 f[t][i] = f16_to_f32(h[t][i]);
             }
-}
-
-/* Quantise rows [0, n) of x (n x d, tiles of `tile` rows) in place to e4m3(x / s) and write
- * each tile's scale s = amax / 448 (1 for an all-zero tile); per_tensor: one scale for all. */
-static void quantise(float *x, size_t n, int d, int tile, int per_tensor, float *scale)
-{
-    const size_t tiles = (n + tile - 1) / tile;
-    float amax_all = 0;
-    for (size_t i = 0; i < n * d; i++) amax_all = fmaxf(amax_all, fabsf(x[i]));
-    for (size_t t = 0; t < tiles; t++) {
-        const size_t r0 = t * tile, r1 = r0 + tile < n ? r0 + tile : n;
-        float amax = 0;
-        for (size_t i = r0 * d; i < r1 * d; i++) amax = fmaxf(amax, fabsf(x[i]));
-        if (per_tensor) amax = amax_all;
-        const float s = amax > 0 ? amax / E4M3_MAX : 1.0f;
-        scale[t] = s;
-        for (size_t i = r0 * d; i < r1 * d; i++) x[i] = e4m3_round(x[i] / s);
-    }
 }
 
 int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O)
@@ -75,9 +40,7 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
         free(Q); free(K); free(V); free(sq); free(sk); free(sv); free(S); free(Ot);
         return -1;
     }
-    rng_t r;
-    rng_seed(&r, seed);
-    for (int k = 0; k < d; k++) sign[k] = rng_u64(&r) & 1 ? 1.0f : -1.0f;
+    fp8_signs(seed, d, sign);
     /* per tensor: one amax over the whole tensor, every head */
     float tensor_amax[3] = { 0, 0, 0 };
     if (mode == FA3_FP8_TENSOR) {
@@ -107,9 +70,9 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
                         for (int u = 0; u < tiles[t]; u++) sc[t][u] = s;
                     }
                 } else {
-                    quantise(Q, (size_t)p->N_q, d, Br, 0, sq);
-                    quantise(K, (size_t)p->N_kv, d, Bc, 0, sk);
-                    quantise(V, (size_t)p->N_kv, d, Bc, 0, sv);
+                    fp8_quantise(Q, (size_t)p->N_q, d, Br, 0, sq);
+                    fp8_quantise(K, (size_t)p->N_kv, d, Bc, 0, sk);
+                    fp8_quantise(V, (size_t)p->N_kv, d, Bc, 0, sv);
                 }
             } else {
                 for (int u = 0; u < Tr; u++) sq[u] = 1;

@@ -38,9 +38,7 @@ typedef enum {
 
 extern const char *const FA3_MODE_NAME[FA3_MODES];
 
-/* x's rows (rows x d, d a power of 2) <- x_row diag(sign) H / sqrt(d), in place: the fast
- * Walsh-Hadamard transform, d log2 d additions a row. */
-void fp8_hadamard_rows(float *x, size_t rows, int d, const float *sign);
+/* fp8_hadamard_rows, fp8_quantise, fp8_signs: the model's quantisation (common/fp8.h). */
 
 /* The forward of in's problem in one mode, O [B][H][N_q][d] (fp32). seed draws the signs of
  * incoherent processing. Returns 0, or -1 when out of memory or d is not a power of 2 with

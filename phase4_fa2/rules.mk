@@ -2,7 +2,7 @@
 phase4_LIB  := phase4_fa2/fa2_cpu.c phase4_fa2/fa2_check.c phase4_fa2/fa2_rows.c phase4_fa2/fa2_sweep.c phase4_fa2/fa3_fp8.c
 phase4_MAIN := phase4_fa2/main.c
 phase4_TEST := phase4_fa2/test_phase4.c
-phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgmma.cu
+phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgmma.cu phase4_fa2/fp8_quant.cu
 # wgmma exists on sm_90a alone: that file is built for that target only (its config says
 # "skipped" on any other GPU), whatever CUDA_ARCH lists
 $(call obj_of,phase4_fa2/fa2_wgmma.cu): GENCODE := -gencode arch=compute_90a,code=sm_90a

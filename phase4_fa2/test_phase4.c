@@ -8,6 +8,7 @@
 #include "fa1.h"
 #include "fa2.h"
 #include "fa3_fp8.h"
+#include "fp8.h"
 #include "rng.h"
 #include "naive.h"
 #include "oracle.h"

@@ -57,6 +57,19 @@ else
     t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
     t_skip "phase4 mask emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
 fi
+# FlashAttention-3's FP8 pre-pass (fp8_quant.cu) without a GPU: its kernel on the emulator,
+# bit for bit against the CPU model's quantisation at every d; a planted mistake (the
+# high lane of a butterfly taking b - a) FAILs. On a GPU, build/test_fp8_quant below.
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+    t_run "phase4 FP8 pre-pass on the CPU emulator (d = 32..256): e4m3 bytes and tile scales equal common/fp8.c's" \
+        bash tools/mma_emu/run.sh fp8q
+    t_fail "phase4 FP8 pre-pass emulator FAILs a butterfly's high lane taking b - a" \
+        env EMU_OUT="$BUILD/mma_emu_fp8q_mutant" EMU_MUTATE_FP8Q='(lane & h) ? other - v[k] : v[k] + other=>(lane & h) ? v[k] - other : v[k] + other' \
+        bash tools/mma_emu/run.sh fp8q 64
+else
+    t_skip "phase4 FP8 pre-pass on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
+    t_skip "phase4 FP8 pre-pass emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
+fi
 t_run "phase4 --mask prints the tile census and the mask's bytes" bash -c "\"$P4\" --cpu --B 1 --H 2 --N 300 --d 64 \
     --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64, N_q x N_kv = 300 x 300 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"
 t_run "phase4 --mask on a large problem: the CPU rows run a smaller one with the mask sampled to it" bash -c "\"$P4\" --cpu \
@@ -259,6 +272,13 @@ t_gpu_fa1 "phase4 d=128 on a 99 KiB device: fa1-mma skipped with the reason, the
     FA_SMEM_LIMIT=101376 \"$P4\" --d 128 --causal --B 1 --H 2 --N 300 --iters 2 --quiet --csv \"$T4/smem.csv\" >\"$T4/smem.log\" 2>&1 || exit 1
     grep -q '^  skipped fa1-mma (gpu): needs .* KiB of shared memory a block, this device gives 99.0 KiB' \"$T4/smem.log\" &&
     awk '\$2 == \"gpu\" && \$1 != \"fa1-mma\" && \$NF == \"PASS\" { n++ } END { exit n < 3 }' \"$T4/smem.log\""
+
+# FlashAttention-3's FP8 pre-pass on the GPU against the CPU model, bit for bit.
+if [ -x "$BUILD/test_fp8_quant" ] && [ -z "$(gpu_skip_reason)" ]; then
+    t_run "phase4 FP8 pre-pass on the GPU (d = 32..256, with and without the Hadamard): bytes and scales equal the CPU model's" "$BUILD/test_fp8_quant"
+else
+    t_skip "phase4 FP8 pre-pass on the GPU" "$( [ -x "$BUILD/test_fp8_quant" ] && gpu_skip_reason || echo "build/test_fp8_quant not built (no nvcc)")"
+fi
 
 # The Hopper building block: wgmma (sm_90a) on the two products of attention, against a
 # float64 CPU product. On a GPU other than sm_90 the program says skipped, and so does this.

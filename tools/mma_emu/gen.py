@@ -168,3 +168,23 @@ assert ko.count(shared) == 1
 ko = ko.replace(shared, 'int32_t *tiles = (int32_t *)g_smem;')
 open(os.path.join(out, 'kernel_mask_gpu.inc'), 'w').write('#include "warp_reduce.cuh"\n' + kb + ko)
 open(os.path.join(out, 'warp_reduce.cuh'), 'w').write(rd('common/warp_reduce.cuh').replace(dev, 'inline'))
+
+# phase 4's FP8 pre-pass (fp8_quant.cu) up to its launchers: fp8q_emu.cpp runs it against the
+# CPU model's quantisation (common/fp8.c). The e4m3 conversion is common/fp8.c's (the same
+# round to nearest even, saturated), __fdiv_rn a plain division (IEEE on the host too);
+# EMU_MUTATE_FP8Q plants a mistake that must FAIL.
+q = rd('phase4_fa2/fp8_quant.cu')
+q = q[:q.index('template <int D>\nstatic void quant_one')]
+for old, new in (('#include <cuda_fp16.h>', '#include "prelude.h"'), ('#include <cuda_fp8.h>', '#include "fp8.h"'),
+                 ('#include "fp8_quant.h"', ''), ('#include "cuda_check.cuh"', ''), ('__shared__ ', 'static '),
+                 ('(uint8_t)__nv_cvt_float_to_fp8(__fdiv_rn(v[k], s), __NV_SATFINITE, __NV_E4M3)', 'f32_to_e4m3(v[k] / s)'),
+                 ('__fdiv_rn(amax, E4M3_MAX_F)', '(amax / E4M3_MAX_F)')):
+    assert old in q, 'fp8_quant.cu: %r not found' % old
+    q = q.replace(old, new)
+q = q.replace(dev, 'inline')
+mut = os.environ.get('EMU_MUTATE_FP8Q')
+if mut:
+    old, new = mut.split('=>')
+    assert q.count(old) == 1, 'EMU_MUTATE_FP8Q: %r must occur once in fp8_quant.cu' % old
+    q = q.replace(old, new)
+open(os.path.join(out, 'kernel_fp8q.inc'), 'w').write(q)

@@ -14,6 +14,8 @@
 # tools/mma_emu/run.sh decode [d ...] - phase 6's decode kernels (decode.cu: split, split-pack,
 # paged, ragged, the combine, FlashDecoding++ with its combine and fallback) the same way
 # (dec_emu.cpp; warp shuffles emulated), against an fp64 attention.
+# tools/mma_emu/run.sh fp8q [d ...] - phase 4's FP8 pre-pass (fp8_quant.cu: e4m3 with tile
+# scales, incoherent processing's Hadamard by warp shuffles) against common/fp8.c, bit for bit.
 # tools/mma_emu/run.sh mask [d ...] - phase 4's fa2-mma with a FlashMask mask (fa2_mask_emu.cpp:
 # the preprocessing, the order and each Q block's range done on the host as mask_gpu.cu does),
 # against an fp64 attention over the visible keys, and the visit counts against the classes.
@@ -29,7 +31,11 @@ cxx() {   # SOURCE OUT
         -x c++ "$here/$1" -o "$out/$2" -lpthread
 }
 fails=0
-if [ "${1:-}" = mask ]; then   # phase 4's fa2-mma with a FlashMask mask: d = 64 and 128, or those named
+if [ "${1:-}" = fp8q ]; then   # phase 4's FP8 pre-pass (fp8_quant.cu): d = 32 to 256, or those named
+    shift
+    cxx fp8q_emu.cpp fp8q_emu
+    for d in ${@:-32 64 128 256}; do "$out/fp8q_emu" "$d" || fails=$((fails + 1)); done
+elif [ "${1:-}" = mask ]; then   # phase 4's fa2-mma with a FlashMask mask: d = 64 and 128, or those named
     shift
     cxx fa2_mask_emu.cpp fa2_mask_emu
     for d in ${@:-64 128}; do "$out/fa2_mask_emu" "$d" || fails=$((fails + 1)); done

@@ -10,8 +10,12 @@
  *                (S = 1: O and L themselves)          build/phase6 --kernel split
  *   split-pack   the same with GQA PACKING: grid (S, row tiles, B x H_kv); the
  *                G = H / H_kv query heads that share a KV head are the rows of one block
- *                (G x N_q rows, 16 a tile), so the cache is read once per KV head, not
- *                once per query head                   build/phase6 --kernel split-pack
+ *                (G x N_q rows, 16 a tile; 64 a tile when they are more than 16 and
+ *                d <= 128, one m-tile a warp: WR = 4 below), so the cache is read once
+ *                per KV head, not once per query head  build/phase6 --kernel split-pack
+ *   fused        split-pack with the combine in the split kernel: the block that counts
+ *                itself last for its row tile merges the tile's rows (fused_tail)
+ *                                                      build/phase6 --kernel fused
  *   paged        split-pack reading K and V through the block table (a pool of pages)
  *                                                      build/phase6 --kernel paged
  *   ragged       split-pack on a batch of sequences of their own lengths (seqlens_k)
@@ -52,7 +56,7 @@
 #define DTHREADS (32 * DWARPS)
 #define KW       16                      /* keys per warp in a tile (WR = 1)        */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
-#define ROWS     16                      /* query rows per block: one m-tile        */
+#define ROWS     16                      /* query rows of an m-tile (a block: WR of them) */
 static_assert(BK == DEC_GPU_TILE_KEYS, "decode.h's tile (the visit counters' unit) is the kernel's");
 #ifndef DEC_STAGES
 #define DEC_STAGES 2                     /* K/V tiles in the ring: 1 computed, the rest in flight */

@@ -66,15 +66,5 @@ static int all_cases()
 
 int main(int argc, char **argv)
 {
-    int fails = 0;
-    for (int k = 1; k < argc || k == 1; k++) {
-        const int d = argc > 1 ? atoi(argv[k]) : 128;
-        if (d == 32) fails += all_cases<32>();
-        else if (d == 64) fails += all_cases<64>();
-        else if (d == 128) fails += all_cases<128>();
-        else if (d == 256) fails += all_cases<256>();
-        else { fprintf(stderr, "fp8q_emu: d = %d is not built\n", d); return 2; }
-    }
-    printf("%d failed\n", fails);
-    return fails != 0;
+    return emu_main_d(argc, argv, "fp8q_emu", [](auto d) { return all_cases<decltype(d)::value>(); });
 }

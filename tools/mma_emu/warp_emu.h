@@ -4,6 +4,7 @@
  * must call a collective, as on the GPU. And emu_blocks, the grid those kernels run on. */
 #pragma once
 #include <functional>
+#include <type_traits>
 #include <thread>
 #include <vector>
 /* warp collectives: each lane posts its 32-bit value, the warp meets, each reads */
@@ -55,4 +56,22 @@ inline void emu_blocks(emu_dim3 grid, int threads, size_t smem_bytes, const std:
         for (auto &t : th) t.join();
         for (auto *b : wb) delete b;
     }
+}
+
+/* A harness's main: cases(std::integral_constant<int, d>) for each d named on the command
+ * line (none: 128), each returning its failures; "N failed", and exit 1 on any (2: a d that
+ * is not built). */
+template <class F> inline int emu_main_d(int argc, char **argv, const char *name, F &&cases)
+{
+    int fails = 0;
+    for (int k = 1; k < argc || k == 1; k++) {
+        const int d = argc > 1 ? atoi(argv[k]) : 128;
+        if (d == 32) fails += cases(std::integral_constant<int, 32>{});
+        else if (d == 64) fails += cases(std::integral_constant<int, 64>{});
+        else if (d == 128) fails += cases(std::integral_constant<int, 128>{});
+        else if (d == 256) fails += cases(std::integral_constant<int, 256>{});
+        else { fprintf(stderr, "%s: d = %d is not built\n", name, d); return 2; }
+    }
+    printf("%d failed\n", fails);
+    return fails != 0;
 }

@@ -189,6 +189,7 @@ void gpu_poison_f16(void *p, size_t n)
 
 /* 0xff bytes make 0xffffffff, a quiet NaN in fp32. */
 void gpu_poison_f32(void *p, size_t n) { CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float))); }
+void gpu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemset(p, 0, bytes)); }
 
 /* ---- the visit counters (gpu.h) ---- */
 #ifndef FA_NO_VISITS

@@ -72,6 +72,8 @@ void  gpu_download(void *dst, const void *src, size_t bytes);
 /* Fill with fp16 NaN (0x7e00) / fp32 NaN so unwritten outputs fail the check. */
 void  gpu_poison_f16(void *p, size_t n);
 void  gpu_poison_f32(void *p, size_t n);
+/* Fill with zero bytes (counters a kernel expects at 0). */
+void  gpu_zero(void *p, size_t bytes);
 void  gpu_sync(void);
 
 /* ---- visit counters: kernels prove which blocks they visit (docs/design.md) ----------

@@ -32,6 +32,7 @@ void gpu_upload(void *dst, const void *src, size_t bytes) { (void)dst; (void)src
 void gpu_download(void *dst, const void *src, size_t bytes) { (void)dst; (void)src; (void)bytes; unreachable("gpu_download"); }
 void gpu_poison_f16(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f16"); }
 void gpu_poison_f32(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f32"); }
+void gpu_zero(void *p, size_t bytes) { (void)p; (void)bytes; unreachable("gpu_zero"); }
 void gpu_sync(void) {}
 gpu_visits_t gpu_visits(size_t ntiles) { (void)ntiles; gpu_visits_t v = { NULL, 0 }; return v; }
 void gpu_visits_zero(void) {}

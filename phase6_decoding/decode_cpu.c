@@ -46,16 +46,19 @@ int dec_gpu_block_rows(const attn_problem_t *p, bool pack)
     return G * p->N_q > DEC_GPU_ROWS && p->d <= 128 ? DEC_GPU_ROWS_WIDE : DEC_GPU_ROWS;
 }
 
-int dec_gpu_done_ints(const attn_problem_t *p, bool pack)
+/* The split kernel's blocks of one split for one sequence: its groups (heads, or with
+ * packing KV heads) x the row tiles of a group's G x N_q rows. */
+static int blocks_per_split(const attn_problem_t *p, bool pack)
 {
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
-    return p->B * groups * ((G * p->N_q + rows - 1) / rows);
+    return groups * ((G * p->N_q + rows - 1) / rows);
 }
+
+int dec_gpu_done_ints(const attn_problem_t *p, bool pack) { return p->B * blocks_per_split(p, pack); }
 
 void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
 {
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
-    const unsigned long long blocks = (unsigned long long)groups * ((G * p->N_q + rows - 1) / rows);
+    const unsigned long long blocks = (unsigned long long)blocks_per_split(p, pack);
     drv_visits_init(v, S, "split", "K/V tiles", "the split range", "dec.split_range_gpu");
     for (int b = 0; b < p->B; b++) {
         const int n = seqlens ? seqlens[b] : p->N_kv;
@@ -245,9 +248,8 @@ int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
 
 int dec_num_splits(const attn_problem_t *p, bool pack, int slots)
 {
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H;
-    const int rows = dec_gpu_block_rows(p, pack), tiles = (G * p->N_q + rows - 1) / rows, Bc = fa2_mma_blocks(p->d).Bc;
-    return dec_num_splits_heuristic(p->B * groups * tiles, slots, (p->N_kv + Bc - 1) / Bc, 128);
+    const int Bc = fa2_mma_blocks(p->d).Bc;
+    return dec_num_splits_heuristic(p->B * blocks_per_split(p, pack), slots, (p->N_kv + Bc - 1) / Bc, 128);
 }
 
 /* Key rows [j0, j0 + kr) of sequence b, KV head g, into Kj, Vj (fp16 -> fp32, metered): a

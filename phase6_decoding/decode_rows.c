@@ -349,34 +349,28 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
     }
     /* split-pack: its O and L, at the paged kernel's S, are what the paged rows must equal
      * bit for bit (a second, unshown run when the paged kernel's S differs) */
-    float *Op = NULL, *Lp = NULL, *Os = NULL, *Ls = NULL;   /* split-pack at the paged S, at its own S */
+    float *Os = NULL, *Ls = NULL, *Op2 = NULL, *Lp2 = NULL;   /* split-pack at its own S; at the paged S when it differs */
     const bool want_paged = cli_kernel_selected(o, "paged"), want_fused = cli_kernel_selected(o, "fused");
     if (cli_kernel_selected(o, "split-pack") || want_paged || want_fused) {
-        const bool same = S_paged == *S_pack;
         drv_row_t r = run_dec("split-pack", in, &b, NULL, a0, false, true, *S_pack, &prev, nprev, attn_check_fp16, o->iters,
                               &Os, &Ls, EX_SPLIT);
         if (cli_kernel_selected(o, "split-pack")) rows[n++] = r;
-        if (want_paged && same && Os && Ls) {
-            Op = xmalloc(nq * sizeof(float), PHASE); memcpy(Op, Os, nq * sizeof(float));
-            Lp = xmalloc(nl * sizeof(float), PHASE); memcpy(Lp, Ls, nl * sizeof(float));
-        }
-        if (want_paged && !same)
-            run_dec("split-pack", in, &b, NULL, a0, false, true, S_paged, &prev, nprev, attn_check_fp16, 1, &Op, &Lp, EX_SPLIT);
+        if (want_paged && S_paged != *S_pack)
+            run_dec("split-pack", in, &b, NULL, a0, false, true, S_paged, &prev, nprev, attn_check_fp16, 1, &Op2, &Lp2, EX_SPLIT);
     }
+    const float *Op = S_paged == *S_pack ? Os : Op2, *Lp = S_paged == *S_pack ? Ls : Lp2;   /* what the paged rows must equal */
     /* fused: split-pack with the combine in the split kernel's last block of each row tile
      * (decode.h), at split-pack's S: the same arithmetic in the same order, so bitwise equal */
     if (want_fused) {
-        const size_t ndone = (size_t)dec_gpu_done_ints(p, true);
-        int *zero = calloc(ndone, sizeof(int));
-        if (!zero) { fprintf(stderr, "%s: out of host memory\n", PHASE); exit(1); }
+        const size_t done_bytes = (size_t)dec_gpu_done_ints(p, true) * sizeof(int);
         dec_gpu_args_t a = a0;
-        a.done = gpu_malloc(ndone * sizeof(int));
-        gpu_upload(a.done, zero, ndone * sizeof(int));
+        a.done = gpu_malloc(done_bytes);
+        gpu_zero(a.done, done_bytes);
         float *O = NULL, *L = NULL;
         drv_row_t r = run_dec("fused", in, &b, NULL, a, false, true, *S_pack, &prev, nprev, attn_check_fp16, o->iters, &O, &L, EX_SPLIT);
         if (*S_pack > 1) same_bits(&r, O, Os, L, Ls, nq, nl, "split-pack at the same S");
         rows[n++] = r;
-        free(O); free(L); free(zero);
+        free(O); free(L);
         gpu_free(a.done);
     }
     /* FlashDecoding++ at split-pack's S: phi given (--phi) or calibrated as the CPU row's */
@@ -405,7 +399,7 @@ int dec_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, drv_row_t *rows, 
         gpu_free(kp); gpu_free(vp); gpu_free(tb);
         dec_paged_free(&pg);
     }
-    free(Op); free(Lp); free(Os); free(Ls); free(O4);
+    free(Os); free(Ls); free(Op2); free(Lp2); free(O4);
     drv_gpu_free(&b);
 
     /* ragged: B = 4 sequences of L, L/2 + 1, 0 and 1 keys (as the CPU rows), contiguous and

@@ -121,12 +121,7 @@ static void gpu_begin(sweep_t *s)
     sb.L = gpu_malloc(rows * 4);
     sb.ws = gpu_malloc(dec_gpu_workspace_bytes(&(attn_problem_t){ .B = 8, .H = H, .N_q = SWEEP_NQMAX, .d = d }, 128));
     sb.done = gpu_malloc(SWEEP_DONE_INTS * sizeof(int));
-    {
-        int *zero = xmalloc(SWEEP_DONE_INTS * sizeof(int), PHASE);
-        memset(zero, 0, SWEEP_DONE_INTS * sizeof(int));
-        gpu_upload(sb.done, zero, SWEEP_DONE_INTS * sizeof(int));
-        free(zero);
-    }
+    gpu_zero(sb.done, SWEEP_DONE_INTS * sizeof(int));
     dec_gpu_fill(sb.Q, rows * d, s->o->seed);
     dec_gpu_fill(sb.K, sb.kv_elems, s->o->seed + 1);
     dec_gpu_fill(sb.V, sb.kv_elems, s->o->seed + 2);

@@ -254,7 +254,6 @@ __device__ __forceinline__ void fused_tail(const DecArgs &a, size_t row_base, in
     if (threadIdx.x == 0) a.done[tile] = 0;
 }
 
-
 /* One block: split blockIdx.x of row tile blockIdx.y of group blockIdx.z (a (batch, head)
  * without packing, a (batch, KV head) with it). */
 template <int D, bool PAGED, bool FDPP = false, int WR = 1>

@@ -90,15 +90,15 @@ static int run(const Case &c, bool fdpp, float phi, int want_redo, bool fused = 
     a.O = O.data(); a.L = L.data(); a.Opart = ws.data(); a.Lpart = ws.data() + (size_t)c.S * nq * D;
     a.S = c.S; a.Bc = 64; a.pack = c.pack || fdpp; a.phi = phi;
     a.vis.counts = counts.data(); a.vis.visit_all = 0;
-    /* fused: the combine in the split kernel's last block of each row tile (counters zeroed) */
-    std::vector<int> done(fused ? (size_t)c.B * (a.pack ? c.Hkv : c.H) * (((a.pack ? c.H / c.Hkv : 1) * c.Nq + 63) / 16 + 4) : 0, 0);
-    a.done = fused && c.S > 1 ? done.data() : nullptr;
     const int G = a.pack ? c.H / c.Hkv : 1, groups = a.pack ? c.Hkv : c.H;
     /* the block's rows as decode_cpu.c's dec_gpu_block_rows picks them: 64 (four m-tiles, one a
      * warp) past 16 rows of a group at d <= 128 */
     const bool wide = G * c.Nq > ROWS && D <= 128;
     const int rows = wide ? 4 * ROWS : ROWS;
     const emu_dim3 grid = {(unsigned)c.S, (unsigned)((G * c.Nq + rows - 1) / rows), (unsigned)(c.B * groups)};
+    /* fused: the combine in the split kernel's last block of each row tile (counters zeroed) */
+    std::vector<int> done(fused ? (size_t)grid.y * grid.z : 0, 0);
+    a.done = fused && c.S > 1 ? done.data() : nullptr;
     dec_fdpp_redo_d = 0;
     auto split = [&](auto kernel, size_t smem) { emu_blocks(grid, DTHREADS, smem, [&] { kernel(a); }); };
     constexpr int W4 = D <= 128 ? 4 : 1;   /* no 64-row block at d = 256 */

@@ -137,6 +137,10 @@ def device_half(path, end, var, extra=()):
         assert old in f, '%s: %r not found' % (path, old)
         f = f.replace(old, new)
     f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
+    return plant(f, var, path)
+
+def plant(f, var, path):
+    """f with the one mistake $var plants ('old=>new', old once in f), if it is set."""
     mut = os.environ.get(var)
     if mut:
         old, new = mut.split('=>')
@@ -181,10 +185,4 @@ for old, new in (('#include <cuda_fp16.h>', '#include "prelude.h"'), ('#include 
                  ('__fdiv_rn(amax, E4M3_MAX_F)', '(amax / E4M3_MAX_F)')):
     assert old in q, 'fp8_quant.cu: %r not found' % old
     q = q.replace(old, new)
-q = q.replace(dev, 'inline')
-mut = os.environ.get('EMU_MUTATE_FP8Q')
-if mut:
-    old, new = mut.split('=>')
-    assert q.count(old) == 1, 'EMU_MUTATE_FP8Q: %r must occur once in fp8_quant.cu' % old
-    q = q.replace(old, new)
-open(os.path.join(out, 'kernel_fp8q.inc'), 'w').write(q)
+open(os.path.join(out, 'kernel_fp8q.inc'), 'w').write(plant(q.replace(dev, 'inline'), 'EMU_MUTATE_FP8Q', 'phase4_fa2/fp8_quant.cu'))

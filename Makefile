@@ -68,6 +68,10 @@ CPPFLAGS += -Icommon $(addprefix -I,$(PHASE_DIRS)) $(if $(EX),-DEX_BUILD=1)
 # FA_NO_VISITS=1: the kernels without their visit counters (common/gpu.h), only to measure
 # what the counters cost (tools/visits_cost.sh); give it a BUILD folder of its own.
 CPPFLAGS += $(if $(filter 1,$(FA_NO_VISITS)),-DFA_NO_VISITS=1)
+# DEC_WARPS=8: phase 6's decode kernels with 8 warps a block and 128-key K/V tiles (FA2's and
+# cuDNN's tile), only to measure it beside the default 4 warps and 64 keys; it needs the
+# shared memory of Hopper (DEC_SMEM_CAP below), so a BUILD folder of its own and sm_90.
+CPPFLAGS += $(if $(DEC_WARPS),-DDEC_WARPS=$(DEC_WARPS) -DDEC_SMEM_CAP=232448)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))

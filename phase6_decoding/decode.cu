@@ -52,7 +52,7 @@
 #include "decode.h"
 #include "fa2.h"
 
-#define DWARPS   4                       /* warps per block                        */
+#define DWARPS   DEC_WARPS               /* warps per block (decode.h: 4)          */
 #define DTHREADS (32 * DWARPS)
 #define KW       16                      /* keys per warp in a tile (WR = 1)        */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
@@ -700,7 +700,7 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
 #define DEC_SMEM_CAP SMEM_OPTIN_SM86
 #endif
 #define DEC_ASSERT_D(D_)                                                                        \
-    static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
+    static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above DEC_SMEM_CAP (99 KiB)");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");     \
     static_assert(sizeof(float) * DWARPS * DEC_MAX_SPLITS <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, \

@@ -212,7 +212,11 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
  * d <= 128, else DEC_GPU_ROWS. A group's G x N_q rows are cut into row tiles of this many. */
 int dec_gpu_block_rows(const attn_problem_t *p, bool pack);
 #define DEC_GPU_MAX_NQ 16     /* the decode kernels take N_q <= this (phase 4 beyond) */
-#define DEC_GPU_TILE_KEYS 64  /* keys of the K/V tiles a split walks (its range in tiles) */
+#ifndef DEC_WARPS
+#define DEC_WARPS 4           /* warps of a split block (8: the Makefile's DEC_WARPS=8 experiment) */
+#endif
+#define DEC_GPU_TILE_KEYS (16 * DEC_WARPS)  /* keys of the K/V tiles a split walks (its range in tiles):
+                                               16 a warp */
 dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S, bool pack);
 /* What the split kernel's visit counters must read (common/driver.h): split s visits, in
  * each block (row tile of a head, or of a KV head's G heads when packed, and sequence b),

@@ -209,6 +209,8 @@ __device__ __forceinline__ void combine_row(int S, int nrows, int row, const flo
 #pragma unroll
     for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
     float lse;
+    __syncwarp();   /* a warp that merges several rows (the fused combine): every lane is done
+                       reading the previous row's weights before any lane writes this row's */
     /* EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
      * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
      * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
@@ -825,8 +827,11 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.Bc = fa2_mma_blocks(p->d).Bc;
     a.pack = pack;
     a.phi = 0.0f;
-    a.done = S > 1 ? g->done : NULL;   /* the fused combine (S = 1 writes the output itself) */
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
+    /* the fused combine (S = 1 writes the output itself) when a row tile holds at most
+     * DEC_FUSED_MAX_ROWS rows; past that the merge, one block's 4 warps after every split,
+     * costs more than the second launch it saves (decode.h) */
+    a.done = S > 1 && (G * p->N_q < rows ? G * p->N_q : rows) <= DEC_FUSED_MAX_ROWS ? g->done : NULL;
     const dim3 grid(S, (G * p->N_q + rows - 1) / rows, p->B * groups);
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;

@@ -252,8 +252,15 @@ typedef struct {
     int page, pages_per_seq;
     float *o, *L, *ws;
     int *done;   /* NULL: split + the combine kernel. Else the fused combine (dec_gpu_launch,
-                    S > 1): dec_gpu_done_ints(p, pack) zeroed ints, left zeroed by each launch */
+                    S > 1, row tiles of at most DEC_FUSED_MAX_ROWS rows; else the combine
+                    kernel): dec_gpu_done_ints(p, pack) zeroed ints, left zeroed by each launch */
 } dec_gpu_args_t;
+/* The fused combine's limit: the last split block of a row tile merges its rows with 4
+ * warps, S partials a row, after every other split has finished. Measured on the H100
+ * (sweep vsNq, GQA 32:8, L = 16k, S = 32 and 4): with 4 or 8 rows a tile (1 or 2 a warp)
+ * it saves the combine launch (0.91-0.99x split-pack's time); with 16 rows it took
+ * 1.01-1.05x, with 32 or 64 (the 64-row block) 1.05-1.62x. */
+#define DEC_FUSED_MAX_ROWS 8
 /* The fused combine's counters: one a row tile of the launch (B x groups x row tiles). */
 int dec_gpu_done_ints(const attn_problem_t *p, bool pack);
 static inline size_t dec_gpu_workspace_bytes(const attn_problem_t *p, int S)

@@ -18,6 +18,8 @@
 #   masks phase 4's masked fa2-mma and wgmma-ws,      FlexAttention's forward (Triton) on the
 #         d=128, N=8192: random_eviction (most      same masks (tools/mask_peers.py)
 #         tiles partial), sliding:1024 (short rows)
+#   masksbwd phase 5's masked wgmma-ws backward,    FlexAttention's backward (Triton), the
+#         d=64, N=8192, causal as a mask            same mask
 #
 # $OUT (default results/ncu) receives one raw CSV per profile (in ncu_SET.tar.gz) and
 # ncu_SET.txt, the side-by-side table; the tables are printed last.
@@ -116,6 +118,16 @@ set_masks() {
     done
     table masks ws_random_eviction mma_random_eviction flex_random_eviction ws_sliding mma_sliding flex_sliding
 }
+# The backward at d = 64 on a mask whose tiles sit in long runs (causal through the mask
+# path), where Flex's backward comes closest. Flex's process runs its forward kernel first
+# (also triton_tem...): the backward is the second launch that matches.
+set_masksbwd() {
+    local s="--B 1 --H 16 --N 8192 --d 64" m=causal
+    pair ws_bwd64_causal 'bwd_wgmma_ws_kernel<\(int\)64,' build/phase5 --kernel wgmma-ws $s --mask "$m" $(q)
+    NCU_LAUNCH_SKIP=1 pair flex_bwd64_causal 'triton_tem' env MASK_PEERS_MODES=bwd MASK_PEERS_IMPLS=flex MAP=build/mask_map \
+        $PY tools/mask_peers.py "$T/peer_bwd.csv" 1 16 8192 64 "$m"
+    table masksbwd ws_bwd64_causal flex_bwd64_causal
+}
 set_bwd2d() {
     local s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
     pair mma2d128     'bwd_mma2d_kernel<\(int\)128,' build/phase5 --kernel mma2d $s128 $(q)
@@ -138,7 +150,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, deccudnn, hopper, bwdh, masks)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, deccudnn, hopper, bwdh, masks, masksbwd)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

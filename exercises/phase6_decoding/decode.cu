@@ -52,7 +52,7 @@
 #include "decode.h"
 #include "fa2.h"
 
-#define DWARPS   4                       /* warps per block                        */
+#define DWARPS   DEC_WARPS               /* warps per block (decode.h: 4)          */
 #define DTHREADS (32 * DWARPS)
 #define KW       16                      /* keys per warp in a tile (WR = 1)        */
 #define BK       (DWARPS * KW)           /* keys per K/V tile                       */
@@ -207,6 +207,8 @@ __device__ __forceinline__ void combine_row(int S, int nrows, int row, const flo
 #pragma unroll
     for (int k = 0; k < D / 32; k++) acc[k] = 0.0f;
     float lse;
+    __syncwarp();   /* a warp that merges several rows (the fused combine): every lane is done
+                       reading the previous row's weights before any lane writes this row's */
     /* TODO EXERCISE dec.combine_gpu: the log-sum-exp combine of one row's S partials (a warp; lane owns columns lane + 32 k)
      * HINT: as dec.combine: m = max_s L_s (L_s = Lpart[s * nrows + row]; the lanes share the
      * HINT: S values, then a warp max by __shfl_xor_sync); m = -inf: no split saw a key, the
@@ -671,7 +673,7 @@ dec_recompute_kernel(const DecArgs a, const uint8_t *redo)
 #define DEC_SMEM_CAP SMEM_OPTIN_SM86
 #endif
 #define DEC_ASSERT_D(D_)                                                                        \
-    static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above 99 KiB");        \
+    static_assert(DCfg<D_>::SMEM <= DEC_SMEM_CAP, "decode: shared memory above DEC_SMEM_CAP (99 KiB)");        \
     static_assert(DCfg<D_>::MERGE <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, "decode: merge > stages"); \
     static_assert((D_) % 32 == 0, "decode: d a multiple of 32 (the combine's lanes)");     \
     static_assert(sizeof(float) * DWARPS * DEC_MAX_SPLITS <= DCfg<D_>::STAGES * DCfg<D_>::STAGE, \
@@ -796,8 +798,11 @@ extern "C" void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *g,
     a.Bc = fa2_mma_blocks(p->d).Bc;
     a.pack = pack;
     a.phi = 0.0f;
-    a.done = S > 1 ? g->done : NULL;   /* the fused combine (S = 1 writes the output itself) */
     const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
+    /* the fused combine (S = 1 writes the output itself) when a row tile holds at most
+     * DEC_FUSED_MAX_ROWS rows; past that the merge, one block's 4 warps after every split,
+     * costs more than the second launch it saves (decode.h) */
+    a.done = S > 1 && (G * p->N_q < rows ? G * p->N_q : rows) <= DEC_FUSED_MAX_ROWS ? g->done : NULL;
     const dim3 grid(S, (G * p->N_q + rows - 1) / rows, p->B * groups);
     a.vis = gpu_visits(S);
     const bool paged = g->page > 0;

@@ -55,6 +55,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
                  g('split', B, 32) using 8:21 with linespoints title 'split, MHA', \
                  g('split-pack', B, 8) using 8:21 with linespoints title 'split-pack, GQA 32:8', \
                  g('fdpp', B, 8) using 8:21 with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
+                 g('fused', B, 8) using 8:21 with linespoints title 'fused (the combine in the split kernel), GQA 32:8', \
                  pe('flash', B, 32) using 6:9 with linespoints dt 2 title 'SDPA flash, MHA', \
                  pe('cudnn', B, 32) using 6:9 with linespoints dt 2 title 'SDPA cuDNN, MHA', \
                  pe('flash', B, 8) using 6:9 with linespoints dt 3 title 'SDPA flash, GQA 32:8', \
@@ -64,6 +65,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
                  g('split', B, 32) using 8:21 with linespoints title 'split, MHA', \
                  g('split-pack', B, 8) using 8:21 with linespoints title 'split-pack, GQA 32:8', \
                  g('fdpp', B, 8) using 8:21 with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
+                 g('fused', B, 8) using 8:21 with linespoints title 'fused (the combine in the split kernel), GQA 32:8', \
                  copy with lines lw 2 lc rgb 'black' title sprintf('copy bandwidth %.0f GB/s (measured)', copy)
         }
         set output outdir.sprintf('/phase6_latency_B%s.png', B)
@@ -75,13 +77,15 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsL,'")) > 0) {
                  g('split', B, 8) using 8:($13*1000) with linespoints title 'split (no packing), GQA 32:8', \
                  g('split-pack', B, 8) using 8:($13*1000) with linespoints title 'split-pack, GQA 32:8', \
                  g('fdpp', B, 8) using 8:($13*1000) with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
+                 g('fused', B, 8) using 8:($13*1000) with linespoints title 'fused (the combine in the split kernel), GQA 32:8', \
                  pe('flash', B, 8) using 6:($8*1000) with linespoints dt 2 title 'SDPA flash, GQA 32:8', \
                  pe('cudnn', B, 8) using 6:($8*1000) with linespoints dt 2 title 'SDPA cuDNN, GQA 32:8'
         } else {
             plot g('fa2-mma', B, 8) using 8:($13*1000) with linespoints title 'fa2-mma (phase 4), GQA 32:8', \
                  g('split', B, 8) using 8:($13*1000) with linespoints title 'split (no packing), GQA 32:8', \
                  g('split-pack', B, 8) using 8:($13*1000) with linespoints title 'split-pack, GQA 32:8', \
-                 g('fdpp', B, 8) using 8:($13*1000) with linespoints title 'fdpp (FlashDecoding++), GQA 32:8'
+                 g('fdpp', B, 8) using 8:($13*1000) with linespoints title 'fdpp (FlashDecoding++), GQA 32:8', \
+                 g('fused', B, 8) using 8:($13*1000) with linespoints title 'fused (the combine in the split kernel), GQA 32:8'
         }
         unset logscale y
     }
@@ -117,6 +121,7 @@ if (int(system("cat '".f."' 2>/dev/null | grep -c ',gpu,vsNq,'")) > 0) {
         plot gq('split', B) using 7:($13*1000) with linespoints title 'split (no packing)', \
              gq('split-pack', B) using 7:($13*1000) with linespoints title 'split-pack', \
              gq('fdpp', B) using 7:($13*1000) with linespoints title 'fdpp (FlashDecoding++)', \
+             gq('fused', B) using 7:($13*1000) with linespoints title 'fused (the combine in the split kernel)', \
              pq('flash', B) using 5:($8*1000) with linespoints dt 2 title 'SDPA flash', \
              pq('cudnn', B) using 5:($8*1000) with linespoints dt 2 title 'SDPA cuDNN'
     }

@@ -211,6 +211,44 @@ def chapter_4c():
                       (spec + " ws after/before", r[6], None if g("now", "wgmma-ws", 0) is None
                        else g("15afc94", "wgmma-ws", 0) / g("now", "wgmma-ws", 0))]
         check_table(doc, "the element test's steps: " + name, got, cells)
+    # the forward again at 16k and 32k with each Q block's range (mask_q_range), peers re-timed in the same call
+    flat4c = " ".join(text.split())
+    got = table(text, "| mask (d = 128) | N | density | before | now |")
+    cells = []
+    ratio_now = {}
+    for r in got or []:
+        spec, N = r[0].strip("`"), r[1]
+        tag = {"16384": "16k", "32768": "32k"}[N]
+        old = rows(os.path.join(H100, "masks/masks_ours_%s_abb770b.csv" % tag))
+        new = rows(os.path.join(H100, "masks/masks_ours_fwd_%s_49f3d94.csv" % tag))
+        po = rows(os.path.join(H100, "masks/masks_peers_%s_abb770b.csv" % tag))
+        pn = rows(os.path.join(H100, "masks/masks_peers_fwd_%s_49f3d94.csv" % tag))
+        best = lambda rs, sp: max((float(x["tflops"]), x["kernel"]) for x in rs
+                                  if x["spec"] == sp and x["pass"] == "fwd" and x["d"] == "128" and x["verdict"] == "PASS")
+        peer = lambda rs, sp, impl: next(float(x["tflops"]) for x in rs if x["spec"] == sp and x["mode"] == "fwd" and x["impl"] == impl and x["d"] == "128")
+        den = next(float(x["density"]) for x in pn if x["spec"] == spec)
+        (to, _), (tn, kn) = best(old, spec), best(new, spec)
+        fo, fn, sn, ct = peer(po, spec, "flex"), peer(pn, spec, "flex"), peer(pn, spec, "sdpa-dense"), best(new, "causal-flag")[0]
+        lab = "%s N=%s" % (spec, N)
+        cells += [(lab + " density", r[2], den), (lab + " before", r[3], to), (lab + " now", r[4], tn), (lab + " kernel", "1" if r[5] == kn else "0", 1.0),
+                  (lab + " flex", r[6], fn), (lab + " sdpa", r[7], sn), (lab + " vs flex before", r[8], to / fo), (lab + " vs flex now", r[9], tn / fn),
+                  (lab + " vs sdpa", r[10], tn / sn), (lab + " vs causal", r[11], tn / ct)]
+        ratio_now[(spec.split(":")[0], N)] = (tn / to, tn / fn)
+    check_table(doc, "the forward with each Q block's range", got, cells)
+    if ratio_now:
+        claim(doc, "the range's gain on sliding", flat4c, "`sliding:1024` runs at %.2fx its former rate at N = 16384 and %.2fx at 32768" % (
+            ratio_now[("sliding", "16384")][0], ratio_now[("sliding", "32768")][0]))
+        claim(doc, "the long-run masks under the range", flat4c, "The long-run masks (`causal`, `prefix_lm_causal`) did not gain (%s their former rate)" % span(
+            [v[0] for k, v in ratio_now.items() if k[0] in ("causal", "prefix_lm_causal")]))
+        claim(doc, "the six masks against Flex with the range", flat4c, "the six masks %s Flex's at N = 16384 and 32768" % span([v[1] for v in ratio_now.values()]))
+    # the backward at d = 64 beside Flex's (ncu)
+    nc, ccol = read_ncu(os.path.join(H100, "masks/ncu_masksbwd_49f3d94.txt"))
+    got = table(text, "| (ncu, `causal` as a mask, d = 64) |")
+    cells = []
+    for r in got or []:
+        for k, kern in enumerate(("ws_bwd64_causal", "flex_bwd64_causa")):
+            cells.append((r[0] + " " + kern, r[1 + k], float(nc[r[0]][ccol[kern]]) if r[0] in nc else None))
+    check_table(doc, "the masked backward beside Flex's (ncu)", got, cells)
     text5 = chapter("05_backward.md")   # chapter 5's section quotes the same record
     claim("05_backward.md", "the masked backward against Flex, d = 128", text5, span(col("bwd_vs_flex", at("128"))))
     claim("05_backward.md", "the masked backward against Flex, d = 64", text5, span(col("bwd_vs_flex", at("64"))))

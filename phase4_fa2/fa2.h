@@ -149,12 +149,14 @@ REF_PROTO(void, fa2_mma_launch, (const attn_problem_t *p, fa2_variant_t variant,
  * d = 64 and 128. The steps of the Hopper ladder: 1 = wgmma with cp.async loads,
  * 2 = wgmma-tma (the copy engine, an mbarrier ring), 3 = wgmma-ws (a producer warpgroup,
  * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns),
- * 5 = wgmma-overlap (step 3 with the next block's S = Q K^T issued before the softmax). */
+ * 5 = wgmma-overlap (step 3 with the next block's S = Q K^T issued before the softmax),
+ * 6 = wgmma-persist (step 3 on a persistent grid: one CTA a SM, a list of tiles). */
 int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
 /* wgmma-ws (step 3) has a FlashMask mask path too (attn_mask(p) set; the other steps have

@@ -41,6 +41,8 @@
  *   3m wgmma-ws with a FlashMask mask (chapter 4c): fully masked K/V blocks skipped, not
  *                loaded; the element test on partial tiles only
  *                                   build/phase4 --kernel wgmma-ws --mask sliding:1024
+ *   6  wgmma-persist step 3 on a persistent grid: one CTA a SM, the tiles longest first,
+ *                the K/V ring running on across tiles, Q_i's buffer handed back by a barrier
  */
 #include <cuda.h>        /* CUtensorMap and its enums (the encoder is fetched at run time) */
 #include <cuda_fp16.h>
@@ -327,12 +329,18 @@ __device__ __forceinline__ int visited_blocks(const attn_problem_t &p, int i0, i
 /* A Q block none of whose rows sees a key: O = 0, L = +inf (common/problem.h), written by
  * the block's `threads` threads; rows past N_q are padding. */
 template <int D>
+__device__ __forceinline__ void write_rows_without_keys(float *O, float *L, int i0, int Br, int N_q, int threads,
+                                                        int tid)
+{
+    for (int e = tid; e < Br * D; e += threads)
+        if (i0 + e / D < N_q) O[(size_t)i0 * D + e] = 0.0f;
+    for (int r = tid; r < Br; r += threads)
+        if (i0 + r < N_q) L[i0 + r] = INFINITY;
+}
+template <int D>
 __device__ __forceinline__ void write_rows_without_keys(float *O, float *L, int i0, int Br, int N_q, int threads)
 {
-    for (int e = threadIdx.x; e < Br * D; e += threads)
-        if (i0 + e / D < N_q) O[(size_t)i0 * D + e] = 0.0f;
-    for (int r = threadIdx.x; r < Br; r += threads)
-        if (i0 + r < N_q) L[i0 + r] = INFINITY;
+    write_rows_without_keys<D>(O, L, i0, Br, N_q, threads, (int)threadIdx.x);
 }
 
 /* Alg. 1, lines 12-13: O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw
@@ -499,6 +507,8 @@ struct WsCfg {
     static constexpr size_t CLASS_OFF = BAR_OFF + 8 * (2 * STAGES + 1);   /* MASKED: a byte a K/V block */
     static constexpr size_t SMEM = CLASS_OFF + 1024;
     static constexpr size_t SMEM_MASKED = SMEM + FA2_WS_MASK_MAX_TC;
+    static constexpr size_t SMEM_PERSIST = SMEM + 8;                   /* step 6: q_empty at CLASS_OFF */
+    static_assert(SMEM_PERSIST <= SMEM_OPTIN_SM90, "the persistent kernel's barriers do not fit");
     static_assert(STAGES >= 2 && SMEM <= SMEM_OPTIN_SM90, "the ring does not fit shared memory");
 };
 
@@ -686,6 +696,133 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 #endif
 }
 
+/* ---- step 6: one persistent grid (wgmma-persist) ---------------------------------------
+ *
+ * Step 3 launches one CTA per (Q block, head); each pays its prologue (barriers, Q_i's load,
+ * the ring's first fill) and the grid's last wave runs part-empty. Here the grid is one CTA
+ * a SM for the whole launch, and CTA k takes the tiles k, k + grid, k + 2 grid, ... of one
+ * list ordered longest first across every head (causal: the last Q block of every head,
+ * then the one before it, ...), as FA3's and cuDNN's persistent kernels do. Against step 3:
+ *
+ *   - the K/V ring runs on across tiles: the v-th block this CTA loads, counted over all its
+ *     tiles, goes to slot v % STAGES, fill v / STAGES; the producer streams the next tile's
+ *     first blocks while the consumers finish this tile's last;
+ *   - Q_i gets a barrier pair of its own: q_full (its bytes landed), q_empty (both consumers
+ *     have finished their last product with it); the producer loads the next tile's Q_i
+ *     once q_empty says so, while the consumers write this tile's O_i and L_i.
+ *
+ *          producer (one thread)                    consumers (256 threads)
+ *   for each tile t of this CTA:               for each tile t of this CTA:
+ *     K_0, V_0 into the next slot (below)        wait q_full (parity n)
+ *     wait q_empty (parity n - 1), n > 0         for each block: wait full[s], attend_block,
+ *     expect_tx q_full; TMA Q_i                    arrive empty[s]        (s = v % STAGES)
+ *     for each further block: wait empty[s]      arrive q_empty; O_i, L_i from registers
+ *       (the slot's previous fill), TMA K_j, V_j
+ *
+ * The tile's first K/V block goes before its Q_i: its slot frees while the consumers still
+ * work on the previous tile, Q_i's buffer only once they are done with it.
+ *
+ * n counts the tiles that load a Q_i (a tile whose rows see no key loads nothing: its O = 0
+ * and L = +inf are written by the consumers). */
+template <int D, bool SKIP, int BC>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
+{
+#if FA_HAVE_WGMMA
+    using C = WsCfg<D, BC>;
+    constexpr int ATOMS = D / 64;
+    const attn_problem_t &p = args.p;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
+    uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
+    uint64_t *q_empty = (uint64_t *)(smem + C::CLASS_OFF);
+
+    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC, heads = p.B * p.H;
+    const int n_tiles = Tr * heads;
+    /* tile t: rank t / heads of the Q blocks (causal: the last first), head t % heads */
+    auto q_block_of = [&](int t) { const int r = t / heads; return p.causal ? Tr - 1 - r : r; };
+    auto blocks_of = [&](int i) { return visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i * WS_BR, WS_BR, BC, Tc); };
+    if (threadIdx.x == 0) {
+        for (int st = 0; st < C::STAGES; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, WS_CONSUMERS * WG_THREADS);
+        }
+        mbar_init(q_full, 1);
+        mbar_init(q_empty, WS_CONSUMERS * WG_THREADS);
+        mbar_init_fence();
+    }
+    __syncthreads();   /* the only block-wide barrier */
+
+    const int wg = threadIdx.x / WG_THREADS;
+    if (wg == 0) {   /* ---- producer ---- */
+        setmaxnreg_dec<WS_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            int v = 0, n = 0;   /* K/V blocks loaded so far, Q tiles loaded so far */
+            for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+                const int i = q_block_of(t), bh = t % heads, b = bh / p.H, h = bh % p.H;
+                const int kv_head = b * p.H_kv + attn_kv_head(&p, h), i0 = i * WS_BR, n_blocks = blocks_of(i);
+                visit_count(args.vis, i, n_blocks);
+                if (n_blocks == 0) continue;
+                auto load_kv = [&](int j) {   /* block j into the ring's next slot, v++ */
+                    const int st = v % C::STAGES, use = v / C::STAGES;
+                    if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* the slot's previous block consumed */
+                    mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
+                    for (int sub = 0; sub < BC / 64; sub++)
+                        for (int a = 0; a < ATOMS; a++) {
+                            const size_t at = st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES;
+                            tma_load_3d(Ks + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+                            tma_load_3d(Vs + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+                        }
+                    v++;
+                };
+                /* the tile's first K/V block before its Q_i: its slot frees while the consumers
+                 * still work on the last tile, Q_i's buffer only when they are done with it */
+                load_kv(0);
+                if (n > 0) mbar_wait(q_empty, (n - 1) & 1);   /* both consumers done with the last Q_i */
+                mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::Q_TILE));
+                for (int c = 0; c < WS_CONSUMERS; c++)
+                    for (int a = 0; a < ATOMS; a++)
+                        tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, bh);
+                n++;
+                for (int j = 1; j < n_blocks; j++) load_kv(j);
+            }
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<WS_CONSUMER_REGS>();
+    const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t4 = lane % 4;
+    const float sl2 = p.scale * 1.4426950408889634f;
+    const unsigned char *Qt = Qs + c * C::Q_TILE;
+    int v = 0, n = 0;
+    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const int i = q_block_of(t), bh = t % heads, b = bh / p.H, h = bh % p.H;
+        const int i0 = i * WS_BR, n_blocks = blocks_of(i);
+        float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
+        if (n_blocks == 0) {   /* no row of this Q block sees a key */
+            write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_CONSUMERS * WG_THREADS, (int)threadIdx.x - WG_THREADS);
+            continue;
+        }
+        const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
+        RowTile<D> tile;
+        mbar_wait(q_full, n & 1);
+        for (int j = 0; j < n_blocks; j++, v++) {
+            const int st = v % C::STAGES;
+            mbar_wait(full + st, (v / C::STAGES) & 1);
+            attend_block<D, SKIP, BC>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t4, Turns{});
+            mbar_arrive(empty + st);
+        }
+        mbar_arrive(q_empty);   /* attend_block waited for its products: Q_i is free */
+        n++;
+        finish_rows<D>(tile, O, L, row0, p, t4);
+    }
+#else
+    (void)args;
+#endif
+}
+
 /* ---- host side ------------------------------------------------------------------------ */
 
 /* What differs between the steps, in one place: the kernel, its threads, Br, its shared
@@ -696,10 +833,11 @@ struct Step {
     static constexpr bool WS = STEP >= 3;
     static constexpr int THREADS = WS ? WS_THREADS : WG_THREADS, BR = WS ? WS_BR : WG_BR;
     static constexpr int BC = WS ? FA2_WS_BC(D, STEP - 3) : WG_BC;
-    static constexpr size_t SMEM = WS ? WsCfg<D, BC>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
+    static constexpr size_t SMEM = STEP == 6 ? WsCfg<D, BC>::SMEM_PERSIST : WS ? WsCfg<D, BC>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
     static constexpr auto kernel()
     {
-        if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>;
+        if constexpr (STEP == 6) return fa2_wgmma_persist_kernel<D, true, BC>;
+        else if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>;
         else return fa2_wgmma_kernel<D, true, STEP>;
     }
 };
@@ -755,11 +893,22 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
         }
     }
     smem_opt_in(S::kernel(), S::SMEM, attr_set);
-    S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
+    if constexpr (STEP == 6) {   /* one CTA a SM (the ring takes a SM's shared memory), none idle */
+        static int sms = 0;
+        if (!sms) {
+            int dev = 0;
+            CUDA_CHECK(cudaGetDevice(&dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        }
+        const int tiles = (int)(grid.x * grid.y);
+        S::kernel()<<<tiles < sms ? tiles : sms, S::THREADS, S::SMEM>>>(a);
+    } else {
+        S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
+    }
     CUDA_CHECK_LAUNCH();
 }
 
-static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap"};
+static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist"};
 
 template <int D, int STEP>
 static void step_facts(gpu_kernel_config_t *c)
@@ -779,6 +928,7 @@ static void step_facts(int step, gpu_kernel_config_t *c)
     case 3: step_facts<D, 3>(c); break;
     case 4: step_facts<D, 4>(c); break;
     case 5: step_facts<D, 5>(c); break;
+    case 6: step_facts<D, 6>(c); break;
     }
 }
 
@@ -799,6 +949,7 @@ extern "C" int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, si
 extern "C" int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 3, c, why, len); }
 extern "C" int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 4, c, why, len); }
 extern "C" int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 5, c, why, len); }
+extern "C" int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 6, c, why, len); }
 
 template <int D>
 static void launch_step(const attn_problem_t *p, int step, const void *q, const void *k, const void *v, float *o, float *L)
@@ -809,6 +960,7 @@ static void launch_step(const attn_problem_t *p, int step, const void *q, const 
     case 3: launch<D, 3>(p, q, k, v, o, L); break;
     case 4: launch<D, 4>(p, q, k, v, o, L); break;
     case 5: launch<D, 5>(p, q, k, v, o, L); break;
+    case 6: launch<D, 6>(p, q, k, v, o, L); break;
     }
 }
 

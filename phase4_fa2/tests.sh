@@ -137,7 +137,7 @@ else t_run "phase4 gpu mma --mask: visiting every tile FAILs on the counters" ba
     "$P4" --quiet --iters 1 --kernel mma --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T4/gv.csv"; fi
 # Every kernel without a mask path refuses --mask in one line naming those that have one;
 # wgmma-ws (Hopper) takes it (its CPU rows run here, its GPU row on a GPU).
-for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap; do
+for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap wgmma-persist; do
     t_exit2_says "phase4 refuses --mask for --kernel $k (no mask path)" \
         "kernel $k has no mask path: --mask runs fa2-mma \(--kernel mma\), wgmma-ws \(--kernel wgmma-ws" \
         "$P4" --kernel $k --mask causal
@@ -301,8 +301,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap) a row, each PASS
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 5 && !bad) }' '$log'"
+    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 6 && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal
@@ -327,7 +327,7 @@ if [ -z "$why" ]; then   # a GPU, but maybe not Hopper: the wgmma row says why i
 fi
 if [ -n "$why" ]; then t_skip "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" "$why"
 else t_run "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
-    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap" \
+    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist" \
     "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma --csv "$T4/va.csv"; fi
 
 # The grader catches these mistakes: `make phase4 run EX=1` built from the reference with

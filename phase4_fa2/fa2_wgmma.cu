@@ -701,8 +701,8 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
  * Step 3 launches one CTA per (Q block, head); each pays its prologue (barriers, Q_i's load,
  * the ring's first fill) and the grid's last wave runs part-empty. Here the grid is one CTA
  * a SM for the whole launch, and CTA k takes the tiles k, k + grid, k + 2 grid, ... of one
- * list ordered longest first across every head (causal: the last Q block of every head,
- * then the one before it, ...), as FA3's and cuDNN's persistent kernels do. Against step 3:
+ * list in step 3's launch order: head by head, in a head the Q blocks longest first (causal:
+ * the last first). Against step 3:
  *
  *   - the K/V ring runs on across tiles: the v-th block this CTA loads, counted over all its
  *     tiles, goes to slot v % STAGES, fill v / STAGES; the producer streams the next tile's
@@ -740,8 +740,9 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC, heads = p.B * p.H;
     const int n_tiles = Tr * heads;
-    /* tile t: rank t / heads of the Q blocks (causal: the last first), head t % heads */
-    auto q_block_of = [&](int t) { const int r = t / heads; return p.causal ? Tr - 1 - r : r; };
+    /* tile t: head t / Tr, its Q block t % Tr (causal: the last first): step 3's launch order,
+     * so the CTAs at work at once share few heads and their K/V stays in L2 */
+    auto q_block_of = [&](int t) { const int r = t % Tr; return p.causal ? Tr - 1 - r : r; };
     auto blocks_of = [&](int i) { return visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i * WS_BR, WS_BR, BC, Tc); };
     if (threadIdx.x == 0) {
         for (int st = 0; st < C::STAGES; st++) {
@@ -760,7 +761,7 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
         if (threadIdx.x == 0) {
             int v = 0, n = 0;   /* K/V blocks loaded so far, Q tiles loaded so far */
             for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-                const int i = q_block_of(t), bh = t % heads, b = bh / p.H, h = bh % p.H;
+                const int i = q_block_of(t), bh = t / Tr, b = bh / p.H, h = bh % p.H;
                 const int kv_head = b * p.H_kv + attn_kv_head(&p, h), i0 = i * WS_BR, n_blocks = blocks_of(i);
                 visit_count(args.vis, i, n_blocks);
                 if (n_blocks == 0) continue;
@@ -798,7 +799,7 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     const unsigned char *Qt = Qs + c * C::Q_TILE;
     int v = 0, n = 0;
     for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-        const int i = q_block_of(t), bh = t % heads, b = bh / p.H, h = bh % p.H;
+        const int i = q_block_of(t), bh = t / Tr, b = bh / p.H, h = bh % p.H;
         const int i0 = i * WS_BR, n_blocks = blocks_of(i);
         float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
         if (n_blocks == 0) {   /* no row of this Q block sees a key */

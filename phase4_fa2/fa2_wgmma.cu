@@ -92,6 +92,9 @@ struct WgArgs {
     const int4 *mcols;
     const int32_t *mblk;
     const int32_t *morder;        /* the Q blocks longest first (mask_gpu_order), NULL: last first */
+    /* step 6 (persistent): a counter every launch takes its tiles from, never reset: this
+     * launch's tile t is the grab that returned tile_base + t (launch() keeps the base) */
+    unsigned long long *tile_ctr, tile_base;
 };
 
 #if FA_HAVE_WGMMA
@@ -507,7 +510,7 @@ struct WsCfg {
     static constexpr size_t CLASS_OFF = BAR_OFF + 8 * (2 * STAGES + 1);   /* MASKED: a byte a K/V block */
     static constexpr size_t SMEM = CLASS_OFF + 1024;
     static constexpr size_t SMEM_MASKED = SMEM + FA2_WS_MASK_MAX_TC;
-    static constexpr size_t SMEM_PERSIST = SMEM + 8;                   /* step 6: q_empty at CLASS_OFF */
+    static constexpr size_t SMEM_PERSIST = SMEM + 16;                  /* step 6: q_empty, the tile, at CLASS_OFF */
     static_assert(SMEM_PERSIST <= SMEM_OPTIN_SM90, "the persistent kernel's barriers do not fit");
     static_assert(STAGES >= 2 && SMEM <= SMEM_OPTIN_SM90, "the ring does not fit shared memory");
 };
@@ -698,32 +701,33 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 
 /* ---- step 6: one persistent grid (wgmma-persist) ---------------------------------------
  *
- * Step 3 launches one CTA per (Q block, head); each pays its prologue (barriers, Q_i's load,
- * the ring's first fill) and the grid's last wave runs part-empty. Here the grid is one CTA
- * a SM for the whole launch, and CTA k takes the tiles k, k + grid, k + 2 grid, ... of one
- * list in step 3's launch order: head by head, in a head the Q blocks longest first (causal:
- * the last first). Against step 3:
+ * Step 3 launches one CTA per (Q block, head); each pays its prologue (barriers, setmaxnreg,
+ * Q_i's load, the ring's first fill) and the ring drains at its end. Here the grid is one
+ * CTA a SM for the whole launch, and each CTA takes its next tile from a counter in global
+ * memory (atomicAdd) when it is ready for one, as the hardware hands out step 3's CTAs, in
+ * the same order: head by head, in a head the Q blocks longest first (causal: the last
+ * first). A fixed share per CTA (k, k + grid, ...) measured 0.64x step 3's speed on a causal
+ * N = 16384: the long tiles fell unevenly. Against step 3:
  *
  *   - the K/V ring runs on across tiles: the v-th block this CTA loads, counted over all its
  *     tiles, goes to slot v % STAGES, fill v / STAGES; the producer streams the next tile's
- *     first blocks while the consumers finish this tile's last;
- *   - Q_i gets a barrier pair of its own: q_full (its bytes landed), q_empty (both consumers
- *     have finished their last product with it); the producer loads the next tile's Q_i
- *     once q_empty says so, while the consumers write this tile's O_i and L_i.
+ *     first block while the consumers finish this tile's last;
+ *   - Q_i gets a barrier pair of its own: q_full (the tile's number written, Q_i's bytes
+ *     landed), q_empty (both consumers done with Q_i and the number); the producer takes the
+ *     next tile and loads its Q_i once q_empty says so, while the consumers write O_i, L_i.
  *
  *          producer (one thread)                    consumers (256 threads)
- *   for each tile t of this CTA:               for each tile t of this CTA:
- *     K_0, V_0 into the next slot (below)        wait q_full (parity n)
+ *   loop:                                      loop:
+ *     t = next tile (atomicAdd)                  wait q_full (parity n); t = the shared number
+ *     K_0, V_0 into the next slot (t's)          t past the list: stop
  *     wait q_empty (parity n - 1), n > 0         for each block: wait full[s], attend_block,
- *     expect_tx q_full; TMA Q_i                    arrive empty[s]        (s = v % STAGES)
- *     for each further block: wait empty[s]      arrive q_empty; O_i, L_i from registers
- *       (the slot's previous fill), TMA K_j, V_j
+ *     write t; expect_tx q_full; TMA Q_i           arrive empty[s]        (s = v % STAGES)
+ *     (t past the list: write it, arrive, stop)  arrive q_empty; O_i, L_i from registers
+ *     for each further block: wait empty[s],
+ *       TMA K_j, V_j
  *
- * The tile's first K/V block goes before its Q_i: its slot frees while the consumers still
- * work on the previous tile, Q_i's buffer only once they are done with it.
- *
- * n counts the tiles that load a Q_i (a tile whose rows see no key loads nothing: its O = 0
- * and L = +inf are written by the consumers). */
+ * n counts the tiles handed over; a tile whose rows see no key is handed over without
+ * loads (its O = 0, L = +inf written by the consumers). */
 template <int D, bool SKIP, int BC>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
@@ -737,11 +741,11 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
     uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
     uint64_t *q_empty = (uint64_t *)(smem + C::CLASS_OFF);
+    volatile int *tile_sh = (volatile int *)(smem + C::CLASS_OFF + 8);   /* the tile handed over */
 
-    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC, heads = p.B * p.H;
-    const int n_tiles = Tr * heads;
-    /* tile t: head t / Tr, its Q block t % Tr (causal: the last first): step 3's launch order,
-     * so the CTAs at work at once share few heads and their K/V stays in L2 */
+    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
+    const int n_tiles = Tr * p.B * p.H;
+    /* tile t: head t / Tr, its Q block t % Tr (causal: the last first) */
     auto q_block_of = [&](int t) { const int r = t % Tr; return p.causal ? Tr - 1 - r : r; };
     auto blocks_of = [&](int i) { return visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i * WS_BR, WS_BR, BC, Tc); };
     if (threadIdx.x == 0) {
@@ -759,12 +763,14 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     if (wg == 0) {   /* ---- producer ---- */
         setmaxnreg_dec<WS_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
-            int v = 0, n = 0;   /* K/V blocks loaded so far, Q tiles loaded so far */
-            for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
-                const int i = q_block_of(t), bh = t / Tr, b = bh / p.H, h = bh % p.H;
-                const int kv_head = b * p.H_kv + attn_kv_head(&p, h), i0 = i * WS_BR, n_blocks = blocks_of(i);
-                visit_count(args.vis, i, n_blocks);
-                if (n_blocks == 0) continue;
+            int v = 0;   /* K/V blocks loaded so far */
+            for (int n = 0;; n++) {   /* n: tiles handed over so far */
+                const long long grab = (long long)(atomicAdd(args.tile_ctr, 1ull) - args.tile_base);
+                const int t = grab < n_tiles ? (int)grab : n_tiles;   /* n_tiles: no tile left */
+                const int i = t < n_tiles ? q_block_of(t) : 0, bh = t / Tr, b = bh / p.H, h = bh % p.H;
+                const int kv_head = t < n_tiles ? b * p.H_kv + attn_kv_head(&p, h) : 0, i0 = i * WS_BR;
+                const int n_blocks = t < n_tiles ? blocks_of(i) : 0;
+                if (t < n_tiles) visit_count(args.vis, i, n_blocks);
                 auto load_kv = [&](int j) {   /* block j into the ring's next slot, v++ */
                     const int st = v % C::STAGES, use = v / C::STAGES;
                     if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* the slot's previous block consumed */
@@ -778,14 +784,19 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
                     v++;
                 };
                 /* the tile's first K/V block before its Q_i: its slot frees while the consumers
-                 * still work on the last tile, Q_i's buffer only when they are done with it */
-                load_kv(0);
-                if (n > 0) mbar_wait(q_empty, (n - 1) & 1);   /* both consumers done with the last Q_i */
-                mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::Q_TILE));
-                for (int c = 0; c < WS_CONSUMERS; c++)
-                    for (int a = 0; a < ATOMS; a++)
-                        tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, bh);
-                n++;
+                 * still work on the last tile, Q_i's buffer only once they are done with it */
+                if (n_blocks > 0) load_kv(0);
+                if (n > 0) mbar_wait(q_empty, (n - 1) & 1);   /* both consumers done with the last tile */
+                *tile_sh = t;
+                if (n_blocks > 0) {
+                    mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::Q_TILE));   /* releases the number too */
+                    for (int c = 0; c < WS_CONSUMERS; c++)
+                        for (int a = 0; a < ATOMS; a++)
+                            tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, bh);
+                } else {
+                    mbar_arrive(q_full);   /* the number alone: no rows to load, or no tile left */
+                }
+                if (t >= n_tiles) break;
                 for (int j = 1; j < n_blocks; j++) load_kv(j);
             }
         }
@@ -797,26 +808,28 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     const int g = lane / 4, t4 = lane % 4;
     const float sl2 = p.scale * 1.4426950408889634f;
     const unsigned char *Qt = Qs + c * C::Q_TILE;
-    int v = 0, n = 0;
-    for (int t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+    int v = 0;
+    for (int n = 0;; n++) {
+        mbar_wait(q_full, n & 1);
+        const int t = *tile_sh;
+        if (t >= n_tiles) break;
         const int i = q_block_of(t), bh = t / Tr, b = bh / p.H, h = bh % p.H;
         const int i0 = i * WS_BR, n_blocks = blocks_of(i);
         float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
         if (n_blocks == 0) {   /* no row of this Q block sees a key */
+            mbar_arrive(q_empty);
             write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_CONSUMERS * WG_THREADS, (int)threadIdx.x - WG_THREADS);
             continue;
         }
         const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
         RowTile<D> tile;
-        mbar_wait(q_full, n & 1);
         for (int j = 0; j < n_blocks; j++, v++) {
             const int st = v % C::STAGES;
             mbar_wait(full + st, (v / C::STAGES) & 1);
             attend_block<D, SKIP, BC>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t4, Turns{});
             mbar_arrive(empty + st);
         }
-        mbar_arrive(q_empty);   /* attend_block waited for its products: Q_i is free */
-        n++;
+        mbar_arrive(q_empty);   /* attend_block waited for its products: Q_i and the number are free */
         finish_rows<D>(tile, O, L, row0, p, t4);
     }
 #else
@@ -901,8 +914,16 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
             CUDA_CHECK(cudaGetDevice(&dev));
             CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         }
-        const int tiles = (int)(grid.x * grid.y);
-        S::kernel()<<<tiles < sms ? tiles : sms, S::THREADS, S::SMEM>>>(a);
+        static unsigned long long *ctr = NULL, base = 0;   /* the tile counter, never reset */
+        if (!ctr) {
+            ctr = (unsigned long long *)gpu_malloc(sizeof *ctr);
+            gpu_zero(ctr, sizeof *ctr);
+        }
+        const int tiles = (int)(grid.x * grid.y), ctas = tiles < sms ? tiles : sms;
+        a.tile_ctr = ctr;
+        a.tile_base = base;
+        base += (unsigned long long)tiles + ctas;   /* this launch's grabs: every tile, and each CTA's last */
+        S::kernel()<<<ctas, S::THREADS, S::SMEM>>>(a);
     } else {
         S::kernel()<<<grid, S::THREADS, S::SMEM>>>(a);
     }

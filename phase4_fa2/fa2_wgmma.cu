@@ -515,6 +515,35 @@ struct WsCfg {
     static_assert(STAGES >= 2 && SMEM <= SMEM_OPTIN_SM90, "the ring does not fit shared memory");
 };
 
+/* The warp-specialised kernels' shared memory (steps 3-6): Q_i's two halves, the K/V ring
+ * and its barriers (WsCfg's layout), in the dynamic block aligned to the 1024 bytes the
+ * 128-byte swizzle needs; and the producer's copy of one K/V block into a ring slot. */
+template <int D, int BC>
+struct WsRing {
+    using C = WsCfg<D, BC>;
+    unsigned char *base, *Q, *K, *V;
+    uint64_t *full, *empty, *q_full;
+    __device__ explicit WsRing(unsigned char *raw)
+        : base((unsigned char *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023)), Q(base + C::Q_OFF), K(base + C::K_OFF),
+          V(base + C::V_OFF), full((uint64_t *)(base + C::BAR_OFF)), empty(full + C::STAGES), q_full(empty + C::STAGES) {}
+#if FA_HAVE_WGMMA
+    /* K_j, V_j of K/V head kv_head into slot st for its use-th fill, once both consumers are
+     * done with the slot's previous block (its (use - 1)-th fill); one thread issues it */
+    __device__ __forceinline__ void load_kv(const WgArgs &args, int j, int st, int use, int kv_head) const
+    {
+        constexpr int ATOMS = D / 64;
+        if (use > 0) mbar_wait(empty + st, (use - 1) & 1);
+        mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
+        for (int sub = 0; sub < BC / 64; sub++)   /* 64 keys a box */
+            for (int a = 0; a < ATOMS; a++) {
+                const size_t at = st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES;
+                tma_load_3d(K + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+                tma_load_3d(V + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
+            }
+    }
+#endif
+};
+
 /* The next K/V block a Q block visits after j: j + 1, or with a mask the next whose tile is
  * not fully masked, looked for in [first, end) alone (mask_q_range), Tc after the last. The
  * producer and the consumers both call it, on the same class bytes: they walk the same
@@ -545,9 +574,9 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
     constexpr int ATOMS = D / 64;
     const attn_problem_t &p = args.p;
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
-    uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
+    const WsRing<D, BC> ring(smem_raw);
+    unsigned char *smem = ring.base, *Qs = ring.Q, *Ks = ring.K, *Vs = ring.V;
+    uint64_t *full = ring.full, *empty = ring.empty, *q_full = ring.q_full;
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
     /* longest first: causal, the last Q block first; with a mask, as fa2-mma, the order of
@@ -602,19 +631,9 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             for (int c = 0; c < WS_CONSUMERS; c++)
                 for (int a = 0; a < ATOMS; a++)
                     tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 64 * a, i0 + 64 * c, b * p.H + h);
-            /* K_j, V_j into ring slot st for its use-th fill, once both consumers are done
-             * with the slot's previous block. The v-th block visited goes to slot v % STAGES,
-             * fill v / STAGES (v = j without a mask) */
-            auto load_kv = [&](int j, int st, int use) {
-                if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* both consumers done with visit v - STAGES */
-                mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
-                for (int sub = 0; sub < BC / 64; sub++)   /* 64 keys a box */
-                    for (int a = 0; a < ATOMS; a++) {
-                        const size_t at = st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES;
-                        tma_load_3d(Ks + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
-                        tma_load_3d(Vs + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
-                    }
-            };
+            /* the v-th block visited goes to ring slot v % STAGES, fill v / STAGES (v = j
+             * without a mask) */
+            auto load_kv = [&](int j, int st, int use) { ring.load_kv(args, j, st, use, kv_head); };
             if constexpr (MASKED) {
                 int v = 0;
                 for (int j = next_kv_block<true>(tile_class, -1, Tc, q_first, q_end); j < Tc;
@@ -737,11 +756,11 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     constexpr int ATOMS = D / 64;
     const attn_problem_t &p = args.p;
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    unsigned char *Qs = smem + C::Q_OFF, *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF;
-    uint64_t *full = (uint64_t *)(smem + C::BAR_OFF), *empty = full + C::STAGES, *q_full = empty + C::STAGES;
-    uint64_t *q_empty = (uint64_t *)(smem + C::CLASS_OFF);
-    volatile int *tile_sh = (volatile int *)(smem + C::CLASS_OFF + 8);   /* the tile handed over */
+    const WsRing<D, BC> ring(smem_raw);
+    unsigned char *Qs = ring.Q, *Ks = ring.K, *Vs = ring.V;
+    uint64_t *full = ring.full, *empty = ring.empty, *q_full = ring.q_full;
+    uint64_t *q_empty = (uint64_t *)(ring.base + C::CLASS_OFF);
+    volatile int *tile_sh = (volatile int *)(ring.base + C::CLASS_OFF + 8);   /* the tile handed over */
 
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
     const int n_tiles = Tr * p.B * p.H;
@@ -772,15 +791,7 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
                 const int n_blocks = t < n_tiles ? blocks_of(i) : 0;
                 if (t < n_tiles) visit_count(args.vis, i, n_blocks);
                 auto load_kv = [&](int j) {   /* block j into the ring's next slot, v++ */
-                    const int st = v % C::STAGES, use = v / C::STAGES;
-                    if (use > 0) mbar_wait(empty + st, (use - 1) & 1);   /* the slot's previous block consumed */
-                    mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
-                    for (int sub = 0; sub < BC / 64; sub++)
-                        for (int a = 0; a < ATOMS; a++) {
-                            const size_t at = st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES;
-                            tma_load_3d(Ks + at, &args.tk, full + st, 64 * a, j * BC + 64 * sub, kv_head);
-                            tma_load_3d(Vs + at, &args.tv, full + st, 64 * a, j * BC + 64 * sub, kv_head);
-                        }
+                    ring.load_kv(args, j, v % C::STAGES, v / C::STAGES, kv_head);
                     v++;
                 };
                 /* the tile's first K/V block before its Q_i: its slot frees while the consumers

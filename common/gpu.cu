@@ -190,6 +190,13 @@ void gpu_poison_f16(void *p, size_t n)
 /* 0xff bytes make 0xffffffff, a quiet NaN in fp32. */
 void gpu_poison_f32(void *p, size_t n) { CUDA_CHECK(cudaMemset(p, 0xff, n * sizeof(float))); }
 void gpu_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemset(p, 0, bytes)); }
+int gpu_sm_count(void)
+{
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return sms;
+}
 
 /* ---- the visit counters (gpu.h) ---- */
 #ifndef FA_NO_VISITS

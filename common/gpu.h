@@ -74,6 +74,7 @@ void  gpu_poison_f16(void *p, size_t n);
 void  gpu_poison_f32(void *p, size_t n);
 /* Fill with zero bytes (counters a kernel expects at 0). */
 void  gpu_zero(void *p, size_t bytes);
+int   gpu_sm_count(void);   /* the current device's SMs */
 void  gpu_sync(void);
 
 /* ---- visit counters: kernels prove which blocks they visit (docs/design.md) ----------

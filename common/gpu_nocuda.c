@@ -33,6 +33,7 @@ void gpu_download(void *dst, const void *src, size_t bytes) { (void)dst; (void)s
 void gpu_poison_f16(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f16"); }
 void gpu_poison_f32(void *p, size_t n) { (void)p; (void)n; unreachable("gpu_poison_f32"); }
 void gpu_zero(void *p, size_t bytes) { (void)p; (void)bytes; unreachable("gpu_zero"); }
+int gpu_sm_count(void) { unreachable("gpu_sm_count"); return 0; }
 void gpu_sync(void) {}
 gpu_visits_t gpu_visits(size_t ntiles) { (void)ntiles; gpu_visits_t v = { NULL, 0 }; return v; }
 void gpu_visits_zero(void) {}

@@ -527,6 +527,16 @@ struct WsRing {
         : base((unsigned char *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023)), Q(base + C::Q_OFF), K(base + C::K_OFF),
           V(base + C::V_OFF), full((uint64_t *)(base + C::BAR_OFF)), empty(full + C::STAGES), q_full(empty + C::STAGES) {}
 #if FA_HAVE_WGMMA
+    /* the ring's barriers and Q_i's: full (the producer's arrival + bytes), empty (every
+     * consumer thread), q_full; one thread, before the block's barrier */
+    __device__ __forceinline__ void init_barriers() const
+    {
+        for (int st = 0; st < C::STAGES; st++) {
+            mbar_init(full + st, 1);
+            mbar_init(empty + st, WS_CONSUMERS * WG_THREADS);
+        }
+        mbar_init(q_full, 1);
+    }
     /* K_j, V_j of K/V head kv_head into slot st for its use-th fill, once both consumers are
      * done with the slot's previous block (its (use - 1)-th fill); one thread issues it */
     __device__ __forceinline__ void load_kv(const WgArgs &args, int j, int st, int use, int kv_head) const
@@ -607,11 +617,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             tile_class[jj] = visit_all(args.vis) ? MASK_TILE_PARTIAL : mask_tile_class_at(args.mblk, Tc, i0, r1, jj);
     }
     if (threadIdx.x == 0) {
-        for (int st = 0; st < C::STAGES; st++) {
-            mbar_init(full + st, 1);                              /* the producer's arrival + bytes */
-            mbar_init(empty + st, WS_CONSUMERS * WG_THREADS);     /* every consumer thread */
-        }
-        mbar_init(q_full, 1);
+        ring.init_barriers();
         mbar_init_fence();
     }
     __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers (and the
@@ -768,11 +774,7 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     auto q_block_of = [&](int t) { const int r = t % Tr; return p.causal ? Tr - 1 - r : r; };
     auto blocks_of = [&](int i) { return visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i * WS_BR, WS_BR, BC, Tc); };
     if (threadIdx.x == 0) {
-        for (int st = 0; st < C::STAGES; st++) {
-            mbar_init(full + st, 1);
-            mbar_init(empty + st, WS_CONSUMERS * WG_THREADS);
-        }
-        mbar_init(q_full, 1);
+        ring.init_barriers();
         mbar_init(q_empty, WS_CONSUMERS * WG_THREADS);
         mbar_init_fence();
     }
@@ -919,12 +921,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     }
     smem_opt_in(S::kernel(), S::SMEM, attr_set);
     if constexpr (STEP == 6) {   /* one CTA a SM (the ring takes a SM's shared memory), none idle */
-        static int sms = 0;
-        if (!sms) {
-            int dev = 0;
-            CUDA_CHECK(cudaGetDevice(&dev));
-            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        }
+        static const int sms = gpu_sm_count();
         static unsigned long long *ctr = NULL, base = 0;   /* the tile counter, never reset */
         if (!ctr) {
             ctr = (unsigned long long *)gpu_malloc(sizeof *ctr);

@@ -755,19 +755,11 @@ static int slots_of(int sms, int rows)
     return slots_wr<D, PAGED, 1>(sms);
 }
 
-extern "C" int dec_gpu_sms(void)
-{
-    int dev = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    return sms;
-}
+extern "C" int dec_gpu_sms(void) { return gpu_sm_count(); }
 
 extern "C" int dec_gpu_slots(int d, bool paged, int rows)
 {
-    int dev = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = gpu_sm_count();
     if (d == 32) return paged ? slots_of<32, true>(sms, rows) : slots_of<32, false>(sms, rows);
     if (d == 64) return paged ? slots_of<64, true>(sms, rows) : slots_of<64, false>(sms, rows);
     if (d == 256) return paged ? slots_of<256, true>(sms, rows) : slots_of<256, false>(sms, rows);

@@ -1,38 +1,51 @@
-/* tools/mma_emu/fa2_wgmma_emu.cpp - phase 4's fa2_wgmma_kernel, step 1 (fa2_wgmma.cu), on the
- * CPU with the same emulated wgmma as bwd_wgmma_emu.cpp (run.sh wgmma). That kernel PASSed
- * against the fp64 oracle on an H100 (docs/results/h100/phase4/phase4_hopper_steps_*.txt), so
- * where this emulation agrees with the fp64 forward, its reading of the descriptors, the
- * 128-byte swizzle, K-major A and B, MN-major B and register A agrees with the hardware's on
- * those paths. (MN-major A, the backward's dQ, is not among them: build/test_wgmma checks
- * it on the GPU.) O and L against an fp64 forward; exit 1 on any FAIL. */
+/* tools/mma_emu/fa2_wgmma_emu.cpp - phase 4's Hopper ladder (fa2_wgmma.cu) on the CPU (run.sh
+ * wgmma, run.sh hopper): every thread block as its 128 or 384 host threads, wgmma.mma_async,
+ * the copy engine (TMA), mbarriers and named barriers emulated (wgmma_emu.h), against an
+ * fp64 forward (O, L) and the visit counts the CPU model expects (visited_blocks).
+ *
+ * Step 1 PASSed against the fp64 oracle on an H100 (docs/results/h100/phase4/), so where
+ * this emulation agrees with the fp64 forward, its reading of the descriptors, the 128-byte
+ * swizzle, K-major A and B, MN-major B and register A agrees with the hardware's on those
+ * paths: step 1 is the emulation's anchor. Steps 2-6 add what the hardware schedules: the
+ * ring's parities, the producer's and the consumers' sequences, the persistent grid's tile
+ * counter and its Q_i hand-over. A wrong parity or count deadlocks on the GPU and stops the
+ * emulation here (EMU_WAIT_S). What it cannot see: asynchrony (a wgmma or a copy completes
+ * at its issue), races the barriers guard, the speed. Exit 1 on any FAIL. */
 #include "prelude.h"
 #include <cstdlib>
 #include <vector>
 #include <thread>
 #include <random>
 #include <cstdio>
+#include <functional>
 #include "mma.cuh"
 #include "wgmma.cuh"
 #include "kernel_fa2_wgmma.inc"
 
-template <int D>
-int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal)
+/* a problem, its fp16 inputs, and the fp64 forward from them */
+struct Problem {
+    attn_problem_t p;
+    std::vector<__half> Q, K, V;
+    std::vector<double> rO, rL;
+};
+
+static Problem make_problem(int D, int B, int H, int Hkv, int Nq, int Nkv, bool causal)
 {
-    using C = WgCfg<D, 1>;
-    attn_problem_t p; memset(&p, 0, sizeof p);
+    Problem x;
+    attn_problem_t &p = x.p;
+    memset(&p, 0, sizeof p);
     p.B = B; p.H = H; p.H_kv = Hkv; p.N_q = Nq; p.N_kv = Nkv; p.d = D; p.causal = causal; p.scale = 1.0f / sqrtf((float)D);
     std::mt19937 rng(99); std::normal_distribution<float> nd(0, 1);
     const size_t nq = (size_t)B * H * Nq * D, nk = (size_t)B * Hkv * Nkv * D;
-    std::vector<__half> Q(nq), K(nk), V(nk);
-    for (auto &x : Q) x = __float2half(nd(rng));
-    for (auto &x : K) x = __float2half(nd(rng));
-    for (auto &x : V) x = __float2half(nd(rng));
-    std::vector<float> O(nq, NAN), L((size_t)B * H * Nq, NAN);
-    std::vector<double> rO(nq, 0), rL((size_t)B * H * Nq);
+    x.Q.resize(nq); x.K.resize(nk); x.V.resize(nk);
+    for (auto &v : x.Q) v = __float2half(nd(rng));
+    for (auto &v : x.K) v = __float2half(nd(rng));
+    for (auto &v : x.V) v = __float2half(nd(rng));
+    x.rO.assign(nq, 0); x.rL.assign((size_t)B * H * Nq, 0);
     const int G = H / Hkv, shift = Nkv - Nq;
     for (int b = 0; b < B; b++) for (int h = 0; h < H; h++) for (int i = 0; i < Nq; i++) {
-        const __half *q = &Q[((size_t)(b * H + h) * Nq + i) * D];
-        const __half *k = &K[((size_t)(b * Hkv + h / G) * Nkv) * D], *v = &V[((size_t)(b * Hkv + h / G) * Nkv) * D];
+        const __half *q = &x.Q[((size_t)(b * H + h) * Nq + i) * D];
+        const __half *k = &x.K[((size_t)(b * Hkv + h / G) * Nkv) * D], *v = &x.V[((size_t)(b * Hkv + h / G) * Nkv) * D];
         std::vector<double> s(Nkv);
         double mx = -INFINITY;
         for (int j = 0; j < Nkv; j++) {
@@ -40,56 +53,112 @@ int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal)
             s[j] = a * p.scale; if (!causal || j <= i + shift) mx = fmax(mx, s[j]);
         }
         double l = 0; for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift) l += exp(s[j] - mx);
-        rL[(size_t)(b * H + h) * Nq + i] = mx == -INFINITY ? INFINITY : mx + log(l);
+        x.rL[(size_t)(b * H + h) * Nq + i] = mx == -INFINITY ? INFINITY : mx + log(l);
         if (mx == -INFINITY) continue;
         for (int j = 0; j < Nkv; j++) if (!causal || j <= i + shift)
-            for (int e = 0; e < D; e++) rO[((size_t)(b * H + h) * Nq + i) * D + e] += exp(s[j] - mx) / l * __half2float(v[(size_t)j * D + e]);
+            for (int e = 0; e < D; e++) x.rO[((size_t)(b * H + h) * Nq + i) * D + e] += exp(s[j] - mx) / l * __half2float(v[(size_t)j * D + e]);
     }
-    const int Tr = (Nq + WG_BR - 1) / WG_BR;
-    std::vector<unsigned long long> counts(Tr, 0);
-    WgArgs a; memset(&a, 0, sizeof a);
-    a.p = p; a.Q = Q.data(); a.K = K.data(); a.V = V.data(); a.O = O.data(); a.L = L.data();
-    a.vis.counts = counts.data(); a.vis.visit_all = 0;
-    const size_t bytes = (C::SMEM + 1023) / 1024 * 1024;
+    return x;
+}
+
+/* one launch: grid.x x grid.y blocks in turn, `threads` host threads each, smem_bytes of
+ * shared memory (poisoned), a barrier a warp and a warpgroup, fresh mbarriers */
+static void emu_launch(unsigned gx, unsigned gy, int threads, size_t smem_bytes, const std::function<void()> &kernel)
+{
+    const size_t bytes = (smem_bytes + 1023) / 1024 * 1024;
     unsigned char *smem = (unsigned char *)aligned_alloc(1024, bytes);
     g_smem_bytes = bytes;
-    for (int by = 0; by < B * H; by++) for (int bx = 0; bx < Tr; bx++) {
+    for (unsigned by = 0; by < gy; by++) for (unsigned bx = 0; bx < gx; bx++) {
         memset(smem, 0xff, bytes);
         g_smem = smem;
-        std::barrier<> bb(WG_THREADS); g_block_bar = &bb;
-        std::barrier<> wgb(WG_THREADS); g_wgs[0].bar = &wgb;
-        std::vector<std::barrier<> *> wb;
-        for (int w = 0; w < 4; w++) { wb.push_back(new std::barrier<>(32)); g_warps[w].bar = wb.back(); }
+        emu_named_reset();
+        std::barrier<> bb(threads); g_block_bar = &bb;
+        std::vector<std::barrier<> *> bars;
+        for (int w = 0; w < threads / 128; w++) { bars.push_back(new std::barrier<>(128)); g_wgs[w].bar = bars.back(); }
+        for (int w = 0; w < threads / 32; w++) { bars.push_back(new std::barrier<>(32)); g_warps[w].bar = bars.back(); }
         std::vector<std::thread> th;
-        for (int t = 0; t < WG_THREADS; t++) th.emplace_back([&, t] {
-            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {(unsigned)bx, (unsigned)by, 0};
-            fa2_wgmma_kernel<D, true, 1>(a);
+        for (int t = 0; t < threads; t++) th.emplace_back([&, t] {
+            threadIdx = {(unsigned)t, 0, 0}; blockIdx = {bx, by, 0}; gridDim = {gx, gy, 1};
+            kernel();
         });
         for (auto &x : th) x.join();
-        for (auto *x : wb) delete x;
+        for (auto *x : bars) delete x;
     }
     free(smem);
-    double num = 0, den = 0, ma = 0; size_t bad = 0;
-    for (size_t e = 0; e < nq; e++) {
+}
+
+static const char *const NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist"};
+
+template <int D, int STEP>
+static int run_step(const Problem &x, int ctas = 3)
+{
+    const attn_problem_t &p = x.p;
+    constexpr bool WS = STEP >= 3;
+    constexpr int BR = WS ? WS_BR : WG_BR, BC = WS ? FA2_WS_BC(D, STEP == 6 ? 0 : STEP - 3) : WG_BC;
+    const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
+    std::vector<float> O(x.rO.size(), NAN), L(x.rL.size(), NAN);
+    std::vector<unsigned long long> counts(Tr, 0);
+    unsigned long long ctr = 1000;   /* the persistent grid's counter: not reset between launches */
+    WgArgs a; memset(&a, 0, sizeof a);
+    a.p = p; a.Q = x.Q.data(); a.K = x.K.data(); a.V = x.V.data(); a.O = O.data(); a.L = L.data();
+    a.vis.counts = counts.data(); a.vis.visit_all = 0;
+    a.tq = emu_tma_map_3d(a.Q, 2, D, p.N_q, (uint64_t)p.B * p.H, 64, WG_BR);    /* as launch(): boxes of 64 rows */
+    a.tk = emu_tma_map_3d(a.K, 2, D, p.N_kv, (uint64_t)p.B * p.H_kv, 64, WG_BR);
+    a.tv = emu_tma_map_3d(a.V, 2, D, p.N_kv, (uint64_t)p.B * p.H_kv, 64, WG_BR);
+    a.tile_ctr = &ctr; a.tile_base = ctr;
+    if constexpr (STEP <= 2)
+        emu_launch(Tr, p.B * p.H, WG_THREADS, WgCfg<D, STEP>::SMEM, [&] { fa2_wgmma_kernel<D, true, STEP>(a); });
+    else if constexpr (STEP <= 5)
+        emu_launch(Tr, p.B * p.H, WS_THREADS, WsCfg<D, BC>::SMEM, [&] { fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>(a); });
+    else
+        emu_launch(ctas, 1, WS_THREADS, WsCfg<D, BC>::SMEM_PERSIST, [&] { fa2_wgmma_persist_kernel<D, true, BC>(a); });
+    double num = 0, den = 0, ma = 0; size_t bad = 0, badL = 0, bad_visits = 0;
+    for (size_t e = 0; e < O.size(); e++) {
         if (!std::isfinite(O[e])) { bad++; continue; }
-        const double d = fabs(O[e] - rO[e]); ma = fmax(ma, d); num += d * d; den += rO[e] * rO[e];
+        const double d = fabs(O[e] - x.rO[e]); ma = fmax(ma, d); num += d * d; den += x.rO[e] * x.rO[e];
     }
-    size_t badL = 0;
-    for (size_t e = 0; e < rL.size(); e++)
-        if (std::isinf(rL[e]) ? !(std::isinf(L[e]) && L[e] > 0) : !(fabs(L[e] - rL[e]) < 1e-3)) badL++;
+    for (size_t e = 0; e < x.rL.size(); e++)
+        if (std::isinf(x.rL[e]) ? !(std::isinf(L[e]) && L[e] > 0) : !(fabs(L[e] - x.rL[e]) < 1e-3)) badL++;
+    for (int i = 0; i < Tr; i++)   /* every head visits the model's count of Q block i */
+        bad_visits += counts[i] != (unsigned long long)p.B * p.H * visited_blocks<true>(p, i * BR, BR, BC, Tc);
     const double rl = sqrt(num / (den > 0 ? den : 1));
-    const bool ok = !bad && !badL && rl < 3e-3;
-    printf("  fa2-wgmma step 1 d=%d B=%d H=%d Hkv=%d Nq=%d Nkv=%d causal=%d: O rel L2 %.3g max abs %.3g non-finite %zu, "
-           "L wrong %zu: %s\n", D, B, H, Hkv, Nq, Nkv, (int)causal, rl, ma, bad, badL, ok ? "PASS" : "FAIL");
+    const bool ok = !bad && !badL && !bad_visits && rl < 3e-3;
+    printf("  %-14s d=%d B=%d H=%d Hkv=%d Nq=%d Nkv=%d causal=%d: O rel L2 %.3g max abs %.3g non-finite %zu, "
+           "L wrong %zu, visit counts wrong %zu: %s\n", NAME[STEP], D, p.B, p.H, p.H_kv, p.N_q, p.N_kv, (int)p.causal, rl, ma,
+           bad, badL, bad_visits, ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
 
-int main()
+/* the steps named (1..6) on one problem */
+template <int D>
+static int run(const std::vector<int> &steps, int B, int H, int Hkv, int Nq, int Nkv, bool causal)
 {
+    const Problem x = make_problem(D, B, H, Hkv, Nq, Nkv, causal);
+    int f = 0;
+    for (int s : steps) switch (s) {
+        case 1: f += run_step<D, 1>(x); break;
+        case 2: f += run_step<D, 2>(x); break;
+        case 3: f += run_step<D, 3>(x); break;
+        case 4: f += run_step<D, 4>(x); break;
+        case 5: f += run_step<D, 5>(x); break;
+        case 6: f += run_step<D, 6>(x); break;
+        }
+    return f;
+}
+
+/* fa2_wgmma_emu [step ...]: steps 1-6 (default: 1, the anchor, alone) */
+int main(int argc, char **argv)
+{
+    std::vector<int> steps;
+    for (int k = 1; k < argc; k++) steps.push_back(atoi(argv[k]));
+    if (steps.empty()) steps.push_back(1);
     int fails = 0;
-    fails += run<64>(1, 4, 2, 150, 211, true);    /* GQA, tails, N_q < N_kv */
-    fails += run<64>(1, 2, 1, 200, 90, true);     /* fully masked rows */
-    fails += run<128>(1, 2, 2, 130, 130, false);  /* full, tails */
+    fails += run<64>(steps, 1, 4, 2, 150, 211, true);    /* GQA, tails, N_q < N_kv */
+    fails += run<64>(steps, 1, 2, 1, 200, 90, true);     /* fully masked rows and Q blocks */
+    fails += run<128>(steps, 1, 2, 2, 130, 130, false);  /* full, tails */
+    fails += run<128>(steps, 2, 2, 1, 300, 333, true);   /* B = 2, GQA, causal with tails */
+    fails += run<128>(steps, 1, 2, 1, 200, 1100, false); /* 9 K/V blocks: the ring wraps (3 slots at d = 128) */
+    fails += run<64>(steps, 1, 1, 1, 600, 700, true);    /* the ring wraps at d = 64 too (4 slots) */
     printf("%d failed\n", fails);
     return fails != 0;
 }

@@ -121,7 +121,18 @@ shared = 'extern __shared__ unsigned char smem_raw[];'
 assert f.count(shared) == 3   # step 1, steps 3-5, step 6
 f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
 f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs').replace('#include "tma_map.cuh"', '')   # host only
-open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(f)
+
+def plant(f, var, path):
+    """f with the one mistake $var plants ('old=>new', old once in f), if it is set."""
+    mut = os.environ.get(var)
+    if mut:
+        old, new = mut.split('=>')
+        assert f.count(old) == 1, '%s: %r must occur once in %s' % (var, old, path)
+        f = f.replace(old, new)
+    return f
+
+# EMU_MUTATE_HOPPER plants a mistake in it (run.sh hopper must FAIL it)
+open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(plant(f, 'EMU_MUTATE_HOPPER', 'phase4_fa2/fa2_wgmma.cu'))
 
 def device_half(path, end, var, extra=()):
     """A kernel file up to its host code (end), for the emulation: its dynamic shared memory
@@ -138,15 +149,6 @@ def device_half(path, end, var, extra=()):
         f = f.replace(old, new)
     f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
     return plant(f, var, path)
-
-def plant(f, var, path):
-    """f with the one mistake $var plants ('old=>new', old once in f), if it is set."""
-    mut = os.environ.get(var)
-    if mut:
-        old, new = mut.split('=>')
-        assert f.count(old) == 1, '%s: %r must occur once in %s' % (var, old, path)
-        f = f.replace(old, new)
-    return f
 
 # phase 6's decode.cu up to its host side: split, split-pack, paged, ragged, the combine and
 # FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp; EMU_MUTATE_DECODE).

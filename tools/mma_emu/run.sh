@@ -11,6 +11,9 @@
 # with wgmma.mma_async emulated too (wgmma_emu.h: descriptors, swizzle, register A), after
 # phase 4's fa2-wgmma step 1 (PASSed on an H100) on the same emulation: its anchor.
 # EMU_MUTATE='old=>new' plants a mistake in bwd_wgmma.cu's text first (gen.py): it must FAIL.
+# tools/mma_emu/run.sh hopper [step ...] - phase 4's Hopper ladder (fa2_wgmma.cu, steps 1-6: TMA,
+# mbarriers, named barriers and the persistent grid's tile counter emulated too) against an
+# fp64 forward and the visit counts.
 # tools/mma_emu/run.sh decode [d ...] - phase 6's decode kernels (decode.cu: split, split-pack,
 # paged, ragged, the combine, FlashDecoding++ with its combine and fallback) the same way
 # (dec_emu.cpp; warp shuffles emulated), against an fp64 attention.
@@ -43,6 +46,10 @@ elif [ "${1:-}" = decode ]; then   # phase 6's decode kernels (decode.cu): every
     shift
     cxx dec_emu.cpp dec_emu
     for d in ${@:-32 64 128 256}; do "$out/dec_emu" "$d" || fails=$((fails + 1)); done
+elif [ "${1:-}" = hopper ]; then   # phase 4's Hopper ladder (fa2_wgmma.cu): steps 1-6, or those named
+    shift
+    cxx fa2_wgmma_emu.cpp fa2_wgmma_emu
+    "$out/fa2_wgmma_emu" ${@:-1 2 3 4 5 6} || fails=$((fails + 1))
 elif [ "${1:-}" = wgmma ]; then   # bwd_wgmma.cu: every d of BWD_WGMMA_TABLE, or those named after it
     shift
     cxx bwd_wgmma_emu.cpp bwd_wgmma_emu

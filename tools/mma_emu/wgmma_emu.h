@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdio>
 #include <cstdlib>
+#include <cuda.h>   /* CUtensorMap: the emulated tensor maps live in its bytes */
 
 struct EmuWg { uint64_t da[128], db[128]; int acc[128]; uint32_t a[128][4]; std::barrier<> *bar; };
 inline EmuWg g_wgs[8];
@@ -59,54 +60,80 @@ template <int N> inline void bulk_wait() {}
     exit(3);
 }
 
-/* the shared-memory byte address of element (mn, k) of a descriptor's operand */
-inline uint32_t emu_desc_addr(uint64_t desc, int mn, int k, bool mn_major)
+/* the shared-memory byte address of element (mn, k) of a descriptor's operand of esz-byte
+ * elements (2: fp16, 1: e4m3; MN-major only for fp16) */
+inline uint32_t emu_desc_addr(uint64_t desc, int mn, int k, bool mn_major, int esz = 2)
 {
     const uint32_t start = (uint32_t)(desc & 0x3FFF) << 4, lbo = (uint32_t)((desc >> 16) & 0x3FFF) << 4,
                    sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
     if (((desc >> 49) & 7) != 0) emu_die("base offset not 0", desc);
     if ((desc >> 62) != 1) emu_die("not the 128-byte swizzle", desc);
+    if (mn_major && esz != 2) emu_die("an MN-major 8-bit operand (the PTX ISA allows K-major alone)", desc);
     const uint32_t logical = mn_major ? start + (k / 8) * sbo + (k % 8) * 128 + (mn / 64) * lbo + 2 * (mn % 64)
-                                      : start + (mn / 8) * sbo + (mn % 8) * 128 + 2 * k;
+                                      : start + (mn / 8) * sbo + (mn % 8) * 128 + esz * k;
     const uint32_t addr = logical ^ (((logical >> 7) & 7) << 4);
-    if (addr + 2 > g_smem_bytes) emu_die("operand read past the block's shared memory", addr);
+    if (addr + esz > g_smem_bytes) emu_die("operand read past the block's shared memory", addr);
     return addr;
 }
 
 inline float emu_h(uint32_t addr) { __half h; memcpy(&h, g_smem + addr, 2); return __half2float(h); }
 inline float emu_h2(uint32_t w, int hi) { uint16_t b = hi ? (uint16_t)(w >> 16) : (uint16_t)(w & 0xffff); __half h; memcpy(&h, &b, 2); return __half2float(h); }
+/* e4m3, from its definition (sign, 4 exponent bits of bias 7, 3 mantissa bits; e = 15, m = 7
+ * is NaN; e = 0 subnormal), written apart from common/fp8.c */
+inline float emu_e4m3(uint8_t b)
+{
+    const int e = (b >> 3) & 15, m = b & 7;
+    const float v = e == 15 && m == 7 ? NAN : e == 0 ? ldexpf((float)m / 8.0f, -6) : ldexpf(1.0f + (float)m / 8.0f, e - 7);
+    return b & 0x80 ? -v : v;
+}
 
-/* D[64 x 64] (+)= A[64 x 16] B[16 x 64]; A from desc_a (a == nullptr) or the registers a */
+/* D[64 x 64] (+)= A[64 x K] B[K x 64]; A from desc_a (a == nullptr) or the registers a.
+ * fp16: K = 16; fp8 (e4m3, both K-major): K = 32, one byte an element */
 inline void emu_wgmma(float (&d)[32], uint64_t desc_a, const uint32_t *a, uint64_t desc_b, int accumulate,
-                      int trans_a, int trans_b)
+                      int trans_a, int trans_b, bool fp8 = false)
 {
     EmuWg &w = WG();
-    const int tid = threadIdx.x % 128;
+    const int tid = threadIdx.x % 128, KK = fp8 ? 32 : 16, esz = fp8 ? 1 : 2;
     w.da[tid] = a ? ~0ull : desc_a; w.db[tid] = desc_b; w.acc[tid] = accumulate != 0;
     if (a) for (int r = 0; r < 4; r++) w.a[tid][r] = a[r];
     w.bar->arrive_and_wait();
     for (int o = 0; o < 128; o++)
         if (w.da[o] != w.da[0] || w.db[o] != w.db[0] || w.acc[o] != w.acc[0])
             emu_die("the warpgroup's threads disagree on a wgmma's descriptors or flags", o);
-    const int warp = tid / 32, g = (tid % 32) / 4, t = tid % 4;
-    float A[2][16], B[16][64];
+    const int warp = tid / 32, t = tid % 4;
+    float A[2][32], B[32][64];
     for (int x = 0; x < 2; x++) {
-        const int row = 16 * warp + g + 8 * x;   /* this thread's two rows of D */
-        for (int k = 0; k < 16; k++) {
-            if (!a) { A[x][k] = emu_h(emu_desc_addr(desc_a, row, k, trans_a)); continue; }
-            /* the register holding (row, k): lane 4 (row % 8) + (k % 8) / 2 of warp row / 16,
-             * register (row % 16) / 8 + 2 (k / 8), half k % 2 */
-            const int r16 = row % 16, lane = 4 * (r16 % 8) + (k % 8) / 2;
-            A[x][k] = emu_h2(w.a[32 * (row / 16) + lane][r16 / 8 + 2 * (k / 8)], k % 2);
+        const int row = 16 * warp + (tid % 32) / 4 + 8 * x;   /* this thread's two rows of D */
+        for (int k = 0; k < KK; k++) {
+            if (!a) {
+                const uint32_t at = emu_desc_addr(desc_a, row, k, trans_a, esz);
+                A[x][k] = fp8 ? emu_e4m3(g_smem[at]) : emu_h(at);
+                continue;
+            }
+            const int r16 = row % 16;
+            if (!fp8) {
+                /* the register holding (row, k): lane 4 (row % 8) + (k % 8) / 2 of warp row / 16,
+                 * register (row % 16) / 8 + 2 (k / 8), half k % 2 */
+                const int lane = 4 * (r16 % 8) + (k % 8) / 2;
+                A[x][k] = emu_h2(w.a[32 * (row / 16) + lane][r16 / 8 + 2 * (k / 8)], k % 2);
+            } else {
+                /* 8-bit A (PTX ISA, wgmma .m64nNk32 register fragment): lane 4 (row % 8) + (k % 16) / 4,
+                 * register (row % 16) / 8 + 2 (k / 16), byte k % 4 (byte 0 the lowest) */
+                const int lane = 4 * (r16 % 8) + (k % 16) / 4;
+                A[x][k] = emu_e4m3((uint8_t)(w.a[32 * (row / 16) + lane][r16 / 8 + 2 * (k / 16)] >> (8 * (k % 4))));
+            }
         }
     }
-    for (int k = 0; k < 16; k++)
-        for (int n = 0; n < 64; n++) B[k][n] = emu_h(emu_desc_addr(desc_b, n, k, trans_b));
+    for (int k = 0; k < KK; k++)
+        for (int n = 0; n < 64; n++) {
+            const uint32_t at = emu_desc_addr(desc_b, n, k, trans_b, esz);
+            B[k][n] = fp8 ? emu_e4m3(g_smem[at]) : emu_h(at);
+        }
     const bool acc = w.acc[0];
     for (int e = 0; e < 32; e++) {
         const int x = (e % 4) / 2, col = 8 * (e / 4) + 2 * t + e % 2;
         float s = 0;
-        for (int k = 0; k < 16; k++) s += A[x][k] * B[k][col];
+        for (int k = 0; k < KK; k++) s += A[x][k] * B[k][col];
         d[e] = (acc ? d[e] : 0.0f) + s;
     }
     w.bar->arrive_and_wait();   /* every thread has read the deposits before the next wgmma */
@@ -122,20 +149,158 @@ inline void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t 
 {
     emu_wgmma(d, 0, a, desc_b, accumulate, 0, TRANS_B);
 }
+inline void wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+    emu_wgmma(d, desc_a, nullptr, desc_b, accumulate, 0, 0, true);
+}
+inline void wgmma_m64n64k32_e4m3_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int accumulate)
+{
+    emu_wgmma(d, 0, a, desc_b, accumulate, 0, 0, true);
+}
 
-/* What fa2_wgmma.cu's other steps use (TMA, mbarriers, register reallocation, named
- * barriers): present so that its step-1 kernel compiles here (fa2_wgmma_emu.cpp), never
- * called by it; a call stops the emulation. */
-inline void mbar_init(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
-inline void mbar_init_fence() { emu_die("mbarriers are not emulated", 0); }
-inline void mbar_arrive_expect_tx(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
-inline void mbar_arrive(uint64_t *) { emu_die("mbarriers are not emulated", 0); }
-inline void mbar_wait(uint64_t *, uint32_t) { emu_die("mbarriers are not emulated", 0); }
-inline void tma_load_3d(void *, const void *, uint64_t *, int, int, int) { emu_die("TMA is not emulated", 0); }
-template <int N> inline void setmaxnreg_dec() { emu_die("setmaxnreg is not emulated", 0); }
-template <int N> inline void setmaxnreg_inc() { emu_die("setmaxnreg is not emulated", 0); }
-inline void named_bar_sync(int, int) { emu_die("named barriers are not emulated", 0); }
-inline void named_bar_arrive(int, int) { emu_die("named barriers are not emulated", 0); }
+/* ---- the copy engine and its barriers (steps 2-6, the FP8 step) -------------------------
+ *
+ * mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"):
+ * a phase completes when its pending arrivals reach 0 and its transaction count is 0; then
+ * the next phase starts with the init count. test_wait.parity P returns once the phase of
+ * parity P has completed, that is while the current phase's parity differs from P (so a
+ * fresh barrier passes a wait on parity 1 at once). Here each barrier is a record keyed by
+ * its shared-memory offset; a wait spins, yielding, and a wait longer than EMU_WAIT_S
+ * seconds (default 60) stops the emulation: a parity or count mistake deadlocks on the GPU.
+ *
+ * TMA (cp.async.bulk.tensor.3d): done at issue, then the bytes of the whole box (zero-filled
+ * past the tensor, as the hardware counts them) are completed on the barrier. A tensor map
+ * is the emulation's own record (emu_tma_map_3d) in the CUtensorMap's bytes: base, the 3
+ * dims in elements, the 2 outer strides in bytes, the box, the element size. The 128-byte
+ * swizzle is the hardware's: in the destination's address, bits 4-6 XOR bits 7-9 (the box's
+ * inner dimension must be 128 bytes, its destination 1024-aligned).
+ *
+ * Named barriers (bar.sync / bar.arrive id, n): complete when n threads have arrived.
+ * setmaxnreg: nothing to do. The CTAs of a grid run one after another here. */
+#include <map>
+#include <thread>
+#include <chrono>
+struct EmuMbar { uint32_t count, pending; long long tx; uint32_t phase; };
+inline std::map<uint32_t, EmuMbar> g_mbars;
+inline std::mutex g_mbar_mu;
+inline uint32_t emu_smem_off(const void *p, const char *what)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    if (c < g_smem || c >= g_smem + g_smem_bytes) emu_die(what, (uint64_t)(uintptr_t)p);
+    return (uint32_t)(c - g_smem);
+}
+inline EmuMbar &emu_mbar(uint64_t *bar)   /* under g_mbar_mu */
+{
+    const uint32_t off = emu_smem_off(bar, "an mbarrier outside shared memory");
+    if (off % 8) emu_die("an mbarrier not 8-byte aligned", off);
+    auto it = g_mbars.find(off);
+    if (it == g_mbars.end()) emu_die("an mbarrier used before mbar_init", off);
+    return it->second;
+}
+inline void emu_mbar_step(EmuMbar &b)
+{
+    if (b.pending == 0 && b.tx == 0) { b.phase++; b.pending = b.count; }
+}
+inline void mbar_init(uint64_t *bar, uint32_t arrivals)
+{
+    std::lock_guard<std::mutex> l(g_mbar_mu);
+    g_mbars[emu_smem_off(bar, "an mbarrier outside shared memory")] = EmuMbar{arrivals, arrivals, 0, 0};
+}
+inline void mbar_init_fence() {}
+inline void emu_arrive(uint64_t *bar, long long tx)
+{
+    std::lock_guard<std::mutex> l(g_mbar_mu);
+    EmuMbar &b = emu_mbar(bar);
+    if (b.pending == 0) emu_die("an arrival on an mbarrier with none pending", b.phase);
+    b.tx += tx;
+    b.pending--;
+    emu_mbar_step(b);
+}
+inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) { emu_arrive(bar, bytes); }
+inline void mbar_arrive(uint64_t *bar) { emu_arrive(bar, 0); }
+inline void cp_async_mbar_arrive(uint64_t *bar) { emu_arrive(bar, 0); }   /* the copies are done at issue here */
+inline void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    std::lock_guard<std::mutex> l(g_mbar_mu);
+    emu_mbar(bar).tx += bytes;
+}
+inline void emu_complete_tx(uint64_t *bar, uint32_t bytes)
+{
+    std::lock_guard<std::mutex> l(g_mbar_mu);
+    EmuMbar &b = emu_mbar(bar);
+    b.tx -= bytes;
+    if (b.tx < 0) emu_die("the copy engine completed bytes no one expected (expect_tx after the copy?)", (uint64_t)-b.tx);
+    emu_mbar_step(b);
+}
+inline double emu_wait_limit() { const char *e = getenv("EMU_WAIT_S"); return e ? atof(e) : 60.0; }
+template <class Done> inline void emu_spin(Done done, const char *what, uint64_t v)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!done()) {
+        std::this_thread::yield();
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > emu_wait_limit())
+            emu_die(what, v);
+    }
+}
+inline void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    emu_spin([&] { std::lock_guard<std::mutex> l(g_mbar_mu); return (emu_mbar(bar).phase & 1) != (parity & 1); },
+             "an mbarrier wait that never completes (a deadlock on the GPU)", emu_smem_off(bar, "mbarrier"));
+}
+
+struct EmuTmap { const unsigned char *base; uint64_t dims[3], strides[2]; uint32_t box[3], elem; };
+static_assert(sizeof(EmuTmap) <= sizeof(CUtensorMap), "the emulated tensor map does not fit a CUtensorMap");
+/* a 3-D tensor [dims2][dims1][dims0] of elem-byte elements, rows of dims0, boxes of box0 x box1 x 1 */
+inline CUtensorMap emu_tma_map_3d(const void *base, uint32_t elem, uint64_t dims0, uint64_t dims1, uint64_t dims2,
+                                  uint32_t box0, uint32_t box1)
+{
+    CUtensorMap m; memset(&m, 0, sizeof m);
+    EmuTmap t{(const unsigned char *)base, {dims0, dims1, dims2}, {dims0 * elem, dims0 * dims1 * elem}, {box0, box1, 1}, elem};
+    if ((dims0 * elem) % 16) emu_die("a TMA global stride not a multiple of 16 bytes", dims0 * elem);
+    if (box0 * elem != 128) emu_die("a 128-byte-swizzled box whose inner dimension is not 128 bytes", box0 * elem);
+    memcpy(&m, &t, sizeof t);
+    return m;
+}
+inline void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0, int c1, int c2)
+{
+    EmuTmap t; memcpy(&t, tensor_map, sizeof t);
+    const uint32_t off = emu_smem_off(dst, "a TMA destination outside shared memory");
+    if (off % 1024) emu_die("a 128-byte-swizzled TMA destination not 1024-aligned", off);
+    const uint32_t bytes = t.box[0] * t.box[1] * t.elem;
+    if (off + bytes > g_smem_bytes) emu_die("a TMA box past the block's shared memory", off);
+    for (uint32_t y = 0; y < t.box[1]; y++)
+        for (uint32_t x = 0; x < t.box[0]; x++) {
+            const long long gx = (long long)c0 + x, gy = (long long)c1 + y, gz = c2;
+            const uint32_t lin = off + (y * t.box[0] + x) * t.elem, at = lin ^ (((lin >> 7) & 7) << 4);
+            const bool in = gx >= 0 && gy >= 0 && gz >= 0 && (uint64_t)gx < t.dims[0] && (uint64_t)gy < t.dims[1] &&
+                            (uint64_t)gz < t.dims[2];
+            if (in) memcpy(g_smem + at, t.base + gz * t.strides[1] + gy * t.strides[0] + gx * t.elem, t.elem);
+            else memset(g_smem + at, 0, t.elem);
+        }
+    emu_complete_tx(bar, bytes);
+}
+
+struct EmuNamedBar { int arrived; unsigned long long gen; };
+inline EmuNamedBar g_named[16];
+inline void emu_named_reset() { std::lock_guard<std::mutex> l(g_mbar_mu); for (auto &b : g_named) b = EmuNamedBar{0, 0}; g_mbars.clear(); }
+inline unsigned long long emu_named_arrive(int id, int threads)
+{
+    if (id < 1 || id > 15) emu_die("a named barrier id outside 1..15", id);
+    std::lock_guard<std::mutex> l(g_mbar_mu);
+    EmuNamedBar &b = g_named[id];
+    const unsigned long long gen = b.gen;
+    if (++b.arrived == threads) { b.arrived = 0; b.gen++; }
+    return gen;
+}
+inline void named_bar_arrive(int id, int threads) { emu_named_arrive(id, threads); }
+inline void named_bar_sync(int id, int threads)
+{
+    const unsigned long long gen = emu_named_arrive(id, threads);
+    emu_spin([&] { std::lock_guard<std::mutex> l(g_mbar_mu); return g_named[id].gen != gen; },
+             "a named barrier that never completes (a deadlock on the GPU)", id);
+}
+template <int N> inline void setmaxnreg_dec() {}
+template <int N> inline void setmaxnreg_inc() {}
 
 /* __shfl_xor_sync over a warp's 32 threads (full mask only), through the warp's barrier */
 struct EmuShfl { float v[32]; };

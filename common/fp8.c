@@ -75,3 +75,13 @@ void fp8_quantise(float *x, size_t n, int d, int tile, int per_tensor, float *sc
         for (size_t i = r0 * d; i < r1 * d; i++) x[i] = e4m3_round(x[i] / s);
     }
 }
+
+void fp8_transpose_keys(const uint8_t *v8, int n_kv, int d, uint8_t *v8t)
+{
+    const int pad = fp8_pad16(n_kv);
+    for (int n = 0; n < d; n++)
+        for (int pos = 0; pos < pad; pos++) {
+            const int key = fp8_key_at(pos);
+            v8t[(size_t)n * pad + pos] = key < n_kv ? v8[(size_t)key * d + n] : 0;
+        }
+}

@@ -122,6 +122,37 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
                  : FA_W32(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate), "n"(TRANS_B));
 }
+/* FP8 (e4m3): D[64 x 64] (+)= A[64 x 32] B[32 x 64], fp32 accumulate. 8-bit operands are
+ * K-major only (no transpose flag), so V must come to O = P V with its keys contiguous. A
+ * k32 slice of e4m3 is 32 bytes, as a k16 slice of fp16: the descriptors are fp16's. */
+__device__ __forceinline__ void wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " FA_R32 ", %32, %33, p, 1, 1;\n}\n"
+                 : FA_W32(d)
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+/* A from registers: per warp, rows 16w .. 16w + 15 as four 32-bit words of 4 e4m3 each
+ * (PTX ISA, the .m64nNk32 register fragment for 8-bit types; g = lane / 4, t = lane % 4):
+ *   a[0]: row g,     k 4t .. 4t + 3         a[2]: row g,     k 16 + 4t .. 16 + 4t + 3
+ *   a[1]: row g + 8, k 4t .. 4t + 3         a[3]: row g + 8, k 16 + 4t .. 16 + 4t + 3
+ * byte 0 (the lowest) holding the smallest k. */
+__device__ __forceinline__ void wgmma_m64n64k32_e4m3_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " FA_R32 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : FA_W32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+/* four floats -> four e4m3 (round to nearest even, saturated), x0 in the lowest byte.
+ * cvt ...e4m3x2.f32 d, a, b puts a in the upper byte of d and b in the lower. */
+__device__ __forceinline__ uint32_t e4m3x4_pack(float x0, float x1, float x2, float x3)
+{
+    uint16_t lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(x1), "f"(x0));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(x3), "f"(x2));
+    return (uint32_t)lo | ((uint32_t)hi << 16);
+}
 #undef FA_W32
 #undef FA_R32
 

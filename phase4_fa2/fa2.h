@@ -27,6 +27,7 @@
 #include "gpu.h"
 #include "fa1.h"          /* fa1_rescale(), fa1_config_fits(): phase 4 links phase 3 */
 #include "fa2_blocks.h"
+#include "fp8_quant.h"     /* fp8_tensors_t: step 7's inputs */
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,6 +158,23 @@ int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* Step 7, wgmma-fp8 (FlashAttention-3's FP8, Sec. 3.3): step 3 on the pre-pass's e4m3 Q M,
+ * K M and V^T (fp8_quant.h: Br = Bc = 128, v8t written) with their tiles' scales; d = 128
+ * and 256; sm_90a alone. O and L as the other steps write them. */
+int fa2_wgmma_fp8_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* FP8 rows' own tolerance, never the fp16 one loosened. Chapter 4b's accuracy table (the CPU
+ * model fa3_fp8.c, block scales + Hadamard, FlashAttention-3's Table 3 inputs, N = 1024)
+ * gives O an RMSE against the fp64 oracle of 6.948e-3 at d = 128 and 6.017e-3 at d = 256:
+ * an FP8 row passes at up to twice its d's (the kernel's exp2 and sum order move a P across
+ * an e4m3 step now and then; two keys of P swapped measured 3 to 5 times this in the
+ * emulation, run.sh fp8). L (the
+ * log-sum-exp of S from e4m3 products) with |L - L_oracle| <= FA2_FP8_L_TOL (1 + |L_oracle|):
+ * a row with few keys carries one product's e4m3 error whole (tools/mma_emu/run.sh fp8
+ * measured up to 0.038 on such rows). */
+static inline double fa2_fp8_rmse_tol(int d) { return 2.0 * (d <= 128 ? 6.948e-3 : 6.017e-3); }
+static inline bool fa2_fp8_o_ok(int d, double rmse) { return rmse <= fa2_fp8_rmse_tol(d); }
+#define FA2_FP8_L_TOL 0.05
+void fa2_wgmma_fp8_launch(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L);
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
 /* wgmma-ws (step 3) has a FlashMask mask path too (attn_mask(p) set; the other steps have

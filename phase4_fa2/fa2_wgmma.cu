@@ -56,6 +56,8 @@
 #include "tma_map.cuh"   /* the tensor maps (host) */
 #include "mask_gpu.h"    /* FlashMask's vectors and preprocessing pass (step 3's mask path) */
 #include "fa2.h"
+#include "fp8.h"         /* fp8_pad16: V^T's row length (step 7) */
+#include "fp8_quant.h"   /* the pre-pass's tensors (step 7) */
 
 #define WG_THREADS 128
 #define WG_BR 64
@@ -95,6 +97,9 @@ struct WgArgs {
     /* step 6 (persistent): a counter every launch takes its tiles from, never reset: this
      * launch's tile t is the grab that returned tile_base + t (launch() keeps the base) */
     unsigned long long *tile_ctr, tile_base;
+    /* step 7 (FP8): Q, K, V^T in e4m3 (tq, tk, tv map them; fp8_quant.h's layouts) and their
+     * tiles' scales: sq [B H][Tr] (Br = 128), sk, sv [B H_kv][Tc] (Bc = 128) */
+    const float *sq, *sk, *sv;
 };
 
 #if FA_HAVE_WGMMA
@@ -113,7 +118,9 @@ __device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *s
 
 #if FA_HAVE_WGMMA
 /* What one warpgroup carries through the K/V loop for its 64 rows (Alg. 1's O~_i, m_i,
- * l_i): O~ as D / 64 wgmma accumulators of 64 x 64, and this thread's two rows' m and l. */
+ * l_i): O~ as D / 64 wgmma accumulators of 64 x 64, and this thread's two rows' m and l.
+ * m is kept in the exponent's units, m = max_j S_ij scale log2(e), so that a block whose S
+ * carries its own factor (the FP8 step's scales) compares with the others. */
 template <int D>
 struct RowTile {
     float o[D / 64][32];
@@ -213,15 +220,17 @@ __device__ __forceinline__ void mask_apply(float (&s)[BC / 64][32], const uint32
             if (!((keep[sub] >> e) & 1u)) s[sub][e] = -INFINITY;
 }
 
-/* the mask, the online softmax and the rescale of O~ for block j; P~ into A registers.
+/* the mask, the online softmax and the rescale of O~ for block j; s becomes P~ (fp32).
  * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
- * (the mask test). MASKED: FlashMask's mask instead of the causal rule, applied from the
- * keep bits (mask_keep_bits) on partial tiles (and a tail block) only, test set; an
- * unmasked tile does no mask work. */
+ * (the mask test). sl2: what turns this block's S into the exponent's units (scale log2 e;
+ * the FP8 step's also carries its tiles' scales). o_ratio: a factor on O~ beside alpha (the
+ * FP8 step's change of V's scale). MASKED: FlashMask's mask instead of the causal rule,
+ * applied from the keep bits (mask_keep_bits) on partial tiles (and a tail block) only,
+ * test set; an unmasked tile does no mask work. */
 template <int D, bool SKIP, int BC, bool MASKED = false>
-__device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], uint32_t (&pa)[BC / 16][4], int j,
-                                              int row0, int first_row, const attn_problem_t &p, float sl2, int t,
-                                              bool test = false, const uint32_t *keep = nullptr)
+__device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], int j, int row0, int first_row,
+                                              const attn_problem_t &p, float sl2, int t, bool test = false,
+                                              const uint32_t *keep = nullptr, float o_ratio = 1.0f)
 {
     const int shift = p.N_kv - p.N_q;
     /* the mask, on the blocks that cross the diagonal or N_kv; s[sub][4 n8 + e] is row
@@ -243,17 +252,18 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
     float alpha[2];
 #pragma unroll
     for (int x = 0; x < 2; x++) {
-        float row_max = st.m[x];
+        float block_max = -INFINITY;
 #pragma unroll
         for (int sub = 0; sub < BC / 64; sub++)
 #pragma unroll
-            for (int n8 = 0; n8 < 8; n8++) row_max = fmaxf(row_max, fmaxf(s[sub][4 * n8 + 2 * x], s[sub][4 * n8 + 2 * x + 1]));
+            for (int n8 = 0; n8 < 8; n8++) block_max = fmaxf(block_max, fmaxf(s[sub][4 * n8 + 2 * x], s[sub][4 * n8 + 2 * x + 1]));
 #pragma unroll
         for (int quad_lane = 1; quad_lane < 4; quad_lane <<= 1)
-            row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, quad_lane));
+            block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, quad_lane));
+        const float row_max = fmaxf(st.m[x], sl2 * block_max);   /* sl2 > 0: the max of the scaled S */
         const bool no_key = row_max == -INFINITY;   /* the row has seen no key yet */
-        alpha[x] = no_key ? 0.0f : exp2f(sl2 * (st.m[x] - row_max));
-        const float max_scaled = no_key ? 0.0f : sl2 * row_max;
+        alpha[x] = no_key ? 0.0f : exp2f(st.m[x] - row_max);
+        const float max_scaled = no_key ? 0.0f : row_max;
         st.m[x] = row_max;
         float part = 0.0f;   /* this thread's share of the row sum */
 #pragma unroll
@@ -268,11 +278,17 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
                 }
         st.l[x] = fmaf(alpha[x], st.l[x], part);
     }
+    const float o_scale[2] = { alpha[0] * o_ratio, alpha[1] * o_ratio };
 #pragma unroll
     for (int a = 0; a < D / 64; a++)
 #pragma unroll
-        for (int e = 0; e < 32; e++) st.o[a][e] *= alpha[(e % 4) / 2];
-    /* P~ as A registers: k16 slice kk = keys 16 kk .. 16 kk + 15 */
+        for (int e = 0; e < 32; e++) st.o[a][e] *= o_scale[(e % 4) / 2];
+}
+
+/* P~ (fp32, block of BC keys) as fp16 A registers: k16 slice kk = keys 16 kk .. 16 kk + 15 */
+template <int BC>
+__device__ __forceinline__ void p_to_a_f16(uint32_t (&pa)[BC / 16][4], const float (&s)[BC / 64][32])
+{
 #pragma unroll
     for (int kk = 0; kk < BC / 16; kk++) c_pair_to_a(pa[kk], s[kk / 4] + 8 * (kk % 4), s[kk / 4] + 8 * (kk % 4) + 4);
 }
@@ -311,7 +327,8 @@ __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char
     if constexpr (MASKED)
         if (test) mask_keep_bits<BC>(keep, j, row0, p, t, mcols);   /* under the product S = Q K^T */
     wgmma_wait<0>();
-    softmax_block<D, SKIP, BC, MASKED>(st, s, pa, j, row0, first_row, p, sl2, t, test, keep);
+    softmax_block<D, SKIP, BC, MASKED>(st, s, j, row0, first_row, p, sl2, t, test, keep);
+    p_to_a_f16<BC>(pa, s);
     if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
     issue_pv<D, BC>(st, pa, Vj);
     if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
@@ -347,9 +364,11 @@ __device__ __forceinline__ void write_rows_without_keys(float *O, float *L, int 
 }
 
 /* Alg. 1, lines 12-13: O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw
- * no key); rows past N_q (the last Q tile's padding) are not written. */
+ * no key; m is kept times log2 e: m ln 2); rows past N_q (the last Q tile's padding) are not
+ * written. o_factor: a factor on O (the FP8 step's last V scale). */
 template <int D>
-__device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, float *L, int row0, const attn_problem_t &p, int t)
+__device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, float *L, int row0, const attn_problem_t &p, int t,
+                                            float o_factor = 1.0f)
 {
     constexpr int ATOMS = D / 64;
 #pragma unroll
@@ -359,7 +378,7 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
         l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
         const int row = row0 + 8 * x;
         if (row >= p.N_q) continue;   /* padding rows of the last Q block */
-        const float scale_out = l_row > 0.0f ? 1.0f / l_row : 0.0f;
+        const float scale_out = l_row > 0.0f ? o_factor / l_row : 0.0f;
         float *out = O + (size_t)row * D + 2 * t;
 #pragma unroll
         for (int a = 0; a < ATOMS; a++)
@@ -367,7 +386,7 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
             for (int n8 = 0; n8 < 8; n8++)
                 *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
                     make_float2(scale_out * st.o[a][4 * n8 + 2 * x], scale_out * st.o[a][4 * n8 + 2 * x + 1]);
-        if (t == 0) L[row] = l_row > 0.0f ? fmaf(st.m[x], p.scale, logf(l_row)) : INFINITY;
+        if (t == 0) L[row] = l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
     }
 }
 #endif
@@ -706,7 +725,8 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
                 mbar_wait(full + nx, ((j + 1) / C::STAGES) & 1);
                 issue_s<D, BC>(s_next, Qt, Ks + nx * C::TILE);
             }
-            softmax_block<D, SKIP, BC>(tile, s_cur, pa, j, row0, first_row, p, sl2, t);
+            softmax_block<D, SKIP, BC>(tile, s_cur, j, row0, first_row, p, sl2, t);
+            p_to_a_f16<BC>(pa, s_cur);
             issue_pv<D, BC>(tile, pa, Vs + st * C::TILE);
             wgmma_wait<0>();
             for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s_next[sub]);   /* written by the tensor cores up to the wait above */
@@ -850,6 +870,184 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
 #endif
 }
 
+/* ---- step 7: FP8 (wgmma-fp8), FlashAttention-3 Sec. 3.3 --------------------------------
+ *
+ * Step 3 with e4m3 operands: the tensor cores run k32 e4m3 products at twice fp16's rate.
+ * The pre-pass (fp8_quant.cu) has left Q M and K M (incoherent processing) and V in e4m3
+ * with one scale a tile: Q's of Br = 128 rows (one Q block), K's and V's of Bc = 128 keys
+ * (one K/V block). A tile's bytes are its values divided by its scale, so
+ *
+ *   S_ij  = (Q8_i K8_j^T) sq_i sk_j          the factor folded into softmax_block's sl2
+ *   O~_i  = sum_j P~_ij (V8_j sv_j)          kept in units of the current block's sv_j:
+ *                                            O~ *= alpha sv_(j-1) / sv_j before P~ V8_j
+ *   O_i   = O~_i sv_last / l_i               (finish_rows' o_factor)
+ *
+ * P~ (fp32, <= 1) is rounded to e4m3 for the product, as FA3 does (no scale: e4m3 keeps
+ * 2^-9 .. 1 with 3 bits), while l sums the fp32 P~, as the CPU model fa3_fp8.c does.
+ *
+ * LAYOUTS. 8-bit wgmma takes K-major operands only. Q and K are K-major as stored (d
+ * contiguous). For O = P V the contraction runs over keys, so V is stored transposed: V^T
+ * [d][N_kv_pad], keys contiguous (the pre-pass writes it, as it quantises V). A tile row is
+ * 128 bytes either way: a d = 128 row of Q or K, or Bc = 128 keys of V^T, one swizzle atom
+ * wide:
+ *
+ *   Q_i (a consumer's 64 rows)   K_j (128 keys)          V^T_j (d rows of 128 keys)
+ *   64 x d bytes                 2 x [64 x d bytes]      d / 64 x [64 rows x 128 bytes]
+ *   S = Q K^T: A = Q, B = K      (both k = d contiguous) O = P V: A = P (registers), B = V^T
+ *
+ * P's bytes. The S accumulator gives thread (g, t) of a warp, in a k32 slice of keys, the
+ * columns 2t, 2t+1, 8+2t, 9+2t, 16+2t, 17+2t, 24+2t, 25+2t; the e4m3 A fragment wants k =
+ * 4t..4t+3 and 16+4t..16+4t+3 (wgmma.cuh). Converting the accumulators four at a time in
+ * their own order (p_to_a_e4m3) puts key perm(kappa) at k = kappa:
+ *
+ *   k (kappa):   0  1  2  3 |  4  5  6  7 | ... | 16 17 18 19 | 20 21 22 23 | ...
+ *   key:         0  1  8  9 |  2  3 10 11 | ... | 16 17 24 25 | 18 19 26 27 | ...
+ *                thread t = 0  thread t = 1        t = 0          t = 1
+ *
+ * and the pre-pass stores V^T's keys in that same order (fp8_quant.h), so P~ V needs no
+ * shuffle of P: FA3 permutes P's bytes in registers instead, because its V arrives as is. */
+#if FA_HAVE_WGMMA
+template <int BC>
+__device__ __forceinline__ void p_to_a_e4m3(uint32_t (&pa)[BC / 32][4], const float (&s)[BC / 64][32])
+{
+#pragma unroll
+    for (int kk = 0; kk < BC / 32; kk++) {   /* keys 32 kk .. 32 kk + 31: n8 tiles 4 (kk % 2) .. + 3 of s[kk / 2] */
+        const float *c = s[kk / 2] + 16 * (kk % 2);   /* c[4 n8 + e], n8 = 0..3 */
+        pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);       /* row g:     keys 2t, 2t+1, 8+2t, 9+2t */
+        pa[kk][1] = e4m3x4_pack(c[2], c[3], c[6], c[7]);       /* row g + 8 */
+        pa[kk][2] = e4m3x4_pack(c[8], c[9], c[12], c[13]);     /* row g:     keys 16+2t, .., 24+2t, 25+2t */
+        pa[kk][3] = e4m3x4_pack(c[10], c[11], c[14], c[15]);   /* row g + 8 */
+    }
+}
+
+/* S = Q_i K_j^T in e4m3: d / 32 k32 slices a 64-key half, 32 bytes further in the atom each */
+template <int D, int BC>
+__device__ __forceinline__ void issue_s_e4m3(float (&s)[BC / 64][32], const unsigned char *Qt, const unsigned char *Kj)
+{
+    constexpr size_t ROWS64 = (size_t)(D / 128) * ATOM_BYTES;   /* 64 rows of d bytes */
+    wgmma_fence();
+#pragma unroll
+    for (int sub = 0; sub < BC / 64; sub++)
+#pragma unroll
+        for (int kk = 0; kk < D / 32; kk++) {
+            const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+            const uint64_t dk = wgmma_desc_sw128(Kj + sub * ROWS64 + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+            wgmma_m64n64k32_e4m3_ss(s[sub], dq, dk, kk > 0);
+        }
+    wgmma_commit();
+}
+
+/* O~ += P~ V_j in e4m3: V^T_j's 64-row atom a gives O's columns 64 a .. 64 a + 63; k32 slice
+ * kk is 32 keys, 32 bytes further in the atom's 128-byte rows */
+template <int D, int BC>
+__device__ __forceinline__ void issue_pv_e4m3(RowTile<D> &st, const uint32_t (&pa)[BC / 32][4], const unsigned char *Vt)
+{
+    static_assert(BC == 128, "a V^T row of the block is one 128-byte swizzle atom wide");
+    wgmma_fence();
+#pragma unroll
+    for (int a = 0; a < D / 64; a++)
+#pragma unroll
+        for (int kk = 0; kk < BC / 32; kk++)
+            wgmma_m64n64k32_e4m3_rs(st.o[a], pa[kk], wgmma_desc_sw128(Vt + a * ATOM_BYTES, 16, 1024) + 2 * kk, 1);
+    wgmma_commit();
+}
+
+#endif
+
+#define FP8_BC 128   /* the pre-pass's K/V tile: one scale a K/V block */
+/* d = 256 holds O~ in 128 registers a thread beside S's 64: the consumers take 240 (the
+ * producer, one thread issuing copies, keeps 24): 128 x 24 + 256 x 240 = 64512 */
+#define FP8_PRODUCER_REGS 24
+#define FP8_CONSUMER_REGS 240
+
+template <int D, bool SKIP>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
+{
+#if FA_HAVE_WGMMA
+    constexpr int BC = FP8_BC;
+    /* an e4m3 row of D is D / 2 fp16 columns wide in bytes: step 3's ring at half D */
+    using R = WsRing<D / 2, BC>;
+    using C = typename R::C;
+    constexpr int ATOMS = D / 128;   /* 128-byte atoms a row of Q or K */
+    const attn_problem_t &p = args.p;
+    extern __shared__ unsigned char smem_raw[];
+    const R ring(smem_raw);
+    unsigned char *Qs = ring.Q, *Ks = ring.K, *Vs = ring.V;
+    uint64_t *full = ring.full, *empty = ring.empty, *q_full = ring.q_full;
+
+    const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
+    const int i = p.causal ? Tr - 1 - (int)blockIdx.x : (int)blockIdx.x, bh = blockIdx.y;   /* longest first */
+    const int b = bh / p.H, h = bh % p.H;
+    const int kv_head = b * p.H_kv + attn_kv_head(&p, h);
+    float *O = args.O + attn_q_offset(&p, b, h), *L = args.L + attn_l_offset(&p, b, h);
+    const int i0 = i * WS_BR;
+    const int n_blocks = visit_all(args.vis) ? Tc : visited_blocks<SKIP>(p, i0, WS_BR, BC, Tc);
+    if (threadIdx.x == 0) visit_count(args.vis, i, n_blocks);
+    if (n_blocks == 0) {
+        write_rows_without_keys<D>(O, L, i0, WS_BR, p.N_q, WS_THREADS);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        ring.init_barriers();
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    const int wg = threadIdx.x / WG_THREADS;
+    if (wg == 0) {   /* ---- producer: step 3's, with the e4m3 boxes (128 bytes x 64 rows) ---- */
+        setmaxnreg_dec<FP8_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            mbar_arrive_expect_tx(q_full, (uint32_t)(WS_CONSUMERS * C::Q_TILE));
+            for (int c = 0; c < WS_CONSUMERS; c++)
+                for (int a = 0; a < ATOMS; a++)
+                    tma_load_3d(Qs + c * C::Q_TILE + a * ATOM_BYTES, &args.tq, q_full, 128 * a, i0 + 64 * c, bh);
+            for (int j = 0; j < n_blocks; j++) {
+                const int st = j % C::STAGES, use = j / C::STAGES;
+                if (use > 0) mbar_wait(empty + st, (use - 1) & 1);
+                mbar_arrive_expect_tx(full + st, 2 * (uint32_t)C::TILE);
+                for (int sub = 0; sub < BC / 64; sub++)   /* K_j: 64 keys x d bytes a box row group */
+                    for (int a = 0; a < ATOMS; a++)
+                        tma_load_3d(Ks + st * C::TILE + sub * C::Q_TILE + a * ATOM_BYTES, &args.tk, full + st, 128 * a,
+                                    j * BC + 64 * sub, kv_head);
+                for (int a = 0; a < D / 64; a++)           /* V^T_j: d rows of 128 keys, 64 rows a box */
+                    tma_load_3d(Vs + st * C::TILE + a * ATOM_BYTES, &args.tv, full + st, j * BC, 64 * a, kv_head);
+            }
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<FP8_CONSUMER_REGS>();
+    const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+    const int first_row = i0 + 64 * c, row0 = first_row + 16 * warp + g;
+    const float sl2_q = p.scale * 1.4426950408889634f * __ldg(args.sq + (size_t)bh * Tr + i);
+    const float *sk = args.sk + (size_t)kv_head * Tc, *sv = args.sv + (size_t)kv_head * Tc;
+    const unsigned char *Qt = Qs + c * C::Q_TILE;
+    RowTile<D> tile;
+    float sv_prev = __ldg(sv);   /* O~'s units: the last block's V scale */
+    mbar_wait(q_full, 0);
+    for (int j = 0; j < n_blocks; j++) {
+        const int st = j % C::STAGES;
+        float s[BC / 64][32];
+        uint32_t pa[BC / 32][4];
+        const float sk_j = __ldg(sk + j), sv_j = __ldg(sv + j);   /* under the wait */
+        mbar_wait(full + st, (j / C::STAGES) & 1);
+        issue_s_e4m3<D, BC>(s, Qt, Ks + st * C::TILE);
+        wgmma_wait<0>();
+        softmax_block<D, SKIP, BC>(tile, s, j, row0, first_row, p, sl2_q * sk_j, t, false, nullptr, sv_prev / sv_j);
+        sv_prev = sv_j;
+        p_to_a_e4m3<BC>(pa, s);
+        issue_pv_e4m3<D, BC>(tile, pa, Vs + st * C::TILE);
+        wgmma_wait<0>();
+        mbar_arrive(empty + st);
+    }
+    finish_rows<D>(tile, O, L, row0, p, t, sv_prev);
+#else
+    (void)args;
+#endif
+}
+
 /* ---- host side ------------------------------------------------------------------------ */
 
 /* What differs between the steps, in one place: the kernel, its threads, Br, its shared
@@ -980,6 +1178,53 @@ extern "C" int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, siz
 extern "C" int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 4, c, why, len); }
 extern "C" int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 5, c, why, len); }
 extern "C" int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 6, c, why, len); }
+
+/* ---- step 7 (FP8): its own inputs, the pre-pass's e4m3 tensors and scales ---- */
+template <int D>
+static void launch_fp8(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L)
+{
+    constexpr auto kernel = fa2_wgmma_fp8_kernel<D, true>;
+    constexpr size_t smem = WsCfg<D / 2, FP8_BC>::SMEM;
+    static bool attr_set = false;
+    smem_opt_in(kernel, smem, attr_set);
+    static WgArgs a;
+    static const uint8_t *q8 = NULL, *k8 = NULL, *v8t = NULL;
+    if (memcmp(&a.p, p, sizeof *p) != 0 || q8 != t->q8 || k8 != t->k8 || v8t != t->v8t) {   /* encoded once a set */
+        memset(&a, 0, sizeof a);
+        a.p = *p;
+        q8 = t->q8; k8 = t->k8; v8t = t->v8t;
+        a.tq = tma_map_3d_u8(q8, D, p->N_q, p->B * p->H, 64, "fa2-wgmma-fp8");
+        a.tk = tma_map_3d_u8(k8, D, p->N_kv, p->B * p->H_kv, 64, "fa2-wgmma-fp8");
+        a.tv = tma_map_3d_u8(v8t, fp8_pad16(p->N_kv), D, p->B * p->H_kv, 64, "fa2-wgmma-fp8");   /* [d][N_kv_pad] */
+    }
+    a.O = o; a.L = L;
+    a.sq = t->sq; a.sk = t->sk; a.sv = t->sv;
+    const dim3 grid((p->N_q + WS_BR - 1) / WS_BR, p->B * p->H);
+    a.vis = gpu_visits(grid.x);
+    kernel<<<grid, WS_THREADS, smem>>>(a);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" int fa2_wgmma_fp8_config(int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    c->name = "wgmma-fp8";
+    c->threads = WS_THREADS;
+    c->blocks.Br = WS_BR;
+    c->blocks.Bc = FP8_BC;
+    if (d == 128) c->smem_bytes = WsCfg<64, FP8_BC>::SMEM;
+    else if (d == 256) c->smem_bytes = WsCfg<128, FP8_BC>::SMEM;
+    else {
+        snprintf(why, len, "kernel wgmma-fp8 is built for d = 128 and 256 (a row of 128 bytes or two), not d = %d", d);
+        return -1;
+    }
+    return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
+}
+
+extern "C" void fa2_wgmma_fp8_launch(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L)
+{
+    if (p->d == 128) launch_fp8<128>(p, t, o, L);
+    else if (p->d == 256) launch_fp8<256>(p, t, o, L);
+}
 
 template <int D>
 static void launch_step(const attn_problem_t *p, int step, const void *q, const void *k, const void *v, float *o, float *L)

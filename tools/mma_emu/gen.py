@@ -118,7 +118,7 @@ open(os.path.join(out, 'bwd_wgmma.cuh'), 'w').write(h)
 f = rd('phase4_fa2/fa2_wgmma.cu')
 f = f[:f.index('/* ---- host side')]
 shared = 'extern __shared__ unsigned char smem_raw[];'
-assert f.count(shared) == 3   # step 1, steps 3-5, step 6
+assert f.count(shared) == 4   # step 1, steps 3-5, step 6, step 7 (FP8)
 f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
 f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs').replace('#include "tma_map.cuh"', '')   # host only
 

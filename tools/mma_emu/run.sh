@@ -14,6 +14,8 @@
 # tools/mma_emu/run.sh hopper [step ...] - phase 4's Hopper ladder (fa2_wgmma.cu, steps 1-6: TMA,
 # mbarriers, named barriers and the persistent grid's tile counter emulated too) against an
 # fp64 forward and the visit counts.
+# tools/mma_emu/run.sh fp8 [d ...] - phase 4's FP8 step (wgmma-fp8, FP8 wgmma emulated) on the
+# pre-pass's bytes against the CPU model fa3_fp8.c and an fp64 forward (fa3_fp8_emu.cpp).
 # tools/mma_emu/run.sh decode [d ...] - phase 6's decode kernels (decode.cu: split, split-pack,
 # paged, ragged, the combine, FlashDecoding++ with its combine and fallback) the same way
 # (dec_emu.cpp; warp shuffles emulated), against an fp64 attention.
@@ -29,7 +31,7 @@ mkdir -p "$out"
 python3 "$here/gen.py" "$out"
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
 cxx() {   # SOURCE OUT
-    g++ -std=c++20 -O2 -w -I"$out" -I"$here" -I"$root/common" -I"$root/phase6_decoding" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
+    g++ -std=c++20 -O2 -w ${EMU_CXXFLAGS:-} -I"$out" -I"$here" -I"$root/common" -I"$root/phase6_decoding" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
         -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
         -x c++ "$here/$1" -o "$out/$2" -lpthread
 }
@@ -46,6 +48,10 @@ elif [ "${1:-}" = decode ]; then   # phase 6's decode kernels (decode.cu): every
     shift
     cxx dec_emu.cpp dec_emu
     for d in ${@:-32 64 128 256}; do "$out/dec_emu" "$d" || fails=$((fails + 1)); done
+elif [ "${1:-}" = fp8 ]; then   # phase 4's FP8 step (wgmma-fp8): d = 128 and 256, or those named
+    shift
+    EMU_CXXFLAGS=-fpermissive cxx fa3_fp8_emu.cpp fa3_fp8_emu   # the CPU model's C (malloc without a cast)
+    for d in ${@:-128 256}; do "$out/fa3_fp8_emu" "$d" || fails=$((fails + 1)); done
 elif [ "${1:-}" = hopper ]; then   # phase 4's Hopper ladder (fa2_wgmma.cu): steps 1-6, or those named
     shift
     cxx fa2_wgmma_emu.cpp fa2_wgmma_emu

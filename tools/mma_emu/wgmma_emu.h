@@ -149,6 +149,9 @@ inline void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t 
 {
     emu_wgmma(d, 0, a, desc_b, accumulate, 0, TRANS_B);
 }
+/* four floats -> four e4m3, x0 in the lowest byte: defined by the harness that runs the FP8
+ * step (fa3_fp8_emu.cpp, from common/fp8.c's conversion) */
+uint32_t e4m3x4_pack(float x0, float x1, float x2, float x3);
 inline void wgmma_m64n64k32_e4m3_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
 {
     emu_wgmma(d, desc_a, nullptr, desc_b, accumulate, 0, 0, true);

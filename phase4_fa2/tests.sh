@@ -66,9 +66,35 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_fail "phase4 FP8 pre-pass emulator FAILs a butterfly's high lane taking b - a" \
         env EMU_OUT="$BUILD/mma_emu_fp8q_mutant" EMU_MUTATE_FP8Q='(lane & h) ? other - v[k] : v[k] + other=>(lane & h) ? v[k] - other : v[k] + other' \
         bash tools/mma_emu/run.sh fp8q 64
+    t_fail "phase4 FP8 pre-pass emulator FAILs V^T's keys placed by the inverse order" \
+        env EMU_OUT="$BUILD/mma_emu_fp8q_mutant2" EMU_MUTATE_FP8Q='const int pos = fp8_pos_of(r) - r0;=>const int pos = fp8_key_at(r) - r0;' \
+        bash tools/mma_emu/run.sh fp8q 64
 else
     t_skip "phase4 FP8 pre-pass on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
     t_skip "phase4 FP8 pre-pass emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
+    t_skip "phase4 FP8 pre-pass emulator FAILs V^T's keys placed by the inverse order" "no CUDA headers (cuda_fp16.h)"
+fi
+# The Hopper ladder and the FP8 step without a GPU (tools/mma_emu hopper, fp8): wgmma, the copy
+# engine, mbarriers and named barriers emulated; steps 1-6 against an fp64 forward and the
+# visit counts on six shapes (the ring wrapping, the persistent grid's counter), the FP8 step
+# on the pre-pass's bytes against the CPU model fa3_fp8.c and fp64; a wrong Q_i parity in the
+# persistent step (a deadlock on the GPU) and two keys of P swapped each FAIL.
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+    t_run "phase4 Hopper steps 1-6 on the CPU emulator (d = 64, 128): O, L, visits against fp64 and the model" \
+        bash tools/mma_emu/run.sh hopper
+    t_fail "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
+        env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(q_full, n & 1);=>mbar_wait(q_full, 1);' \
+        bash tools/mma_emu/run.sh hopper 6
+    t_run "phase4 wgmma-fp8 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
+        bash tools/mma_emu/run.sh fp8
+    t_fail "phase4 FP8 emulator FAILs two keys of P swapped" \
+        env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \
+        bash tools/mma_emu/run.sh fp8 128
+else
+    for w in "Hopper steps 1-6 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
+             "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake"; do
+        t_skip "phase4 $w" "no CUDA headers (cuda_fp16.h)"
+    done
 fi
 t_run "phase4 --mask prints the tile census and the mask's bytes" bash -c "\"$P4\" --cpu --B 1 --H 2 --N 300 --d 64 \
     --mask sliding:64 --csv \"$T4/m.csv\" | grep -q 'mask sliding:64, N_q x N_kv = 300 x 300 (Br x Bc = [0-9]* x [0-9]*), tiles of a head: [1-9][0-9]* fully masked'"

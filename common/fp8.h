@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {   /* phase 4's CUDA files call it too */
+#endif
+
 #define E4M3_MAX 448.0f
 
 uint8_t f32_to_e4m3(float f);
@@ -81,4 +85,7 @@ static inline FP8_HD int fp8_pos_of(int key)
 /* One head: v8 [n_kv][d] (e4m3 bytes) -> v8t [d][fp8_pad16(n_kv)], keys at fp8_key_at's
  * positions, 0x00 where the key is past n_kv. phase 4's fp8_quant.cu writes the same bytes. */
 void fp8_transpose_keys(const uint8_t *v8, int n_kv, int d, uint8_t *v8t);
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -33,6 +33,7 @@ typedef struct {
     tol_t tol;                   /* tol_fp16(pipeline_max_abs)                          */
     int rows_checked;
     bool pass;                   /* O passes tol, and L within 1e-3 abs when given     */
+    double rmse;                 /* O's root mean square error on the checked rows     */
 } attn_verdict_t;
 
 /* Check O (float holding the kernel's output values) and L (may be NULL) of a
@@ -41,6 +42,13 @@ typedef struct {
  * this phase's fp16 pipeline. */
 attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
                                   int max_rows);
+
+/* The check of a kernel with its own accuracy (FP8, phase 4's wgmma-fp8): O passes when its
+ * RMSE against the oracle on the same rows is at most rmse_max and nothing is NaN or a wrong
+ * infinity; L (may be NULL) when |L - L_oracle| <= L_rel (1 + |L_oracle|) on every row (+inf
+ * where the oracle's is). The tolerances are the caller's, stated where it derives them. */
+attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const float *L, int max_rows,
+                                  double rmse_max, double L_rel);
 
 /* The same check as a driver row (drv_check_fn): fills max_abs, rel_l2, pipe, L_abs and
  * rows_checked, and FAILs the row with the first bad element (check_fp16.c). */

@@ -163,5 +163,36 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
     /* each row had its own L bound: L passes when no row broke it (first_bad == n counts
      * NaNs and infinity mismatches too) */
     v.pass = err_pass(&v.O, v.tol) && (!L || v.L.first_bad >= v.L.n);
+    v.rmse = v.O.n ? sqrt(v.O.sum_diff2 / (double)v.O.n) : 0.0;
+    return v;
+}
+
+attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const float *L, int max_rows,
+                                  double rmse_max, double L_rel)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    const sample_t s = *sample_get(in, max_rows);
+    attn_verdict_t v;
+    v.pipeline_max_abs = s.pipeline;
+    v.tol = (tol_t){ INFINITY, INFINITY, false };   /* an element alone fails only as a NaN or a wrong infinity */
+    v.rows_checked = s.n;
+    err_init(&v.O);
+    err_init(&v.L);
+    for (int r = 0; r < s.n; r++) {
+        const int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
+        const size_t row = attn_q_offset(p, b, h) + (size_t)i * d;
+        err_accumulate(&v.O, O + row, s.ref + (size_t)r * d, (size_t)d, row, v.tol);
+        if (L) {
+            const double Lr = isfinite(s.refL[r]) ? fabs(s.refL[r]) : 0.0;
+            const tol_t tol_L = { INFINITY, L_rel * (1.0 + Lr), false };
+            const size_t li = attn_l_offset(p, b, h) + (size_t)i;
+            err_accumulate(&v.L, L + li, &s.refL[r], 1, li, tol_L);
+        }
+    }
+    err_finish(&v.O);
+    err_finish(&v.L);
+    v.rmse = v.O.n ? sqrt(v.O.sum_diff2 / (double)v.O.n) : 0.0;
+    v.pass = v.O.nan_count == 0 && v.O.inf_mismatch == 0 && v.rmse <= rmse_max && (!L || v.L.first_bad >= v.L.n);
     return v;
 }

@@ -175,12 +175,22 @@ static inline double fa2_fp8_rmse_tol(int d) { return 2.0 * (d <= 128 ? 6.948e-3
 static inline bool fa2_fp8_o_ok(int d, double rmse) { return rmse <= fa2_fp8_rmse_tol(d); }
 #define FA2_FP8_L_TOL 0.05
 void fa2_wgmma_fp8_launch(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L);
+/* A driver row's: from q, k, v (fp16), quantise: the pre-pass first (fp8_quant_gpu, Br = Bc =
+ * 128, Hadamard with FA2_FP8_SEED's signs, v8t) into buffers kept for the next launch; then
+ * the kernel. Returns 0, or -1 when the pre-pass refuses d. */
+int fa2_wgmma_fp8_row_launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L,
+                             bool quantise);
+#define FA2_FP8_SEED 7   /* the signs of incoherent processing (fp8_signs), the CPU model's too */
+#define FA2_WS_BR_FP8 128   /* its Q tile and K/V tile (Br = Bc): one scale each */
 void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
                       float *o, float *L);
 /* wgmma-ws (step 3) has a FlashMask mask path too (attn_mask(p) set; the other steps have
  * none): one class byte a K/V block of Bc = 128 keys past its ring, and what the d = 128 ring
  * leaves of the H100's 227 KiB holds this many (N_kv <= 131072); the driver says n/a beyond. */
 #define FA2_WS_MASK_MAX_TC 1024
+/* ... and at d = 256 (Bc = 64, O~ in 128 registers a thread) the element test's bits do not
+ * fit beside O~ without spilling: wgmma-ws has no mask path above this d */
+#define FA2_WS_MASK_MAX_D 128
 
 #ifdef __cplusplus
 }

@@ -108,8 +108,13 @@
 #ifndef FA2_WS_OVERLAP_BC
 #define FA2_WS_OVERLAP_BC 64
 #endif
+/* d = 256 (steps 3 and 6 only): a K and a V block of 64 keys take 64 KiB beside Q_i's 64 KiB,
+ * so the H100's 227 KiB hold two ring slots; O~ takes 128 registers a thread */
+#ifndef FA2_WS_D256_BC
+#define FA2_WS_D256_BC 64
+#endif
 /* mode: 0 ws, 1 pingpong, 2 overlap */
-#define FA2_WS_BC(d, mode) ((mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
+#define FA2_WS_BC(d, mode) ((mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : (d) == 256 ? FA2_WS_D256_BC : FA2_WS_D128_BC)
 
 /* The table: X(d, MT, Bc, STAGES, LADDER) for every head dimension the kernel is built
  * for. STAGES: K/V buffers in shared memory. 2: K_j+1 and V_j+1 stream into the second

@@ -3,6 +3,7 @@
  * blocks that hold an entry one of its rows may see, and no more. */
 #include <stdio.h>
 #include "fa2.h"
+#include "naive.h"   /* attn_validate_rmse: phase 1's oracle rows */
 
 int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len)
 {
@@ -22,4 +23,23 @@ int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why,
         }
     }
     return 0;
+}
+
+/* wgmma-fp8's rows: FP8's own tolerance (fa2.h), on the oracle rows the fp16 rows use */
+void fa2_check_fp8(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L, int check_rows)
+{
+    const double tol = fa2_fp8_rmse_tol(in->p.d);
+    const attn_verdict_t v = attn_validate_rmse(in, O, L, check_rows, tol, FA2_FP8_L_TOL);
+    r->max_abs = v.O.max_abs; r->rel_l2 = v.O.rel_l2; r->pipe = v.pipeline_max_abs;
+    r->rows_checked = v.rows_checked;
+    if (L) r->L_abs = v.L.max_abs;
+    if (v.pass) return;
+    if (v.O.nan_count || v.O.inf_mismatch || !(v.rmse <= tol)) {
+        drv_fail(r, "vs oracle: O's RMSE %.3e on %d rows, %zu NaN, %zu wrong infinities (FP8: RMSE <= %.3e, fa2.h)",
+                 v.rmse, v.rows_checked, v.O.nan_count, v.O.inf_mismatch, tol);
+    } else {
+        char where[160];
+        err_first_bad_str(&v.L, in->p.N_q, "L", where, sizeof where);
+        drv_fail(r, "vs oracle: %s (FP8: |L - L_oracle| <= %.2f (1 + |L_oracle|), fa2.h)", where, FA2_FP8_L_TOL);
+    }
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cost.h"
 #include "fa1.h"
+#include "fa3_fp8.h"
 #include "fa2_rows.h"
 #include "naive.h"
 #include "online_softmax.h"
@@ -77,20 +78,22 @@ drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char 
 /* ---- the GPU rows --------------------------------------------------------------------- */
 typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN,
                K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG, K_FA2_WGMMA_OVERLAP,
-               K_FA2_WGMMA_PERSIST } kind_t;   /* the Hopper steps last */
+               K_FA2_WGMMA_PERSIST, K_FA2_WGMMA_FP8, K_FA2_WGMMA_FP8_Q } kind_t;   /* the Hopper steps last, FP8 after them */
 static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
                                         "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap",
-                                        "wgmma-persist"};
+                                        "wgmma-persist", "wgmma-fp8", "wgmma-fp8+q"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
 static const config_fn CONFIG[] = {NULL, REF_GPU(fa1_simple_config), REF_GPU(fa1_mma_config), fa2_simple_config, fa2_mma_config, REF_GPU(fa1_mma_config),
                                    fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
-                                   fa2_wgmma_overlap_config, fa2_wgmma_persist_config};
+                                   fa2_wgmma_overlap_config, fa2_wgmma_persist_config, fa2_wgmma_fp8_config,
+                                   fa2_wgmma_fp8_config};
 
-typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive; } launch_t;
+typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive;
+                 bool quantised; /* wgmma-fp8: this row's inputs are in e4m3 already */ } launch_t;
 
 static void launch(void *ctx)
 {
-    const launch_t *x = ctx;
+    launch_t *x = ctx;
     const drv_gpu_bufs_t *b = x->b;
     switch (x->kind) {
     case K_CUBLAS:     REF_GPU(naive_gpu_forward)(&x->naive); break;
@@ -102,7 +105,26 @@ static void launch(void *ctx)
     case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
     case K_FA2_WGMMA_OVERLAP: case K_FA2_WGMMA_PERSIST:   /* step 1..6 */
         fa2_wgmma_launch(&x->p, 1 + (int)(x->kind - K_FA2_WGMMA), b->Q, b->K, b->V, b->O, b->L); break;
+    case K_FA2_WGMMA_FP8:     /* the pre-pass in the row's first (checked) launch only: the kernel is timed alone */
+    case K_FA2_WGMMA_FP8_Q:   /* the pre-pass in every launch: what fp16 inputs cost end to end */
+        fa2_wgmma_fp8_row_launch(&x->p, b->Q, b->K, b->V, b->O, b->L, x->kind == K_FA2_WGMMA_FP8_Q || !x->quantised);
+        x->quantised = true;
+        break;
     }
+}
+
+/* wgmma-fp8's HBM bytes: FA2's reads at one byte an element (e4m3 Q, K, V^T), O and L as
+ * FA2 writes them, the scales read (sq once a Q block, sk and sv once a K/V block visited);
+ * with_prepass: the pre-pass's own (fp8_quant.h). */
+static double fp8_hbm_bytes(const attn_problem_t *p, attn_blocks_t b, bool with_prepass)
+{
+    const fa2_traffic_t t = fa2_hbm_traffic(p, b);
+    const int Tr = (p->N_q + b.Br - 1) / b.Br;
+    double blocks = 0;
+    for (int i = 0; i < Tr; i++) blocks += fa2_kv_blocks(p, i, b.Br, b.Bc);
+    const double scales = (double)p->B * p->H * (4.0 * Tr + 8.0 * blocks);
+    return t.read_q / 2 + t.read_kv / 2 + t.write_o + t.write_l + scales +
+           (with_prepass ? fp8_quant_hbm_bytes_v8t(p, b.Br, b.Bc, true) : 0.0);
 }
 
 /* One kernel: its blocks and the model's bytes, then the checked-then-timed run. */
@@ -112,7 +134,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
 {
     const attn_problem_t *p = &in->p;
     drv_row_t r = drv_row(name, "gpu", sweep, p);
-    launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh } };
+    launch_t x = { *p, kind, var, b, { *p, NAIVE_CUBLAS, b->Q, b->K, b->V, b->S, b->P, b->Oh }, false };
     drv_visits_t vis = { 0 };   /* the blocks each tile must visit: filled below (cuBLAS, fa1-simple skip none) */
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep, &vis };
@@ -142,6 +164,10 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
             if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
             r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, r.blocks);
             r.nonmatmul = fa2_nonmatmul_flops(&pf, r.blocks);
+            if (kind == K_FA2_WGMMA_FP8 || kind == K_FA2_WGMMA_FP8_Q) {   /* FP8: its bytes, its own tolerance */
+                r.hbm_model = r.hbm_formula = fp8_hbm_bytes(p, r.blocks, kind == K_FA2_WGMMA_FP8_Q);
+                how.check = fa2_check_fp8;
+            }
         }
     }
     if (kind == K_FA1_MMA || kind == K_FA1_PLAIN) fa1_visits_want(&vis, p, r.blocks, kind == K_FA1_MMA ? FA1_BLOCK_SKIP : FA1_PLAIN);
@@ -211,7 +237,11 @@ static int masked_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const c
     if (ws) {
         gpu_kernel_config_t c;
         char why[200];
-        if (CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0 &&   /* built for d (maybe not runnable here) */
+        if (p->d > FA2_WS_MASK_MAX_D && CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0) {   /* fa2.h */
+            rows[n] = drv_row(KIND_NAME[K_FA2_WGMMA_WS], "gpu", sweep, p);
+            snprintf(why, sizeof why, "wgmma-ws has no mask path at d = %d (FA2_WS_MASK_MAX_D, fa2.h)", p->d);
+            drv_not_run(&rows[n++], "n/a", why);
+        } else if (CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0 &&   /* built for d (maybe not runnable here) */
             (p->N_kv + c.blocks.Bc - 1) / c.blocks.Bc > FA2_WS_MASK_MAX_TC) {   /* its class bytes (fa2.h) */
             rows[n] = drv_row(KIND_NAME[K_FA2_WGMMA_WS], "gpu", sweep, p);
             snprintf(why, sizeof why, "a mask over more than FA2_WS_MASK_MAX_TC = %d K/V blocks of %d keys (fa2.h)",
@@ -224,6 +254,44 @@ static int masked_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const c
         }
     }
     free(om);
+    return n;
+}
+
+/* The FP8 rows (wgmma-fp8: the kernel timed alone; wgmma-fp8+q: with the pre-pass), run only
+ * when --kernel names one (their inputs and tolerance are their own). Each is held to the
+ * oracle at FP8's tolerance (fa2_check_fp8), to the CPU model fa3_fp8.c on the same inputs
+ * (small problems: the same algorithm on the same e4m3 bytes, fp16's rel L2 bound), and to
+ * fa2-mma's O (o4) at FP8's RMSE bound. */
+static int fp8_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_opts_t *o, const char *sweep,
+                    int check_rows, const float *o4, drv_row_t *rows)
+{
+    const attn_problem_t *p = &in->p;
+    const size_t nq = attn_q_elems(p);
+    float *model = NULL;
+    if (attn_flops_fwd(p) <= SMALL_FLOPS) {
+        model = xmalloc(nq * sizeof(float), PHASE);
+        if (fa3_fp8_cpu(in, FA3_FP8_BLOCK_HADAMARD, FA2_WS_BR_FP8, FA2_WS_BR_FP8, FA2_FP8_SEED, model) != 0) {
+            free(model);
+            model = NULL;
+        }
+    }
+    const drv_prev_t pm[1] = { { model, "the CPU model fa3_fp8.c" } };
+    int n = 0;
+    for (kind_t k = K_FA2_WGMMA_FP8; k <= K_FA2_WGMMA_FP8_Q; k++) {
+        if (strcmp(o->kernel, KIND_NAME[k]) != 0) continue;
+        float *of = NULL;
+        drv_row_t r = run_kernel(in, b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows, model ? pm : NULL,
+                                 model ? 1 : 0, o4 ? &of : NULL, true);
+        if (of && o4) {   /* against fa2-mma on every element, at FP8's bound */
+            double sum = 0;
+            for (size_t e = 0; e < nq; e++) sum += ((double)of[e] - o4[e]) * ((double)of[e] - o4[e]);
+            const double rmse = sqrt(sum / (double)nq), tol = fa2_fp8_rmse_tol(p->d);
+            if (!(rmse <= tol)) drv_fail(&r, "differs from phase 4's fa2-mma: RMSE %.3e (FP8: <= %.3e, fa2.h)", rmse, tol);
+        }
+        free(of);
+        rows[n++] = r;
+    }
+    free(model);
     return n;
 }
 
@@ -267,8 +335,10 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
      * --kernel wgmma runs the Hopper ladder's six steps, --kernel wgmma-tma (...) one of them;
      * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
      * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
-    bool want_wgmma = false;
+    bool want_wgmma = false, want_fp8 = false;
     for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_PERSIST; k++) want_wgmma |= wgmma_step_selected(o, k);
+    for (kind_t k = K_FA2_WGMMA_FP8; k <= K_FA2_WGMMA_FP8_Q; k++) want_fp8 |= strcmp(o->kernel, KIND_NAME[k]) == 0;
+    want_wgmma |= want_fp8;
     float *o4 = NULL;
     if (cli_kernel_selected(o, "mma") || want_wgmma) {
         const bool row4 = cli_kernel_selected(o, "mma");
@@ -283,6 +353,7 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
                 rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
                                        o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));
     }
+    if (want_fp8) n += fp8_rows(in, &b, o, sweep, check_rows, o4, rows + n);
     free(o2); free(o3); free(o4);
     drv_gpu_free(&b);
     assert(n <= FA2_GPU_ROWS_MAX);   /* the callers' arrays hold that many */

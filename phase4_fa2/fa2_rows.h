@@ -8,7 +8,7 @@
 #define FA2_PHASE      "phase4"
 #define FA2_FA1_M      (128 * 1024)  /* phase 3's default SRAM for its CPU model            */
 #define FA2_SWEEP_ROWS 96            /* oracle rows checked per sweep (and ladder) point     */
-#define FA2_GPU_ROWS_MAX 10          /* cublas, fa1-simple, fa1-mma, simple, mma, 5 wgmma steps */
+#define FA2_GPU_ROWS_MAX 13          /* cublas, fa1-simple, fa1-mma, simple, mma, 6 wgmma steps, 2 FP8 rows */
 #define FA2_LADDER_STEPS 7           /* fa1-plain ... fa2-mma (fa2_ladder)                   */
 
 /* The CPU tile model on pc: its bytes, non-matmul count and causal range against the
@@ -25,6 +25,10 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
  * FA2_LADDER_STEPS rows. */
 int fa2_ladder(const cli_opts_t *o, int d, drv_row_t *rows);
 #endif
+
+/* wgmma-fp8's check (drv_check_fn, fa2_check.c): FP8's own tolerance (fa2.h) against the
+ * oracle on check_rows rows. */
+void fa2_check_fp8(drv_row_t *r, const attn_inputs_t *in, const float *O, const float *L, int check_rows);
 
 /* --sweep (fa2_sweep.c): the model vs N, then with a GPU the FA2 paper's setting. */
 int fa2_sweep(drv_t *D, const cli_opts_t *o);

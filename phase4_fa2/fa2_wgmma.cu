@@ -1098,7 +1098,12 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     }
     const dim3 grid((p->N_q + S::BR - 1) / S::BR, p->B * p->H);
     a.vis = gpu_visits(grid.x);   /* every launch: the buffer may have grown */
-    if constexpr (STEP == 3) {
+    if constexpr (STEP == 3 && D == 256) {
+        if (attn_mask(p)) {   /* the driver says n/a before this (FA2_WS_MASK_MAX_D) */
+            fprintf(stderr, "fa2-wgmma-ws: no mask path at d = 256\n");
+            exit(2);
+        }
+    } else if constexpr (STEP == 3) {
         if (attn_mask(p)) {   /* FlashMask: the vectors (uploaded once) and this launch's preprocessing pass */
             constexpr auto kernel = fa2_wgmma_ws_kernel<D, true, WS_PLAIN, S::BC, true>;
             constexpr size_t smem = WsCfg<D, S::BC>::SMEM_MASKED;
@@ -1150,13 +1155,18 @@ static void step_facts(gpu_kernel_config_t *c)
 template <int D>
 static void step_facts(int step, gpu_kernel_config_t *c)
 {
-    switch (step) {
-    case 1: step_facts<D, 1>(c); break;
-    case 2: step_facts<D, 2>(c); break;
-    case 3: step_facts<D, 3>(c); break;
-    case 4: step_facts<D, 4>(c); break;
-    case 5: step_facts<D, 5>(c); break;
-    case 6: step_facts<D, 6>(c); break;
+    if constexpr (D == 256) {   /* steps 3 and 6 alone (config says n/a for the others) */
+        if (step == 3) step_facts<D, 3>(c);
+        else if (step == 6) step_facts<D, 6>(c);
+    } else {
+        switch (step) {
+        case 1: step_facts<D, 1>(c); break;
+        case 2: step_facts<D, 2>(c); break;
+        case 3: step_facts<D, 3>(c); break;
+        case 4: step_facts<D, 4>(c); break;
+        case 5: step_facts<D, 5>(c); break;
+        case 6: step_facts<D, 6>(c); break;
+        }
     }
 }
 
@@ -1165,8 +1175,10 @@ static int config(int d, int step, gpu_kernel_config_t *c, char *why, size_t len
     c->name = STEP_NAME[step];
     if (d == 64) step_facts<64>(step, c);
     else if (d == 128) step_facts<128>(step, c);
+    else if (d == 256 && (step == 3 || step == 6)) step_facts<256>(step, c);
     else {
-        snprintf(why, len, "kernel %s is built for d = 64 and 128, not d = %d", c->name, d);
+        snprintf(why, len, "kernel %s is built for d = 64 and 128%s, not d = %d", c->name,
+                 step == 3 || step == 6 ? " and 256" : " (wgmma-ws and wgmma-persist also for 256)", d);
         return -1;
     }
     return gpu_config_fits(c, 1, why, len);   /* built for sm_90a alone */
@@ -1226,16 +1238,62 @@ extern "C" void fa2_wgmma_fp8_launch(const attn_problem_t *p, const fp8_tensors_
     else if (p->d == 256) launch_fp8<256>(p, t, o, L);
 }
 
+/* A driver row's FP8 forward from the fp16 inputs: with quantise, the pre-pass first (Br =
+ * Bc = 128, incoherent processing with FA2_FP8_SEED's signs, V^T written) into buffers kept
+ * here for the next launch, then the kernel on them. */
+extern "C" int fa2_wgmma_fp8_row_launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o,
+                                        float *L, bool quantise)
+{
+    static fp8_tensors_t t;
+    static size_t have_q = 0, have_kv = 0, have_vt = 0, have_sq = 0, have_skv = 0;
+    static float *sign = NULL;
+    static int sign_d = 0;
+    const size_t nq = (size_t)p->B * p->H * p->N_q * p->d, nkv = (size_t)p->B * p->H_kv * p->N_kv * p->d;
+    const size_t nvt = (size_t)p->B * p->H_kv * p->d * fp8_pad16(p->N_kv);
+    const size_t nsq = (size_t)p->B * p->H * fp8_tiles(p->N_q, WS_BR), nskv = (size_t)p->B * p->H_kv * fp8_tiles(p->N_kv, FP8_BC);
+    auto grow = [](void *&buf, size_t &have, size_t need) {   /* a buffer of at least need bytes */
+        if (have >= need) return;
+        if (buf) gpu_free(buf);
+        buf = gpu_malloc(need);
+        have = need;
+    };
+    if (quantise) {
+        grow((void *&)t.q8, have_q, nq);
+        if (have_kv < nkv) { grow((void *&)t.k8, have_kv, nkv); have_kv = 0; grow((void *&)t.v8, have_kv, nkv); }
+        grow((void *&)t.v8t, have_vt, nvt);
+        grow((void *&)t.sq, have_sq, nsq * sizeof(float));
+        if (have_skv < nskv * sizeof(float)) {
+            grow((void *&)t.sk, have_skv, nskv * sizeof(float)); have_skv = 0; grow((void *&)t.sv, have_skv, nskv * sizeof(float));
+        }
+        if (sign_d != p->d) {
+            float hs[256];
+            fp8_signs(FA2_FP8_SEED, p->d, hs);
+            if (sign) gpu_free(sign);
+            sign = (float *)gpu_malloc(sizeof(float) * p->d);
+            gpu_upload(sign, hs, sizeof(float) * p->d);
+            sign_d = p->d;
+        }
+        if (fp8_quant_gpu(p, q, k, v, WS_BR, FP8_BC, true, sign, &t) != 0) return -1;
+    }
+    fa2_wgmma_fp8_launch(p, &t, o, L);
+    return 0;
+}
+
 template <int D>
 static void launch_step(const attn_problem_t *p, int step, const void *q, const void *k, const void *v, float *o, float *L)
 {
-    switch (step) {
-    case 1: launch<D, 1>(p, q, k, v, o, L); break;
-    case 2: launch<D, 2>(p, q, k, v, o, L); break;
-    case 3: launch<D, 3>(p, q, k, v, o, L); break;
-    case 4: launch<D, 4>(p, q, k, v, o, L); break;
-    case 5: launch<D, 5>(p, q, k, v, o, L); break;
-    case 6: launch<D, 6>(p, q, k, v, o, L); break;
+    if constexpr (D == 256) {   /* steps 3 and 6 alone */
+        if (step == 3) launch<D, 3>(p, q, k, v, o, L);
+        else if (step == 6) launch<D, 6>(p, q, k, v, o, L);
+    } else {
+        switch (step) {
+        case 1: launch<D, 1>(p, q, k, v, o, L); break;
+        case 2: launch<D, 2>(p, q, k, v, o, L); break;
+        case 3: launch<D, 3>(p, q, k, v, o, L); break;
+        case 4: launch<D, 4>(p, q, k, v, o, L); break;
+        case 5: launch<D, 5>(p, q, k, v, o, L); break;
+        case 6: launch<D, 6>(p, q, k, v, o, L); break;
+        }
     }
 }
 
@@ -1244,4 +1302,5 @@ extern "C" void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *
 {
     if (p->d == 64) launch_step<64>(p, step, q, k, v, o, L);
     else if (p->d == 128) launch_step<128>(p, step, q, k, v, o, L);
+    else if (p->d == 256) launch_step<256>(p, step, q, k, v, o, L);
 }

@@ -2,7 +2,7 @@
  *
  *   build/phase4 [--B b --H h --Hkv h --N n --Nkv n --d d --causal | --mask name[:p,...] --seed s]
  *                [--kernel simple|mma|fa1-simple|fa1-mma|cublas|ladder|wgmma|wgmma-tma|wgmma-ws|
- *                          wgmma-pingpong|wgmma-overlap|wgmma-persist|all] [--iters k]
+ *                          wgmma-pingpong|wgmma-overlap|wgmma-persist|wgmma-fp8|wgmma-fp8+q|all] [--iters k]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *
  * Order (docs/design.md, "The driver contract"): parse (an unsupported kernel/d pair
@@ -12,7 +12,9 @@
  * each GPU kernel on poisoned outputs, checked against the oracle (2x rule, L within
  * 1e-3), phase 3's fa1-mma (the previous phase) and, on small problems, phase 2's
  * 1-pass attention, then timed; the ablation ladder on the FA2 paper's N = 4096 point;
- * the table; the CSV; one verdict line.
+ * the table; the CSV; one verdict line. wgmma-fp8 (the FP8 kernel timed alone) and
+ * wgmma-fp8+q (with its pre-pass) run only when named: FP8's own tolerance (fa2.h) against
+ * the oracle and fa2-mma, the CPU model fa3_fp8.c on small problems; "all" leaves them out.
  * --sweep: the model vs N, then with a GPU the FA2 paper's setting (fp16, hidden 2048,
  * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not; d = 256 fa2-mma only).
  */
@@ -29,7 +31,8 @@
 #define CHECK_ROWS    512           /* oracle rows checked per GPU run (all when fewer)   */
 
 static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
-                                      "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist", NULL};
+                                      "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
+                                      "wgmma-fp8", "wgmma-fp8+q", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_measured",
     "nonmatmul", "max_abs", "rel_l2", "L_max_abs", "rel_prev", "pipeline_max_abs", "speedup", "verdict", NULL};

@@ -337,6 +337,31 @@ wgmma_case "phase4 gpu wgmma N_q > N_kv causal (fully masked rows) d=128" --B 1 
 wgmma_case "phase4 gpu wgmma N=1 d=128" --B 2 --H 2 --N 1 --d 128
 wgmma_case "phase4 gpu wgmma B=4 H=16 N=4096 d=128 causal (sampled rows)" --B 4 --H 16 --N 4096 --d 128 --causal
 
+# wgmma-fp8 (FP8, sm_90a): its two rows (the kernel alone; with the pre-pass) against the
+# oracle and fa2-mma at FP8's own tolerance (fa2.h), the CPU model fa3_fp8.c on small
+# problems, and the visit counters, on the shape families at d = 128 and 256; d = 64 is n/a.
+fp8_case() {   # NAME ARGS...
+    local name=$1 why; shift
+    why=$(gpu_skip_reason)
+    if [ -n "$why" ]; then t_skip "$name" "$why"; return; fi
+    local rc=0 k
+    for k in wgmma-fp8 wgmma-fp8+q; do
+        local log="$T4/fp8.$k.log"
+        "$P4" --kernel "$k" --iters 2 "$@" --csv "$T4/fp8.csv" >"$log" 2>&1 || rc=$?
+        why=$(grep -o "skipped $k (gpu): .*" "$log" | head -n 1)
+        if [ -n "$why" ]; then t_skip "$name" "${why#skipped $k (gpu): }"; return; fi
+    done
+    t_run "$name" bash -c "cat '$T4/fp8.wgmma-fp8.log' '$T4/fp8.wgmma-fp8+q.log'; [ $rc -eq 0 ] && cat '$T4/fp8.wgmma-fp8.log' '$T4/fp8.wgmma-fp8+q.log' |
+        awk '\$1 ~ /^wgmma-fp8/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 2 && !bad) }'"
+}
+fp8_case "phase4 gpu wgmma-fp8 d=128 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 128
+fp8_case "phase4 gpu wgmma-fp8 d=128 GQA 8:1 N_q < N_kv causal" --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 128 --causal
+fp8_case "phase4 gpu wgmma-fp8 d=256 N_q > N_kv causal (fully masked rows)" --B 1 --H 2 --N 150 --Nkv 40 --d 256 --causal
+fp8_case "phase4 gpu wgmma-fp8 d=256 N=1" --B 2 --H 2 --N 1 --d 256
+fp8_case "phase4 gpu wgmma-fp8 B=4 H=16 N=4096 d=128 causal (sampled rows)" --B 4 --H 16 --N 4096 --d 128 --causal
+t_gpu "phase4 gpu wgmma-fp8 at d=64: n/a with the reason, exit 0" bash -c "\"$P4\" --kernel wgmma-fp8 --iters 1 --B 1 --H 2 --N 64 --d 64 \
+    --csv \"$T4/fp8n.csv\" 2>&1 | grep -q 'wgmma-fp8 is built for d = 128 and 256'"
+
 # The visit counters (common/gpu.h): with the causal range deleted (FA_TEST_VISIT_ALL=1)
 # the output stays right, and only the counters FAIL the row, naming the Q block. The
 # Hopper steps say skipped off sm_90, and so does their test.
@@ -355,6 +380,9 @@ if [ -n "$why" ]; then t_skip "phase4 gpu wgmma steps: a deleted causal range FA
 else t_run "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
     "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist" \
     "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma --csv "$T4/va.csv"; fi
+if [ -n "$why" ]; then t_skip "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" "$why"
+else t_run "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
+    "wgmma-fp8" "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma-fp8 --csv "$T4/va.csv"; fi
 
 # The grader catches these mistakes: `make phase4 run EX=1` built from the reference with
 # ONE mistake in an exercise must FAIL and name that exercise (phase4_EX_RUNS adds the

@@ -158,6 +158,11 @@ int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* Steps 8 and 9: FlashAttention-3's schedules on step 3. 8 = wgmma-fa3order (intra-warpgroup
+ * overlap in FA3's order: S_(j+1) and P~_j V_j issued together, the softmax under P~ V),
+ * 9 = wgmma-fa3 (step 8 with pingpong, one turn an iteration). */
+int fa2_wgmma_fa3order_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_wgmma_fa3_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* Step 7, wgmma-fp8 (FlashAttention-3's FP8, Sec. 3.3): step 3 on the pre-pass's e4m3 Q M,
  * K M and V^T (fp8_quant.h: Br = Bc = 128, v8t written) with their tiles' scales; d = 128
  * and 256; sm_90a alone. O and L as the other steps write them. */

@@ -97,8 +97,9 @@
  * wgmma-pingpong, wgmma-overlap; Br = 128 there): 64 or 128 keys a K/V block, per d. A
  * block of 128 keys halves the per-block work that does not grow with the keys (the
  * mbarrier round trip, the row max's shuffles, the rescale of O~, the wait for each
- * product). Step 5 keeps two S accumulators, so it has its own value. Steps 1-2 keep
- * Bc = 64 (one warpgroup; 2-3 blocks an SM). */
+ * product). Step 5 keeps two S accumulators, so it has its own value; steps 8 and 9
+ * (FlashAttention-3's order: one S accumulator) take step 3's. Steps 1-2 keep Bc = 64 (one
+ * warpgroup; 2-3 blocks an SM). */
 #ifndef FA2_WS_D64_BC
 #define FA2_WS_D64_BC 128
 #endif
@@ -113,8 +114,8 @@
 #ifndef FA2_WS_D256_BC
 #define FA2_WS_D256_BC 64
 #endif
-/* mode: 0 ws, 1 pingpong, 2 overlap */
-#define FA2_WS_BC(d, mode) ((mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : (d) == 256 ? FA2_WS_D256_BC : FA2_WS_D128_BC)
+/* mode: 0 ws, 1 pingpong, 2 overlap, 3 fa3order, 4 fa3 */
+#define FA2_WS_BC(d, mode) ((d) == 256 ? FA2_WS_D256_BC : (mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
 
 /* The table: X(d, MT, Bc, STAGES, LADDER) for every head dimension the kernel is built
  * for. STAGES: K/V buffers in shared memory. 2: K_j+1 and V_j+1 stream into the second

@@ -220,6 +220,17 @@ __device__ __forceinline__ void mask_apply(float (&s)[BC / 64][32], const uint32
             if (!((keep[sub] >> e) & 1u)) s[sub][e] = -INFINITY;
 }
 
+/* O~ *= the row's factor (alpha, and the FP8 step's change of V scale): this thread's rows
+ * row0 (elements e % 4 < 2) and row0 + 8 */
+template <int D>
+__device__ __forceinline__ void rescale_o(RowTile<D> &st, const float (&o_scale)[2])
+{
+#pragma unroll
+    for (int a = 0; a < D / 64; a++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) st.o[a][e] *= o_scale[(e % 4) / 2];
+}
+
 /* the mask, the online softmax and the rescale of O~ for block j; s becomes P~ (fp32).
  * row0: this thread's first row (the other is row0 + 8); first_row: the tile's first row
  * (the mask test). sl2: what turns this block's S into the exponent's units (scale log2 e;
@@ -230,7 +241,8 @@ __device__ __forceinline__ void mask_apply(float (&s)[BC / 64][32], const uint32
 template <int D, bool SKIP, int BC, bool MASKED = false>
 __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], int j, int row0, int first_row,
                                               const attn_problem_t &p, float sl2, int t, bool test = false,
-                                              const uint32_t *keep = nullptr, float o_ratio = 1.0f)
+                                              const uint32_t *keep = nullptr, float o_ratio = 1.0f,
+                                              float *o_scale_later = nullptr)
 {
     const int shift = p.N_kv - p.N_q;
     /* the mask, on the blocks that cross the diagonal or N_kv; s[sub][4 n8 + e] is row
@@ -279,10 +291,12 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
         st.l[x] = fmaf(alpha[x], st.l[x], part);
     }
     const float o_scale[2] = { alpha[0] * o_ratio, alpha[1] * o_ratio };
-#pragma unroll
-    for (int a = 0; a < D / 64; a++)
-#pragma unroll
-        for (int e = 0; e < 32; e++) st.o[a][e] *= o_scale[(e % 4) / 2];
+    if (o_scale_later) {   /* O~ is still being written by a product in flight: the caller rescales it */
+        o_scale_later[0] = o_scale[0];
+        o_scale_later[1] = o_scale[1];
+        return;
+    }
+    rescale_o<D>(st, o_scale);
 }
 
 /* P~ (fp32, block of BC keys) as fp16 A registers: k16 slice kk = keys 16 kk .. 16 kk + 15 */
@@ -590,8 +604,12 @@ __device__ __forceinline__ int next_kv_block(const uint8_t *tile_class, int j, i
 }
 
 /* MODE: WS_PLAIN (step 3), WS_PINGPONG (step 4), WS_OVERLAP (step 5: on step 3, the next
- * block's S = Q K^T issued before this block's softmax) */
-enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2 };
+ * block's S = Q K^T issued before this block's softmax), WS_FA3ORDER (step 8: FlashAttention-3's
+ * intra-warpgroup overlap, the softmax under the last block's P~ V), WS_FA3 (step 9: step 8
+ * with pingpong, one turn an iteration) */
+enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2, WS_FA3ORDER = 3, WS_FA3 = 4 };
+/* the ladder's step of a warp-specialised mode, and back */
+__host__ __device__ constexpr int ws_mode_of_step(int step) { return step <= 5 ? step - 3 : step - 5; }
 
 template <int D, bool SKIP, int MODE, int BC, bool MASKED = false>
 __global__ void __launch_bounds__(WS_THREADS, 1)
@@ -694,7 +712,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
                                             Turns{}, partial, args.mcols);
             mbar_arrive(empty + st);
         }
-    } else if (MODE != WS_OVERLAP) {
+    } else if (MODE == WS_PLAIN || MODE == WS_PINGPONG) {
         Turns turn{MODE == WS_PINGPONG, 1 + c, 1 + (1 - c), true};
         if (MODE == WS_PINGPONG && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
         for (int j = 0; j < n_blocks; j++) {
@@ -704,7 +722,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             attend_block<D, SKIP, BC>(tile, Qt, Ks + st * C::TILE, Vs + st * C::TILE, j, row0, first_row, p, sl2, t, turn);
             mbar_arrive(empty + st);
         }
-    } else {
+    } else if constexpr (MODE == WS_OVERLAP) {
         /* step 5: while the special-function units run block j's softmax, the tensor cores
          * already compute S_{j+1} = Q K_{j+1}^T:
          *
@@ -737,6 +755,72 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
 #pragma unroll
                 for (int e = 0; e < 32; e++) s_cur[sub][e] = s_next[sub][e];
         }
+    } else {
+        /* steps 8 and 9, FlashAttention-3's schedules (Shah et al., Sec. 3.1-3.2, Alg. 2).
+         * Intra-warpgroup overlap in FA3's order: the next block's S and the last block's
+         * P~ V are issued back to back, the warpgroup waits for S alone and runs the
+         * softmax while P~ V is still on the tensor cores; O~'s rescale waits for P~ V:
+         *
+         *   tensor cores:  S_0 | S_1 PV_0 ........ | S_2 PV_1 ........ | ... PV_n-1
+         *   this warpgroup:    softmax_0 |  softmax_1 .. O~*=a_1 |  softmax_2 .. O~*=a_2
+         *
+         * One S accumulator: its P~ is in the A registers (pa) before the next S is issued,
+         * and pa is refilled only once the P~ V reading it has completed (step 5 instead
+         * ran softmax_j under S_(j+1) and waited for both products together).
+         *
+         * Step 9 adds pingpong with one turn an iteration: a warpgroup issues its products
+         * (S_j and P~_(j-1) V_(j-1), or S_0 alone, or the last P~ V alone) only in its turn,
+         * and hands the turn over right after issuing them, so the other's products run
+         * under its softmax:
+         *
+         *   tensor cores:  [S_1 PV_0](A) [S_1 PV_0](B) [S_2 PV_1](A) [S_2 PV_1](B) ...
+         *   WG A:          issue | softmax_1 ...........| issue | softmax_2 ...
+         *   WG B:                  issue | softmax_1 .........  | issue | ...
+         *
+         * (step 4 handed the turn over twice an iteration, around each product). Each
+         * warpgroup takes n_blocks + 1 turns; the one that started second leaves out its
+         * last hand-over, so that every wait has exactly one arrival. */
+        const bool pingpong = MODE == WS_FA3;
+        int turns_left = n_blocks + 1;   /* issue groups: S_0, n_blocks - 1 pairs, the last P~ V */
+        auto take_turn = [&] { if (pingpong) named_bar_sync(1 + c, 2 * WG_THREADS); };
+        auto hand_over = [&] {
+            if (pingpong && !(c == 1 && turns_left == 1)) named_bar_arrive(1 + (1 - c), 2 * WG_THREADS);
+            turns_left--;
+        };
+        if (pingpong && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+        float s[BC / 64][32];
+        uint32_t pa[BC / 16][4];
+        mbar_wait(full, 0);
+        take_turn();
+        issue_s<D, BC>(s, Qt, Ks);
+        hand_over();
+        wgmma_wait<0>();
+        softmax_block<D, SKIP, BC>(tile, s, 0, row0, first_row, p, sl2, t);
+        p_to_a_f16<BC>(pa, s);
+        for (int j = 1; j < n_blocks; j++) {
+            const int st = j % C::STAGES, prev = (j - 1) % C::STAGES;
+            mbar_wait(full + st, (j / C::STAGES) & 1);
+            take_turn();
+            issue_s<D, BC>(s, Qt, Ks + st * C::TILE);       /* S_j */
+            issue_pv<D, BC>(tile, pa, Vs + prev * C::TILE);  /* O~ += P~_(j-1) V_(j-1) */
+            hand_over();
+            wgmma_wait<1>();                                 /* S_j landed; P~ V may still run */
+            for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);
+            float o_scale[2];
+            softmax_block<D, SKIP, BC>(tile, s, j, row0, first_row, p, sl2, t, false, nullptr, 1.0f, o_scale);
+            wgmma_wait<0>();                                 /* P~_(j-1) V_(j-1) landed */
+            for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
+            mbar_arrive(empty + prev);                       /* K_(j-1) and V_(j-1) are free */
+            rescale_o<D>(tile, o_scale);
+            p_to_a_f16<BC>(pa, s);
+        }
+        const int last = (n_blocks - 1) % C::STAGES;
+        take_turn();
+        issue_pv<D, BC>(tile, pa, Vs + last * C::TILE);
+        hand_over();
+        wgmma_wait<0>();
+        for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
+        mbar_arrive(empty + last);
     }
     finish_rows<D>(tile, O, L, row0, p, t);
 #else
@@ -1057,12 +1141,12 @@ template <int D, int STEP>
 struct Step {
     static constexpr bool WS = STEP >= 3;
     static constexpr int THREADS = WS ? WS_THREADS : WG_THREADS, BR = WS ? WS_BR : WG_BR;
-    static constexpr int BC = WS ? FA2_WS_BC(D, STEP - 3) : WG_BC;
+    static constexpr int BC = WS ? FA2_WS_BC(D, ws_mode_of_step(STEP)) : WG_BC;
     static constexpr size_t SMEM = STEP == 6 ? WsCfg<D, BC>::SMEM_PERSIST : WS ? WsCfg<D, BC>::SMEM : WgCfg<D, WS ? 2 : STEP>::SMEM;
     static constexpr auto kernel()
     {
         if constexpr (STEP == 6) return fa2_wgmma_persist_kernel<D, true, BC>;
-        else if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>;
+        else if constexpr (WS) return fa2_wgmma_ws_kernel<D, true, ws_mode_of_step(STEP), BC>;
         else return fa2_wgmma_kernel<D, true, STEP>;
     }
 };
@@ -1141,7 +1225,8 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
     CUDA_CHECK_LAUNCH();
 }
 
-static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist"};
+static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
+                                        "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3"};
 
 template <int D, int STEP>
 static void step_facts(gpu_kernel_config_t *c)
@@ -1166,6 +1251,8 @@ static void step_facts(int step, gpu_kernel_config_t *c)
         case 4: step_facts<D, 4>(c); break;
         case 5: step_facts<D, 5>(c); break;
         case 6: step_facts<D, 6>(c); break;
+        case 8: step_facts<D, 8>(c); break;
+        case 9: step_facts<D, 9>(c); break;
         }
     }
 }
@@ -1190,6 +1277,8 @@ extern "C" int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, siz
 extern "C" int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 4, c, why, len); }
 extern "C" int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 5, c, why, len); }
 extern "C" int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 6, c, why, len); }
+extern "C" int fa2_wgmma_fa3order_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 8, c, why, len); }
+extern "C" int fa2_wgmma_fa3_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 9, c, why, len); }
 
 /* ---- step 7 (FP8): its own inputs, the pre-pass's e4m3 tensors and scales ---- */
 template <int D>
@@ -1293,6 +1382,8 @@ static void launch_step(const attn_problem_t *p, int step, const void *q, const 
         case 4: launch<D, 4>(p, q, k, v, o, L); break;
         case 5: launch<D, 5>(p, q, k, v, o, L); break;
         case 6: launch<D, 6>(p, q, k, v, o, L); break;
+        case 8: launch<D, 8>(p, q, k, v, o, L); break;
+        case 9: launch<D, 9>(p, q, k, v, o, L); break;
         }
     }
 }

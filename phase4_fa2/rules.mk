@@ -33,6 +33,8 @@ phase4_PEERS      := tools/peers.py
 phase4_PROFILE    := default problem
 phase4_SAN_ARGS   := --B 1 --H 4 --Hkv 2 --N 200 --Nkv 77 --causal --iters 1 --quiet
 phase4_SAN_RUNS   := $(foreach d,64 128,$(foreach t,memcheck racecheck initcheck,$(foreach k,simple mma wgmma,$(t):$(d):$(k):)))
+# d = 256 (steps 3 and 6), and FP8 with its pre-pass (wgmma-fp8+q: the pre-pass's shared tile, the kernel)
+phase4_SAN_RUNS   += $(foreach t,memcheck racecheck initcheck,$(t):256:wgmma-ws: $(t):256:wgmma-persist: $(t):128:wgmma-fp8+q: $(t):256:wgmma-fp8+q:)
 # FlashMask's masks (chapter 4c) through every kernel with a mask path: TOOL:D:KERNEL:ENV:MASK,
 # the mask's ':' written '=' (the run's fields are ':'-separated); --causal gives way to it
 phase4_SAN_RUNS   += $(foreach d,64 128,$(foreach t,memcheck racecheck,$(foreach k,mma wgmma-ws,$(t):$(d):$(k)::sliding=40 $(t):$(d):$(k)::document=30)))

@@ -76,11 +76,11 @@ else
 fi
 # The Hopper ladder and the FP8 step without a GPU (tools/mma_emu hopper, fp8): wgmma, the copy
 # engine, mbarriers and named barriers emulated; steps 1-6 against an fp64 forward and the
-# visit counts on six shapes (the ring wrapping, the persistent grid's counter), the FP8 step
+# visit counts on seven shapes (the ring wrapping, the persistent grid's counter, d = 256), the FP8 step
 # on the pre-pass's bytes against the CPU model fa3_fp8.c and fp64; a wrong Q_i parity in the
 # persistent step (a deadlock on the GPU) and two keys of P swapped each FAIL.
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase4 Hopper steps 1-6 on the CPU emulator (d = 64, 128): O, L, visits against fp64 and the model" \
+    t_run "phase4 Hopper steps 1-6, 8, 9 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
         bash tools/mma_emu/run.sh hopper
     t_fail "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
         env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(q_full, n & 1);=>mbar_wait(q_full, 1);' \
@@ -91,7 +91,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
         env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \
         bash tools/mma_emu/run.sh fp8 128
 else
-    for w in "Hopper steps 1-6 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
+    for w in "Hopper steps 1-6, 8, 9 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
              "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake"; do
         t_skip "phase4 $w" "no CUDA headers (cuda_fp16.h)"
     done
@@ -163,7 +163,8 @@ else t_run "phase4 gpu mma --mask: visiting every tile FAILs on the counters" ba
     "$P4" --quiet --iters 1 --kernel mma --B 1 --H 2 --N 600 --d 64 --mask sliding:100 --csv "$T4/gv.csv"; fi
 # Every kernel without a mask path refuses --mask in one line naming those that have one;
 # wgmma-ws (Hopper) takes it (its CPU rows run here, its GPU row on a GPU).
-for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap wgmma-persist; do
+for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap wgmma-persist \
+         wgmma-fa3order wgmma-fa3 wgmma-fp8; do
     t_exit2_says "phase4 refuses --mask for --kernel $k (no mask path)" \
         "kernel $k has no mask path: --mask runs fa2-mma \(--kernel mma\), wgmma-ws \(--kernel wgmma-ws" \
         "$P4" --kernel $k --mask causal
@@ -327,8 +328,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist) a row, each PASS
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 6 && !bad) }' '$log'"
+    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist, -fa3order, -fa3) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 8 && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal
@@ -378,7 +379,7 @@ if [ -z "$why" ]; then   # a GPU, but maybe not Hopper: the wgmma row says why i
 fi
 if [ -n "$why" ]; then t_skip "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" "$why"
 else t_run "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
-    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist" \
+    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist wgmma-fa3order wgmma-fa3" \
     "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma --csv "$T4/va.csv"; fi
 if [ -n "$why" ]; then t_skip "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" "$why"
 else t_run "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \

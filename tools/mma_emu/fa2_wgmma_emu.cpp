@@ -23,14 +23,15 @@
 #include "kernel_fa2_wgmma.inc"
 #include "hopper_emu.h"
 
-static const char *const NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist"};
+static const char *const NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
+                                   "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3"};
 
 template <int D, int STEP>
 static int run_step(const Problem &x, int ctas = 3)
 {
     const attn_problem_t &p = x.p;
     constexpr bool WS = STEP >= 3;
-    constexpr int BR = WS ? WS_BR : WG_BR, BC = WS ? FA2_WS_BC(D, STEP == 6 ? 0 : STEP - 3) : WG_BC;
+    constexpr int BR = WS ? WS_BR : WG_BR, BC = WS ? FA2_WS_BC(D, ws_mode_of_step(STEP)) : WG_BC;
     const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
     std::vector<float> O(x.rO.size(), NAN), L(x.rL.size(), NAN);
     std::vector<unsigned long long> counts(Tr, 0);
@@ -44,8 +45,8 @@ static int run_step(const Problem &x, int ctas = 3)
     a.tile_ctr = &ctr; a.tile_base = ctr;
     if constexpr (STEP <= 2)
         emu_launch(Tr, p.B * p.H, WG_THREADS, WgCfg<D, STEP>::SMEM, [&] { fa2_wgmma_kernel<D, true, STEP>(a); });
-    else if constexpr (STEP <= 5)
-        emu_launch(Tr, p.B * p.H, WS_THREADS, WsCfg<D, BC>::SMEM, [&] { fa2_wgmma_ws_kernel<D, true, STEP - 3, BC>(a); });
+    else if constexpr (STEP != 6)
+        emu_launch(Tr, p.B * p.H, WS_THREADS, WsCfg<D, BC>::SMEM, [&] { fa2_wgmma_ws_kernel<D, true, ws_mode_of_step(STEP), BC>(a); });
     else
         emu_launch(ctas, 1, WS_THREADS, WsCfg<D, BC>::SMEM_PERSIST, [&] { fa2_wgmma_persist_kernel<D, true, BC>(a); });
     double num = 0, den = 0, ma = 0; size_t bad = 0, badL = 0, bad_visits = 0;
@@ -78,11 +79,13 @@ static int run(const std::vector<int> &steps, int B, int H, int Hkv, int Nq, int
         case 4: f += run_step<D, 4>(x); break;
         case 5: f += run_step<D, 5>(x); break;
         case 6: f += run_step<D, 6>(x); break;
+        case 8: f += run_step<D, 8>(x); break;
+        case 9: f += run_step<D, 9>(x); break;
         }
     return f;
 }
 
-/* fa2_wgmma_emu [step ...]: steps 1-6 (default: 1, the anchor, alone) */
+/* fa2_wgmma_emu [step ...]: steps 1-6, 8, 9 (default: 1, the anchor, alone) */
 int main(int argc, char **argv)
 {
     std::vector<int> steps;

@@ -5,8 +5,9 @@
  *                    beside FA1's formula;
  *   tokens16k (GPU)  the FA2 paper's setting (fp16, hidden 2048, B x N = 16k tokens,
  *                    N = 512..16384, d = 64, 128, 256, causal and not): the peers' points.
- *                    d = 256: fa2-mma alone (and phase 3's kernel once, as its check): the
- *                    other kernels are not built for it or take minutes there.
+ *                    d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8 (phase 3's
+ *                    kernel as each one's check): the other kernels are not built for it
+ *                    or take minutes there; wgmma-fp8 at d = 128 too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,10 +42,28 @@ static void vsN_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *rows,
 #if HAVE_CUDA
 static int t16k_rows(sweep_t *s, const sweep_point_t *pt, const attn_inputs_t *in, drv_row_t *rows)
 {
-    cli_opts_t only_mma = *s->o;
-    if (strcmp(s->o->kernel, "all") == 0) only_mma.kernel = "mma";
-    const bool d256 = pt->p.d == 256;
-    return fa2_gpu_rows(in, d256 ? &only_mma : s->o, "tokens16k", FA2_SWEEP_ROWS, pt->p.N_q <= SIMPLE_MAX_N, rows);
+    /* d = 256: fa2-mma and the Hopper kernels built for it (steps 3 and 6, FP8): the others
+     * are not built for it or take minutes there. d = 128 and 256: the FP8 kernel too (a row
+     * only when named, so asked for here by name) */
+    static const char *const D256[] = { "mma", "wgmma-ws", "wgmma-persist", "wgmma-fp8" };
+    _Static_assert(FA2_GPU_ROWS_MAX + 1 <= SWEEP_ROWS_MAX, "a d = 128 point: every row and wgmma-fp8's");
+    const bool all = strcmp(s->o->kernel, "all") == 0;
+    const int simple_ok = pt->p.N_q <= SIMPLE_MAX_N;
+    cli_opts_t one = *s->o;
+    int n = 0;
+    if (all && pt->p.d == 256) {
+        for (size_t k = 0; k < sizeof D256 / sizeof D256[0]; k++) {
+            one.kernel = D256[k];
+            n += fa2_gpu_rows(in, &one, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows + n);
+        }
+        return n;
+    }
+    n = fa2_gpu_rows(in, s->o, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows);
+    if (all && pt->p.d == 128) {
+        one.kernel = "wgmma-fp8";
+        n += fa2_gpu_rows(in, &one, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows + n);
+    }
+    return n;
 }
 
 static int t16k_point(sweep_t *s, const sweep_point_t *pt, drv_row_t *rows)

@@ -17,7 +17,8 @@
  * wgmma-fp8+q (with its pre-pass) run only when named: FP8's own tolerance (fa2.h) against
  * the oracle and fa2-mma, the CPU model fa3_fp8.c on small problems; "all" leaves them out.
  * --sweep: the model vs N, then with a GPU the FA2 paper's setting (fp16, hidden 2048,
- * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not; d = 256 fa2-mma only).
+ * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not, with wgmma-fp8 at d = 128;
+ * d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8).
  */
 #include <math.h>
 #include <stdio.h>

@@ -124,19 +124,41 @@ double naive_fp16_pipeline_max_abs(const attn_inputs_t *in, int max_rows)
     return sample_get(in, max_rows)->pipeline;
 }
 
+/* O and L of the sampled rows against the oracle's, into v (O held to v->tol element by
+ * element; row r's L to L_c0 + L_c1 (|L_r| + L_c2)); fills v's stats, rows and rmse. */
+static void sample_compare(const attn_inputs_t *in, const sample_t *s, const float *O, const float *L, double L_c0,
+                           double L_c1, double L_c2, attn_verdict_t *v)
+{
+    const attn_problem_t *p = &in->p;
+    const int d = p->d;
+    v->pipeline_max_abs = s->pipeline;
+    v->rows_checked = s->n;
+    err_init(&v->O);
+    err_init(&v->L);
+    for (int r = 0; r < s->n; r++) {
+        const double Lr = isfinite(s->refL[r]) ? fabs(s->refL[r]) : 0.0;
+        tol_t tol_L = { INFINITY, L_c0 + L_c1 * (Lr + L_c2), false };
+        int b = s->bhi[3 * r], h = s->bhi[3 * r + 1], i = s->bhi[3 * r + 2];
+        size_t row = attn_q_offset(p, b, h) + (size_t)i * d;    /* flat index of O[b][h][i][0] */
+        err_accumulate(&v->O, O + row, s->ref + (size_t)r * d, (size_t)d, row, v->tol);
+        if (L) {
+            size_t li = attn_l_offset(p, b, h) + (size_t)i;
+            err_accumulate(&v->L, L + li, &s->refL[r], 1, li, tol_L);
+        }
+    }
+    err_finish(&v->O);
+    err_finish(&v->L);
+    v->rmse = v->O.n ? sqrt(v->O.sum_diff2 / (double)v->O.n) : 0.0;
+}
+
 attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const float *L,
                                   int max_rows)
 {
     const attn_problem_t *p = &in->p;
-    const int d = p->d;
     const sample_t s = *sample_get(in, max_rows);
     attn_verdict_t v;
-    v.pipeline_max_abs = s.pipeline;
     v.tol = tol_fp16(s.pipeline);
     v.tol.rel_l2 = tol_fp16_rel_l2(p->N_kv);
-    v.rows_checked = s.n;
-    err_init(&v.O);
-    err_init(&v.L);
     /* L within L_bound of the oracle's (+inf == +inf counts equal, any other infinity
      * fails). No rel L2 bound: L's scale is log N_kv plus the max score, near 0 for N_kv = 1.
      * The yardstick, phase 1's pipeline (and its GPU kernels), takes L from scores stored
@@ -145,54 +167,23 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
      * sum_j p_j (m - s_j) = |m| + H(p) - ln l <= |L| + 2 ln n (m = max s, l = sum
      * e^(s_j - m) in [1, n], H(p) <= ln n, |m| <= |L| + ln n). With one key that is
      * u16 |s|: 2e-3 at s = -4.3, beyond a flat 1e-3. Plus the 1e-3 fp32 kernels are held
-     * to (a few ulps of L). A mistake in L (a lost max, scale or log) is O(1). */
+     * to (a few ulps of L). A mistake in L (a lost max, scale or log) is O(1): row r's
+     * bound is 1e-3 + u16 (|L_r| + 2 ln n). */
     const double ln_n = log(p->N_kv > 1 ? (double)p->N_kv : 1.0);
-    for (int r = 0; r < s.n; r++) {
-        const double Lr = isfinite(s.refL[r]) ? fabs(s.refL[r]) : 0.0;
-        tol_t tol_L = { INFINITY, 1e-3 + ldexp(1.0, -11) * (Lr + 2.0 * ln_n), false };
-        int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
-        size_t row = attn_q_offset(p, b, h) + (size_t)i * d;    /* flat index of O[b][h][i][0] */
-        err_accumulate(&v.O, O + row, s.ref + (size_t)r * d, (size_t)d, row, v.tol);
-        if (L) {
-            size_t li = attn_l_offset(p, b, h) + (size_t)i;
-            err_accumulate(&v.L, L + li, &s.refL[r], 1, li, tol_L);
-        }
-    }
-    err_finish(&v.O);
-    err_finish(&v.L);
+    sample_compare(in, &s, O, L, 1e-3, ldexp(1.0, -11), 2.0 * ln_n, &v);
     /* each row had its own L bound: L passes when no row broke it (first_bad == n counts
      * NaNs and infinity mismatches too) */
     v.pass = err_pass(&v.O, v.tol) && (!L || v.L.first_bad >= v.L.n);
-    v.rmse = v.O.n ? sqrt(v.O.sum_diff2 / (double)v.O.n) : 0.0;
     return v;
 }
 
 attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const float *L, int max_rows,
                                   double rmse_max, double L_rel)
 {
-    const attn_problem_t *p = &in->p;
-    const int d = p->d;
     const sample_t s = *sample_get(in, max_rows);
     attn_verdict_t v;
-    v.pipeline_max_abs = s.pipeline;
     v.tol = (tol_t){ INFINITY, INFINITY, false };   /* an element alone fails only as a NaN or a wrong infinity */
-    v.rows_checked = s.n;
-    err_init(&v.O);
-    err_init(&v.L);
-    for (int r = 0; r < s.n; r++) {
-        const int b = s.bhi[3 * r], h = s.bhi[3 * r + 1], i = s.bhi[3 * r + 2];
-        const size_t row = attn_q_offset(p, b, h) + (size_t)i * d;
-        err_accumulate(&v.O, O + row, s.ref + (size_t)r * d, (size_t)d, row, v.tol);
-        if (L) {
-            const double Lr = isfinite(s.refL[r]) ? fabs(s.refL[r]) : 0.0;
-            const tol_t tol_L = { INFINITY, L_rel * (1.0 + Lr), false };
-            const size_t li = attn_l_offset(p, b, h) + (size_t)i;
-            err_accumulate(&v.L, L + li, &s.refL[r], 1, li, tol_L);
-        }
-    }
-    err_finish(&v.O);
-    err_finish(&v.L);
-    v.rmse = v.O.n ? sqrt(v.O.sum_diff2 / (double)v.O.n) : 0.0;
+    sample_compare(in, &s, O, L, 0.0, L_rel, 1.0, &v);   /* L: L_rel (|L_r| + 1) */
     v.pass = v.O.nan_count == 0 && v.O.inf_mismatch == 0 && v.rmse <= rmse_max && (!L || v.L.first_bad >= v.L.n);
     return v;
 }

@@ -1334,26 +1334,26 @@ extern "C" int fa2_wgmma_fp8_row_launch(const attn_problem_t *p, const void *q, 
                                         float *L, bool quantise)
 {
     static fp8_tensors_t t;
-    static size_t have_q = 0, have_kv = 0, have_vt = 0, have_sq = 0, have_skv = 0;
+    static size_t have[7];   /* bytes held: q8, k8, v8, v8t, sq, sk, sv */
     static float *sign = NULL;
     static int sign_d = 0;
     const size_t nq = (size_t)p->B * p->H * p->N_q * p->d, nkv = (size_t)p->B * p->H_kv * p->N_kv * p->d;
     const size_t nvt = (size_t)p->B * p->H_kv * p->d * fp8_pad16(p->N_kv);
     const size_t nsq = (size_t)p->B * p->H * fp8_tiles(p->N_q, WS_BR), nskv = (size_t)p->B * p->H_kv * fp8_tiles(p->N_kv, FP8_BC);
-    auto grow = [](void *&buf, size_t &have, size_t need) {   /* a buffer of at least need bytes */
-        if (have >= need) return;
+    auto grow = [](void *&buf, size_t &held, size_t need) {   /* a buffer of at least need bytes */
+        if (held >= need) return;
         if (buf) gpu_free(buf);
         buf = gpu_malloc(need);
-        have = need;
+        held = need;
     };
     if (quantise) {
-        grow((void *&)t.q8, have_q, nq);
-        if (have_kv < nkv) { grow((void *&)t.k8, have_kv, nkv); have_kv = 0; grow((void *&)t.v8, have_kv, nkv); }
-        grow((void *&)t.v8t, have_vt, nvt);
-        grow((void *&)t.sq, have_sq, nsq * sizeof(float));
-        if (have_skv < nskv * sizeof(float)) {
-            grow((void *&)t.sk, have_skv, nskv * sizeof(float)); have_skv = 0; grow((void *&)t.sv, have_skv, nskv * sizeof(float));
-        }
+        grow((void *&)t.q8, have[0], nq);
+        grow((void *&)t.k8, have[1], nkv);
+        grow((void *&)t.v8, have[2], nkv);
+        grow((void *&)t.v8t, have[3], nvt);
+        grow((void *&)t.sq, have[4], nsq * sizeof(float));
+        grow((void *&)t.sk, have[5], nskv * sizeof(float));
+        grow((void *&)t.sv, have[6], nskv * sizeof(float));
         if (sign_d != p->d) {
             float hs[256];
             fp8_signs(FA2_FP8_SEED, p->d, hs);

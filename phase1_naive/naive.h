@@ -34,6 +34,7 @@ typedef struct {
     int rows_checked;
     bool pass;                   /* O passes tol, and L within 1e-3 abs when given     */
     double rmse;                 /* O's root mean square error on the checked rows     */
+    double rmse_max;             /* attn_validate_rmse's bound on it (0 from _fp16)     */
 } attn_verdict_t;
 
 /* Check O (float holding the kernel's output values) and L (may be NULL) of a
@@ -44,11 +45,18 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
                                   int max_rows);
 
 /* The check of a kernel with its own accuracy (FP8, phase 4's wgmma-fp8): O passes when its
- * RMSE against the oracle on the same rows is at most rmse_max and nothing is NaN or a wrong
- * infinity; L (may be NULL) when |L - L_oracle| <= L_rel (1 + |L_oracle|) on every row (+inf
- * where the oracle's is). The tolerances are the caller's, stated where it derives them. */
+ * RMSE against the oracle on the same rows is at most rmse_max (v.rmse_max) and nothing is
+ * NaN or a wrong infinity; L (may be NULL) when |L - L_oracle| <= L_rel (1 + |L_oracle|) on
+ * every row (+inf where the oracle's is). The tolerances are the caller's, stated where it
+ * derives them. */
 attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const float *L, int max_rows,
                                   double rmse_max, double L_rel);
+
+/* mean_r sum_j p_rj^2 over the same checked rows, p the oracle's P: 1 when every row sees
+ * one key, about 1 / n when a row's weight spreads over n. An error each key brings on its
+ * own (its input rounded to a few bits, e_j) reaches O_r = sum_j p_rj v_j as sum_j p_rj
+ * e_j, whose RMS is rms(e) sqrt(sum_j p_rj^2): averaged away over many keys, whole over one. */
+double attn_mean_sum_p2(const attn_inputs_t *in, int max_rows);
 
 /* The same check as a driver row (drv_check_fn): fills max_abs, rel_l2, pipe, L_abs and
  * rows_checked, and FAILs the row with the first bad element (check_fp16.c). */

@@ -157,6 +157,7 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
     const attn_problem_t *p = &in->p;
     const sample_t s = *sample_get(in, max_rows);
     attn_verdict_t v;
+    v.rmse_max = 0.0;
     v.tol = tol_fp16(s.pipeline);
     v.tol.rel_l2 = tol_fp16_rel_l2(p->N_kv);
     /* L within L_bound of the oracle's (+inf == +inf counts equal, any other infinity
@@ -177,6 +178,40 @@ attn_verdict_t attn_validate_fp16(const attn_inputs_t *in, const float *O, const
     return v;
 }
 
+/* Row r's sum_j p_rj^2, p_rj = e^(s_rj - L_r) in fp64 (the oracle's P): 1 when the row sees one
+ * key, about 1 / n when its weight spreads over n keys. */
+typedef struct { const attn_inputs_t *in; const sample_t *s; double *sum_p2; } p2_job_t;
+static void sample_row_sum_p2(int r, void *ctx)
+{
+    const p2_job_t *job = ctx;
+    const attn_problem_t *p = &job->in->p;
+    const int d = p->d, b = job->s->bhi[3 * r], h = job->s->bhi[3 * r + 1], i = job->s->bhi[3 * r + 2];
+    const double L = job->s->refL[r];
+    const float *q = job->in->q + attn_q_offset(p, b, h) + (size_t)i * d, *k = job->in->k + attn_kv_offset(p, b, h);
+    double sum = 0.0;
+    if (isfinite(L))
+        for (int j = 0; j < p->N_kv; j++) {
+            if (!attn_visible(p, i, j)) continue;
+            double dot = 0.0;
+            for (int c = 0; c < d; c++) dot += (double)q[c] * (double)k[(size_t)j * d + c];
+            const double pj = exp(dot * (double)p->scale - L);
+            sum += pj * pj;
+        }
+    job->sum_p2[r] = sum;
+}
+
+double attn_mean_sum_p2(const attn_inputs_t *in, int max_rows)
+{
+    const sample_t *s = sample_get(in, max_rows);
+    double *sum_p2 = xmalloc((size_t)s->n * sizeof(double), "validate");
+    p2_job_t job = { in, s, sum_p2 };
+    par_for(s->n, sample_row_sum_p2, &job);
+    double mean = 0.0;
+    for (int r = 0; r < s->n; r++) mean += sum_p2[r] / (double)s->n;
+    free(sum_p2);
+    return mean;
+}
+
 attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const float *L, int max_rows,
                                   double rmse_max, double L_rel)
 {
@@ -184,6 +219,7 @@ attn_verdict_t attn_validate_rmse(const attn_inputs_t *in, const float *O, const
     attn_verdict_t v;
     v.tol = (tol_t){ INFINITY, INFINITY, false };   /* an element alone fails only as a NaN or a wrong infinity */
     sample_compare(in, &s, O, L, 0.0, L_rel, 1.0, &v);   /* L: L_rel (|L_r| + 1) */
+    v.rmse_max = rmse_max;
     v.pass = v.O.nan_count == 0 && v.O.inf_mismatch == 0 && v.rmse <= rmse_max && (!L || v.L.first_bad >= v.L.n);
     return v;
 }

@@ -263,8 +263,8 @@ static int masked_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const c
 /* The FP8 rows (wgmma-fp8: the kernel timed alone; wgmma-fp8+q: with the pre-pass), run only
  * when --kernel names one (their inputs and tolerance are their own). Each is held to the
  * oracle at FP8's tolerance (fa2_check_fp8), to the CPU model fa3_fp8.c on the same inputs
- * (small problems: the same algorithm on the same e4m3 bytes, fp16's rel L2 bound), and to
- * fa2-mma's O (o4) at FP8's RMSE bound. */
+ * (small problems: the same algorithm on the same e4m3 bytes, its sums as the H100's tensor
+ * core forms them, fp16's rel L2 bound), and to fa2-mma's O (o4) at FP8's RMSE bound. */
 static int fp8_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_opts_t *o, const char *sweep,
                     int check_rows, const float *o4, drv_row_t *rows)
 {
@@ -273,7 +273,8 @@ static int fp8_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_
     float *model = NULL;
     if (attn_flops_fwd(p) <= SMALL_FLOPS) {
         model = xmalloc(nq * sizeof(float), PHASE);
-        if (fa3_fp8_cpu(in, FA3_FP8_BLOCK_HADAMARD, FA2_WS_BR_FP8, FA2_WS_BR_FP8, FA2_FP8_SEED, model) != 0) {
+        if (fa3_fp8_cpu_tc(in, FA3_FP8_BLOCK_HADAMARD, FA2_WS_BR_FP8, FA2_WS_BR_FP8, FA2_FP8_SEED, FA2_FP8_ACC_BITS,
+                           model) != 0) {
             free(model);
             model = NULL;
         }
@@ -288,7 +289,7 @@ static int fp8_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_
         if (of && o4) {   /* against fa2-mma on every element, at FP8's bound */
             double sum = 0;
             for (size_t e = 0; e < nq; e++) sum += ((double)of[e] - o4[e]) * ((double)of[e] - o4[e]);
-            const double rmse = sqrt(sum / (double)nq), tol = fa2_fp8_rmse_tol(p->d);
+            const double rmse = sqrt(sum / (double)nq), tol = fa2_fp8_rmse_bound(in, check_rows);
             if (!(rmse <= tol)) drv_fail(&r, "differs from phase 4's fa2-mma: RMSE %.3e (FP8: <= %.3e, fa2.h)", rmse, tol);
         }
         free(of);

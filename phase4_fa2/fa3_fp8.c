@@ -25,7 +25,25 @@ void fa3_add_outliers(attn_inputs_t *in, uint64_t seed)
             }
 }
 
-int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O)
+/* One k32 step of an FP8 tensor core with acc_bits of fraction (the H100's: 13, not fp32's
+ * 23): the n products and the accumulator aligned to the largest's exponent, each cut
+ * (toward zero) to acc_bits below it, summed, and the sum cut to acc_bits again. */
+static double tc_step(double acc, const double *prod, int n, int acc_bits)
+{
+    double big = fabs(acc);
+    for (int e = 0; e < n; e++) big = fmax(big, fabs(prod[e]));
+    if (big == 0.0) return 0.0;
+    int ex;
+    frexp(big, &ex);                                  /* big in [2^(ex-1), 2^ex) */
+    const double ulp = ldexp(1.0, ex - 1 - acc_bits);   /* acc_bits below the leading bit */
+    double sum = trunc(acc / ulp) * ulp;
+    for (int e = 0; e < n; e++) sum += trunc(prod[e] / ulp) * ulp;   /* exact: multiples of ulp */
+    int es;
+    const double m = frexp(sum, &es);                 /* |m| in [0.5, 1): 1 + acc_bits bits kept */
+    return ldexp(trunc(ldexp(m, acc_bits + 1)), es - acc_bits - 1);
+}
+
+static int fa3_fp8_run(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O)
 {
     const attn_problem_t *p = &in->p;
     const int d = p->d, fp8 = mode != FA3_FP16;
@@ -80,7 +98,7 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
             }
             attn_problem_t ph = *p;
             for (int i = 0; i < p->N_q; i++) {   /* row by row: FA2's loop over K/V blocks */
-                float m = -INFINITY, l = 0;
+                float m = -INFINITY, l = 0, sv_units = sv[0];   /* sv_units: O~'s (acc_bits only) */
                 memset(Ot, 0, sizeof(float) * d);
                 const float *q = Q + (size_t)i * d;
                 for (int j = 0; j < Tc; j++) {
@@ -89,8 +107,18 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
                     for (int c = 0; c < kr; c++) {
                         float x = -INFINITY;
                         if (attn_visible(&ph, i, j0 + c)) {
+                            const float *kc = K + (size_t)(j0 + c) * d;
                             float acc = 0;
-                            for (int k = 0; k < d; k++) acc += q[k] * K[(size_t)(j0 + c) * d + k];
+                            if (acc_bits == 0)
+                                for (int k = 0; k < d; k++) acc += q[k] * kc[k];
+                            else {   /* k32 steps along d, as the tensor core runs them */
+                                double a = 0, prod[32];
+                                for (int k0 = 0; k0 < d; k0 += 32) {
+                                    for (int e = 0; e < 32; e++) prod[e] = (double)q[k0 + e] * kc[k0 + e];
+                                    a = tc_step(a, prod, 32, acc_bits);
+                                }
+                                acc = (float)a;
+                            }
                             x = acc * sq[i / Br] * sk[j] * p->scale;
                         }
                         S[c] = x;
@@ -99,21 +127,52 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
                     if (mj == -INFINITY) continue;   /* nothing visible yet */
                     const float alpha = expf(m - mj);
                     l *= alpha;
-                    for (int k = 0; k < d; k++) Ot[k] *= alpha;
                     m = mj;
-                    for (int c = 0; c < kr; c++) {
-                        const float pe = expf(S[c] - m);   /* 0 where masked */
-                        l += pe;
-                        const float pq = fp8 ? e4m3_round(pe) : f16_round(pe);
-                        if (pq == 0) continue;
-                        const float w = pq * sv[j];
-                        for (int k = 0; k < d; k++) Ot[k] += w * V[(size_t)(j0 + c) * d + k];
+                    if (acc_bits == 0) {
+                        for (int k = 0; k < d; k++) Ot[k] *= alpha;
+                        for (int c = 0; c < kr; c++) {
+                            const float pe = expf(S[c] - m);   /* 0 where masked */
+                            l += pe;
+                            const float pq = fp8 ? e4m3_round(pe) : f16_round(pe);
+                            if (pq == 0) continue;
+                            const float w = pq * sv[j];
+                            for (int k = 0; k < d; k++) Ot[k] += w * V[(size_t)(j0 + c) * d + k];
+                        }
+                    } else {   /* the kernel's: O~ in units of block j's V scale, k32 steps over keys */
+                        const float o_scale = alpha * (sv_units / sv[j]);
+                        sv_units = sv[j];
+                        float pq[256];
+                        for (int c = 0; c < Bc; c++) {
+                            const float pe = c < kr ? expf(S[c] - m) : 0.0f;
+                            if (c < kr) l += pe;
+                            pq[c] = fp8 ? e4m3_round(pe) : f16_round(pe);
+                        }
+                        for (int k = 0; k < d; k++) {
+                            double a = (double)(Ot[k] * o_scale), prod[32];
+                            for (int c0 = 0; c0 < Bc; c0 += 32) {
+                                for (int e = 0; e < 32; e++)
+                                    prod[e] = c0 + e < kr ? (double)pq[c0 + e] * V[(size_t)(j0 + c0 + e) * d + k] : 0.0;
+                                a = tc_step(a, prod, 32, acc_bits);
+                            }
+                            Ot[k] = (float)a;
+                        }
                     }
                 }
                 float *o = O + attn_q_offset(p, b, h) + (size_t)i * d;
-                for (int k = 0; k < d; k++) o[k] = l > 0 ? Ot[k] / l : 0.0f;
+                const float o_factor = acc_bits == 0 ? 1.0f : sv_units;
+                for (int k = 0; k < d; k++) o[k] = l > 0 ? Ot[k] * o_factor / l : 0.0f;
             }
         }
     free(Q); free(K); free(V); free(sq); free(sk); free(sv); free(S); free(Ot);
     return 0;
+}
+
+int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O)
+{
+    return fa3_fp8_run(in, mode, Br, Bc, seed, 0, O);
+}
+
+int fa3_fp8_cpu_tc(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O)
+{
+    return fa3_fp8_run(in, mode, Br, Bc, seed, acc_bits, O);
 }

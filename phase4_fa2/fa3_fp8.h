@@ -45,6 +45,13 @@ extern const char *const FA3_MODE_NAME[FA3_MODES];
  * FA3_FP8_BLOCK_HADAMARD. */
 int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O);
 
+/* The same, with the sums as an FP8 tensor core forms them (Bc <= 256, d a multiple of 32):
+ * k32 steps, each aligning its 32 products and the accumulator to the largest and keeping
+ * acc_bits of fraction, cut toward zero. The H100's keeps 13 (FA2_FP8_ACC_BITS), not
+ * fp32's 23: DeepSeek-V3's report (arXiv 2412.19437, Sec. 3.3.2) measured "around 14 bits"
+ * on the H800. O~ is kept as the kernel keeps it, in the current block's V scale. */
+int fa3_fp8_cpu_tc(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O);
+
 /* FA3's Table 3 inputs: in's N(0,1) draws plus N(0, 100) Bernoulli(0.001) on Q, K and V (an
  * outlier of standard deviation 10 in one element of a thousand), rounded to fp16 again. */
 void fa3_add_outliers(attn_inputs_t *in, uint64_t seed);

@@ -10,8 +10,8 @@
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
 #   deccudnn phase 6 split-pack, N_q = 1, L = 64k,     PyTorch SDPA cuDNN decode (the faster
 #         B = 8 MHA and B = 1 GQA                   peer at these points)
-#   hopper  phase 4's wgmma steps 2-5 (tma, ws,      PyTorch SDPA cuDNN forward (Hopper's
-#           pingpong, overlap), d=128 and d=64      wgmma + TMA path)
+#   hopper  phase 4's wgmma steps 2-5, 8, 9 and      PyTorch SDPA cuDNN forward (Hopper's
+#           the FP8 step 7, d=128 and d=64          wgmma + TMA path)
 #   bwd2d phase 5's mma2d, d=128 and d=64            FA2's and cuDNN's backward (and wgmma-ws at d=64)
 #   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
 #         wgmma-dq, wgmma-ws), mma2d, d=128, 64
@@ -80,17 +80,21 @@ set_deccudnn() {   # the N_q = 1 points where cuDNN leads (B = 8 MHA, B = 1 GQA;
     table deccudnn ours_b8mha cudnn_b8mha ours_b1gqa cudnn_b1gqa
 }
 set_hopper() {
-    local wg='fa2_wgmma_kernel<\(int\)' ws='fa2_wgmma_ws_kernel<\(int\)'
+    local wg='fa2_wgmma_kernel<\(int\)' ws='fa2_wgmma_ws_kernel<\(int\)' f8='fa2_wgmma_fp8_kernel<\(int\)'
     local s128="--B 4 --H 16 --N 4096 --d 128" s64="--B 4 --H 32 --N 4096 --d 64"
     pair tma128       "${wg}128,"  build/phase4 --kernel wgmma-tma      $s128 $(q)
     pair ws128        "${ws}128,"  build/phase4 --kernel wgmma-ws       $s128 $(q)
     pair pingpong128  "${ws}128,"  build/phase4 --kernel wgmma-pingpong $s128 $(q)
     pair overlap128   "${ws}128,"  build/phase4 --kernel wgmma-overlap  $s128 $(q)
+    pair fa3order128  "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s128 $(q)
+    pair fa3_128      "${ws}128,"  build/phase4 --kernel wgmma-fa3      $s128 $(q)
+    pair fp8_128      "${f8}128,"  build/phase4 --kernel wgmma-fp8      $s128 $(q)
     pair cudnn128     'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,16,16,4096,4096,128,0
     pair tma64        "${wg}64,"   build/phase4 --kernel wgmma-tma      $s64 $(q)
     pair ws64         "${ws}64,"   build/phase4 --kernel wgmma-ws       $s64 $(q)
+    pair fa3order64   "${ws}64,"   build/phase4 --kernel wgmma-fa3order $s64 $(q)
     pair cudnn64      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,32,32,4096,4096,64,0
-    table hopper tma128 ws128 pingpong128 overlap128 cudnn128 tma64 ws64 cudnn64
+    table hopper tma128 ws128 pingpong128 overlap128 fa3order128 fa3_128 fp8_128 cudnn128 tma64 ws64 fa3order64 cudnn64
 }
 set_bwdh() {
     local wg='bwd_wgmma_kernel<\(int\)' s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"

@@ -7,7 +7,8 @@
  *                    N = 512..16384, d = 64, 128, 256, causal and not): the peers' points.
  *                    d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8 (phase 3's
  *                    kernel as each one's check): the other kernels are not built for it
- *                    or take minutes there; wgmma-fp8 at d = 128 too.
+ *                    or take minutes there; wgmma-fp8 at d = 128 too. --kernel wgmma: the
+ *                    Hopper steps and wgmma-fp8 alone.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,19 +48,21 @@ static int t16k_rows(sweep_t *s, const sweep_point_t *pt, const attn_inputs_t *i
      * only when named, so asked for here by name) */
     static const char *const D256[] = { "mma", "wgmma-ws", "wgmma-persist", "wgmma-fp8" };
     _Static_assert(FA2_GPU_ROWS_MAX + 1 <= SWEEP_ROWS_MAX, "a d = 128 point: every row and wgmma-fp8's");
-    const bool all = strcmp(s->o->kernel, "all") == 0;
+    /* --kernel all: every kernel; --kernel wgmma: the Hopper steps and FP8 alone (the sweep
+     * without the minutes the teaching kernels take at 16k tokens) */
+    const bool all = strcmp(s->o->kernel, "all") == 0, hopper = strcmp(s->o->kernel, "wgmma") == 0;
     const int simple_ok = pt->p.N_q <= SIMPLE_MAX_N;
     cli_opts_t one = *s->o;
     int n = 0;
-    if (all && pt->p.d == 256) {
-        for (size_t k = 0; k < sizeof D256 / sizeof D256[0]; k++) {
+    if ((all || hopper) && pt->p.d == 256) {
+        for (size_t k = hopper ? 1 : 0; k < sizeof D256 / sizeof D256[0]; k++) {
             one.kernel = D256[k];
             n += fa2_gpu_rows(in, &one, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows + n);
         }
         return n;
     }
     n = fa2_gpu_rows(in, s->o, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows);
-    if (all && pt->p.d == 128) {
+    if ((all || hopper) && pt->p.d == 128) {
         one.kernel = "wgmma-fp8";
         n += fa2_gpu_rows(in, &one, "tokens16k", FA2_SWEEP_ROWS, simple_ok, rows + n);
     }

@@ -196,9 +196,51 @@ static void test_fp8_model(void)
     attn_inputs_free(&in);
 }
 
+/* The H100's FP8 sums (fa3_fp8_cpu_tc) and the FP8 bound's per-key term (attn_mean_sum_p2):
+ * kept at fp32's 23 bits the tensor-core model is the fp32 model to rounding; cut to 13 it
+ * moves O by about the 4e-3 an H100 showed; sum_j p_j^2 is 1 for one key and 1 / N_kv for a
+ * row that weighs every key alike (Q = 0). */
+static void test_fp8_sums(void)
+{
+    char why[240];
+    attn_problem_t p = attn_problem(1, 2, 2, 300, 300, 128, false);
+    attn_inputs_t in;
+    if (attn_inputs_make(&in, &p, 5, false) != 0) { report(0, "fp8 sums", "out of memory"); return; }
+    const size_t n = attn_q_elems(&p);
+    float *o32 = malloc(sizeof(float) * n), *o23 = malloc(sizeof(float) * n), *o13 = malloc(sizeof(float) * n);
+    fa3_fp8_cpu(&in, FA3_FP8_BLOCK_HADAMARD, 128, 128, 7, o32);
+    fa3_fp8_cpu_tc(&in, FA3_FP8_BLOCK_HADAMARD, 128, 128, 7, 23, o23);
+    fa3_fp8_cpu_tc(&in, FA3_FP8_BLOCK_HADAMARD, 128, 128, 7, 13, o13);
+    double num23 = 0, num13 = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num23 += ((double)o23[i] - o32[i]) * ((double)o23[i] - o32[i]);
+        num13 += ((double)o13[i] - o32[i]) * ((double)o13[i] - o32[i]);
+        den += (double)o32[i] * o32[i];
+    }
+    const double r23 = sqrt(num23 / den), r13 = sqrt(num13 / den);
+    snprintf(why, sizeof why, "rel L2 against the fp32 model: 23 bits %.2e (want < 1e-4), 13 bits %.2e (want 1e-3 .. 2e-2)", r23, r13);
+    report(r23 < 1e-4 && r13 > 1e-3 && r13 < 2e-2, "fp8: the tensor core's sums, 23 bits = fp32's, 13 bits move O by ~4e-3", why);
+    free(o32); free(o23); free(o13);
+    attn_inputs_free(&in);
+
+    attn_problem_t p1 = attn_problem(1, 2, 2, 5, 1, 64, false), pu = attn_problem(1, 2, 2, 5, 40, 64, false);
+    attn_inputs_t i1, iu;
+    if (attn_inputs_make(&i1, &p1, 1, false) != 0 || attn_inputs_make(&iu, &pu, 1, false) != 0) {
+        report(0, "fp8 per-key term", "out of memory");
+        return;
+    }
+    memset(iu.q, 0, attn_q_elems(&pu) * sizeof(float));   /* S = 0: every key weighs 1 / N_kv */
+    const double one = attn_mean_sum_p2(&i1, 16), flat = attn_mean_sum_p2(&iu, 16);
+    snprintf(why, sizeof why, "one key %.6f (want 1), 40 keys alike %.6f (want 1/40)", one, flat);
+    report(fabs(one - 1.0) < 1e-12 && fabs(flat - 1.0 / 40) < 1e-12, "fp8: sum_j p_j^2 of the oracle's P (one key, keys alike)", why);
+    attn_inputs_free(&i1);
+    attn_inputs_free(&iu);
+}
+
 int main(void)
 {
     test_fp8_model();
+    test_fp8_sums();
     test_range();
     static const int Ns[] = {1, 17, 128, 1000};
     for (int d = 32; d <= 128; d *= 2)

@@ -273,6 +273,12 @@ def chapter_4b():
     check_table(doc, "FP8 accuracy per mode", got, cells)
     ratio = [acc[("fp8, block scales + Hadamard", dd)] / acc[("fp8, one scale a tensor", dd)] for dd in (64, 128, 256)]
     claim(doc, "Hadamard against one scale a tensor", text, span(ratio))
+    # the introduction's gap, from chapter 4's sweep of record and its peers (every N, d = 64 and 128)
+    P4 = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+          for r in rows(os.path.join(H100, "phase4/phase4_peers_450175c.csv"))}
+    pts4 = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in (512, 1024, 2048, 4096, 8192, 16384)]
+    claim(doc, "cuDNN over SDPA flash, d = 64 and 128 (chapter 4's sweep)", text,
+          span([P4[("cudnn",) + p] / P4[("flash",) + p] for p in pts4]))
     # the Hopper sweep of record: the sweep's lines, then driver rows (causal, d = 256)
     T = {}
     with open(os.path.join(H100, "phase4/phase4_hopper_sweep_eb3165c.txt")) as f:
@@ -374,7 +380,17 @@ def chapter_4b():
         claim(doc, "persist over ws, d = %d" % d, flat, span(ratio(k("wgmma-persist"), k("wgmma-ws"), pts)) + " at d = %d" % d)
     claim(doc, "ws at d = 256 over FA2 and cuDNN", flat, "step 3 is %s FlashAttention-2 inside PyTorch and %s cuDNN" % (
         span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256))))
+    five = steps[:5]
+    full_big = [p for p in big if p[1] == 0]
+    report(all(max(five, key=lambda kk: T[(kk,) + p]) == "wgmma-ws" for p in full_big),
+           "%s: step 3 the fastest of steps 1-5 at every point N >= 2048 without a mask" % doc)
+    claim(doc, "step 3 over FA2 and cuDNN", flat, "it is %s FlashAttention-2 inside PyTorch at d = 128 and %s at d = 64 (causal and not); against cuDNN, %s at d = 128 without a mask, %s causal, and %s at d = 64" % (
+        span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 128])), span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 64])),
+        span(ratio(k("wgmma-ws"), peer("cudnn"), [p for p in big if p[0] == 128 and p[1] == 0])),
+        span(ratio(k("wgmma-ws"), peer("cudnn"), [p for p in big if p[0] == 128 and p[1] == 1])),
+        span(ratio(k("wgmma-ws"), peer("cudnn"), [p for p in big if p[0] == 64]))))
     top = (128, 0, 16384)
+    claim(doc, "step 3 at 16k tokens", flat, "it reaches %.1f TFLOP/s (not causal), against cuDNN's %.1f" % (T[("wgmma-ws",) + top], P[("cudnn",) + top]))
     claim(doc, "best at 16k tokens, d = 128", flat, "%.1f here (%.2fx), cuDNN %.1f" % (best(top), best(top) / 648, P[("cudnn",) + top]))
     claim(doc, "best fp16 over cuDNN, FA2, summary", flat, "at %s cuDNN (d = 128) and %s (d = 64) from N = 2048 on, and %s FlashAttention-2" % (
         span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])),

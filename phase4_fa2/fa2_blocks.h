@@ -114,6 +114,11 @@
 #ifndef FA2_WS_D256_BC
 #define FA2_WS_D256_BC 64
 #endif
+/* Step 7 (wgmma-fp8) runs step 8's schedule; 1 adds step 9's pingpong turn (one a
+ * warpgroup's iteration), `make FA2_FP8_PINGPONG=1` */
+#ifndef FA2_FP8_PINGPONG
+#define FA2_FP8_PINGPONG 0
+#endif
 /* mode: 0 ws, 1 pingpong, 2 overlap, 3 fa3order, 4 fa3 */
 #define FA2_WS_BC(d, mode) ((d) == 256 ? FA2_WS_D256_BC : (mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
 

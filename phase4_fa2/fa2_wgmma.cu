@@ -1115,10 +1115,24 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
      * back, the softmax of S_j under P~ V, O~'s rescale once P~ V has landed. At twice the
      * tensor rate the softmax is a larger share of an iteration than in fp16: this is where
      * hiding it pays most. */
+    /* FA2_FP8_PINGPONG (fa2_blocks.h): step 9's turn on top, one a warpgroup's iteration, so
+     * that one warpgroup's exp2 runs under the other's products (at d = 128 the SM's exp2
+     * take as long as its FP8 products). n_blocks + 1 turns each; the warpgroup that starts
+     * second leaves out its last hand-over. */
+    const bool pingpong = FA2_FP8_PINGPONG != 0;
+    int turns_left = n_blocks + 1;
+    auto take_turn = [&] { if (pingpong) named_bar_sync(1 + c, 2 * WG_THREADS); };
+    auto hand_over = [&] {
+        if (pingpong && !(c == 1 && turns_left == 1)) named_bar_arrive(1 + (1 - c), 2 * WG_THREADS);
+        turns_left--;
+    };
+    if (pingpong && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
     float s[BC / 64][32];
     uint32_t pa[BC / 32][4];
     mbar_wait(full, 0);
+    take_turn();
     issue_s_e4m3<D, BC>(s, Qt, Ks);
+    hand_over();
     wgmma_wait<0>();
     softmax_block<D, SKIP, BC>(tile, s, 0, row0, first_row, p, sl2_q * __ldg(sk), t);
     p_to_a_e4m3<BC>(pa, s);
@@ -1126,8 +1140,10 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
         const int st = j % C::STAGES, prev = (j - 1) % C::STAGES;
         const float sk_j = __ldg(sk + j), sv_j = __ldg(sv + j);   /* under the wait */
         mbar_wait(full + st, (j / C::STAGES) & 1);
+        take_turn();
         issue_s_e4m3<D, BC>(s, Qt, Ks + st * C::TILE);      /* S_j */
         issue_pv_e4m3<D, BC>(tile, pa, Vs + prev * C::TILE);  /* O~ += P~_(j-1) V8_(j-1), units sv_(j-1) */
+        hand_over();
         wgmma_wait<1>();                                     /* S_j landed; P~ V may still run */
         for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);
         float o_scale[2];   /* alpha_j sv_(j-1) / sv_j: O~ into block j's units */
@@ -1141,7 +1157,9 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
         p_to_a_e4m3<BC>(pa, s);
     }
     const int last = (n_blocks - 1) % C::STAGES;
+    take_turn();
     issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);
+    hand_over();
     wgmma_wait<0>();
     for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
     mbar_arrive(empty + last);

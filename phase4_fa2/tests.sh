@@ -90,9 +90,20 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_fail "phase4 FP8 emulator FAILs two keys of P swapped" \
         env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \
         bash tools/mma_emu/run.sh fp8 128
+    # FA2_FP8_PINGPONG=1 (fa2_blocks.h): step 9's turn on the FP8 kernel, built from a gen
+    # folder of its own; a hand-over too many leaves an arrival on a named barrier
+    pp="$T4/fp8_pingpong"; mkdir -p "$pp/gen"; : >"$pp/gen/fa1_blocks_set.h"
+    echo '#define FA2_FP8_PINGPONG 1' >"$pp/gen/fa2_blocks_set.h"
+    t_run "phase4 wgmma-fp8 with pingpong (FA2_FP8_PINGPONG=1) on the CPU emulator (d = 128)" \
+        env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp" bash tools/mma_emu/run.sh fp8 128
+    t_fail "phase4 FP8 pingpong emulator FAILs a hand-over too many" \
+        env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp_mutant" EMU_WAIT_S=10 \
+        EMU_MUTATE_HOPPER='issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);=>issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE); hand_over();' \
+        bash tools/mma_emu/run.sh fp8 128
 else
     for w in "Hopper steps 1-6, 8, 9 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
-             "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake"; do
+             "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake" \
+             "wgmma-fp8 with pingpong on the CPU emulator" "FP8 pingpong emulator FAILs a planted mistake"; do
         t_skip "phase4 $w" "no CUDA headers (cuda_fp16.h)"
     done
 fi

@@ -240,6 +240,16 @@ __device__ __forceinline__ void c_pair_to_a(uint32_t a[4], const float lo[4], co
     a[3] = pack_half2(hi[2], hi[3]);
 }
 
+/* 2^x on the SFU: ex2.approx.ftz, one MUFU.EX2 (2 ulp; 2^-inf = 0; a result below 2^-126
+ * flushed to 0). exp2f adds a range check and two multiplies an element to keep such
+ * results as denormals, which a softmax does not need: its largest term is 1. */
+__device__ __forceinline__ float sfu_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* The opt-in shared memory a thread block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)
  * on each target of the build: the kernels static_assert their layout against the
  * smallest target they promise to run on, and check the device at run time

@@ -59,13 +59,6 @@ struct Cfg {
     static constexpr size_t SMEM = V_OFF + STAGES * sizeof(__half) * BC * LDH;
 };
 
-/* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /* DEFER: O~ unnormalised, divided at the end (else normalised every step, as in FA1).
  * SKIP: causal blocks past the diagonal skipped and only diagonal/tail blocks masked
@@ -350,16 +343,16 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             /* alpha = e^(scale (m_old - m_new)), with fa1_rescale()'s rule (fa1.h), as in the
              * CPU model: 0 while the row has seen no key (m_old = -inf; its O~ and l are 0
              * anyway). Testing m_new gives the same values (m_new = -inf forces m_old =
-             * -inf, and a finite m_new makes ex2(-inf) = 0) without keeping m_old live:
+             * -inf, and a finite m_new makes sfu_ex2(-inf) = 0) without keeping m_old live:
              * testing m_old made the d = 128 perstep variant spill on sm_90. */
             /* EXERCISE fa2.online_mma: alpha, P~ and l of the thread's row (Alg. 1 l.9), with exp2
-             * HINT: mx is the new max m_new (raw scores: exp(scale x) = 2^(sl2 x), ex2()); m_i the
+             * HINT: mx is the new max m_new (raw scores: exp(scale x) = 2^(sl2 x), sfu_ex2()); m_i the
              * HINT: old one. alpha = e^(scale (m_old - m_new)), 0 when m_new = -inf; P~ = e^(scale
              * HINT: (S - m_new)) into this thread's S registers s[mtile][n][2x], [2x + 1] (0 when
              * HINT: m_new = -inf); rs their sum. DEFER: l_i = alpha l_i + rs (this thread's part;
              * HINT: the quad's parts are added at the end). Otherwise (FA1's way) the quad's
              * HINT: rs first, l_i = l_new, and alpha times the old l un-normalises O. m_i = m_new. */
-            alpha[mtile][x] = mx == -INFINITY ? 0.0f : ex2((m_i[mtile][x] - mx) * sl2);
+            alpha[mtile][x] = mx == -INFINITY ? 0.0f : sfu_ex2((m_i[mtile][x] - mx) * sl2);
             const float msc = mx == -INFINITY ? 0.0f : mx * sl2;
             m_i[mtile][x] = mx;
             float rs = 0.0f;
@@ -367,7 +360,7 @@ fa2_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             for (int n = 0; n < BC / 8; n++)
 #pragma unroll
                 for (int e = 2 * x; e < 2 * x + 2; e++) {
-                    s[mtile][n][e] = ex2(fmaf(s[mtile][n][e], sl2, -msc));
+                    s[mtile][n][e] = sfu_ex2(fmaf(s[mtile][n][e], sl2, -msc));
                     rs += s[mtile][n][e];
                 }
             if (DEFER) {

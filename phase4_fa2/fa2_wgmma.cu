@@ -274,7 +274,7 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
             block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, quad_lane));
         const float row_max = fmaxf(st.m[x], sl2 * block_max);   /* sl2 > 0: the max of the scaled S */
         const bool no_key = row_max == -INFINITY;   /* the row has seen no key yet */
-        alpha[x] = no_key ? 0.0f : exp2f(st.m[x] - row_max);
+        alpha[x] = no_key ? 0.0f : sfu_ex2(st.m[x] - row_max);
         const float max_scaled = no_key ? 0.0f : row_max;
         st.m[x] = row_max;
         float part = 0.0f;   /* this thread's share of the row sum */
@@ -285,7 +285,7 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
                     float &v = s[sub][4 * n8 + 2 * x + c];
-                    v = exp2f(fmaf(v, sl2, -max_scaled));
+                    v = sfu_ex2(fmaf(v, sl2, -max_scaled));
                     part += v;
                 }
         st.l[x] = fmaf(alpha[x], st.l[x], part);

@@ -186,10 +186,10 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                 const int key = j0 + warp * 16 + g + 8 * (e / 2);
                 /* EXERCISE bwd.recompute_P_mma: P^T from the forward's L (Alg. 2 l.11), in registers
                  * HINT: s[n][e] is the raw score of (key, query row i BR + col); Li[col] is that
-                 * HINT: row's L (natural log). P = e^(scale s - L) = 2^(s sl2 - L log2 e): bwd_ex2,
+                 * HINT: row's L (natural log). P = e^(scale s - L) = 2^(s sl2 - L log2 e): sfu_ex2,
                  * HINT: BWD_LOG2E. When mask is set, an entry whose key is past N_kv, whose row is
                  * HINT: past N_q, or that the causal rule hides (attn_visible) is 0. */
-                float pe = bwd_ex2(fmaf(s[n][e], sl2, -Li[col] * BWD_LOG2E));
+                float pe = sfu_ex2(fmaf(s[n][e], sl2, -Li[col] * BWD_LOG2E));
                 if (mask && (key >= p.N_kv || i * BR + col >= p.N_q || !attn_visible(&p, i * BR + col, key)))
                     pe = 0.0f;
                 s[n][e] = pe;
@@ -395,7 +395,7 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int x = e / 2, row = i0 + warp * 16 + g + 8 * x, key = jb * BC + n * 8 + 2 * t + e % 2;
-                float pe = bwd_ex2(fmaf(s[n][e], sl2, -Lr[x]));
+                float pe = sfu_ex2(fmaf(s[n][e], sl2, -Lr[x]));
                 if (mask && (key >= p.N_kv || !attn_visible(&p, row, key))) pe = 0.0f;
                 dp[n][e] = pe * (dp[n][e] - Dr[x]);   /* dS */
             }

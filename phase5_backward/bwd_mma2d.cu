@@ -170,7 +170,7 @@ __device__ __forceinline__ void p_to_smem(const float (&s)[MT][NT][4], __half *P
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const int key = k0 + col + e;
-                    pv[e] = bwd_ex2(fmaf(s[m][n][2 * x + e], sl2, -l2));
+                    pv[e] = sfu_ex2(fmaf(s[m][n][2 * x + e], sl2, -l2));
                     if (mask && (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key))) pv[e] = 0.0f;
                 }
                 *(uint32_t *)(Ps + row * LDP + col) = pack_half2(pv[0], pv[1]);

@@ -121,7 +121,7 @@ __device__ __forceinline__ void bwd_p_masked(float (&s)[32], uint32_t (&pa)[BR /
 #pragma unroll
             for (int y = 0; y < 2; y++) {
                 const int e = 4 * n8 + 2 * x + y;
-                float pv = bwd_ex2(fmaf(s[e], sl2, nl[y]));   /* L = +inf: a fully masked row, P = 0 */
+                float pv = sfu_ex2(fmaf(s[e], sl2, nl[y]));   /* L = +inf: a fully masked row, P = 0 */
                 if (MASK) {
                     const int key = j0 + key0 + 8 * x, qrow = q0 + 8 * n8 + 2 * t + y;
                     if (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key)) pv = 0.0f;

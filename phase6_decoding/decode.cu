@@ -115,13 +115,6 @@ struct DecArgs {
  * instructions for every key row a thread copies. */
 __device__ __forceinline__ int page_shift(const DecArgs &a) { return __ffs(a.page) - 1; }
 
-/* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). */
-__device__ __forceinline__ float dex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 /* Rows of a K/V tile one thread copies: thread t copies the 16-byte chunks t + k THREADS,
  * k < KV_ROWS, each of a row of its own (row (t + k THREADS) / (D / 8)). */
@@ -448,7 +441,7 @@ dec_split_kernel(const DecArgs a)
                          * with e^(x - phi) far from 1 the two differ by up to 2^-11, and a
                          * row of one key must come out as V itself (m-based weights dodge
                          * this: their largest is e^0 = 1, exact in fp16) */
-                        sc[nn][e] = __half2float(__float2half_rn(dex2(z2)));
+                        sc[nn][e] = __half2float(__float2half_rn(sfu_ex2(z2)));
                         row_sum += sc[nn][e];
                     }
                 l_i[x] += row_sum;
@@ -463,7 +456,7 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
             for (int lane_xor = 1; lane_xor <= 2; lane_xor *= 2)   /* the quad's 4 lanes */
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, lane_xor));
-            alpha[x] = mx == -INFINITY ? 0.0f : dex2((m_i[x] - mx) * sl2);
+            alpha[x] = mx == -INFINITY ? 0.0f : sfu_ex2((m_i[x] - mx) * sl2);
             const float m_scaled = (mx == -INFINITY) ? 0.0f : sl2 * mx;
             m_i[x] = mx;
             float row_sum = 0.0f;
@@ -471,7 +464,7 @@ dec_split_kernel(const DecArgs a)
             for (int nn = 0; nn < NT; nn++)
 #pragma unroll
                 for (int e = 2 * x; e <= 2 * x + 1; e++) {
-                    sc[nn][e] = dex2(fmaf(sc[nn][e], sl2, -m_scaled));
+                    sc[nn][e] = sfu_ex2(fmaf(sc[nn][e], sl2, -m_scaled));
                     row_sum += sc[nn][e];
                 }
             l_i[x] = alpha[x] * l_i[x] + row_sum;   /* this thread's columns; the quad's are added at the end */
@@ -537,7 +530,7 @@ dec_split_kernel(const DecArgs a)
 #pragma unroll
             for (int k = 0; k < WK; k++) {
                 const int w = w0 + WR * k;
-                e[k] = mx == -INFINITY ? 0.0f : dex2((Mm[w * ROWS + rr] - mx) * sl2);
+                e[k] = mx == -INFINITY ? 0.0f : sfu_ex2((Mm[w * ROWS + rr] - mx) * sl2);
                 l += e[k] * Lm[w * ROWS + rr];
             }
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;

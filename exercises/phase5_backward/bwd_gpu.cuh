@@ -178,14 +178,8 @@ __device__ __forceinline__ void bwd_load_step(const bwd_steps_t &s, int st, __ha
     bwd_load_ld<BR, THREADS>(Ls, Ds, Lg, Dg, l_off, valid);
 }
 
-/* 2^x on the SFU (ex2.approx: 2 ulp; 2^-inf = 0). P = e^(scale s - L) is computed as
- * 2^(s scale log2 e - L log2 e). */
-__device__ __forceinline__ float bwd_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
+/* P = e^(scale s - L) is computed as 2^(s scale log2 e - L log2 e) on the SFU (sfu_ex2,
+ * common/mma.cuh). */
 #define BWD_LOG2E 1.4426950408889634f
 
 #endif

@@ -4,7 +4,7 @@
 Writes into OUT: mma.cuh (common/mma.cuh's loaders as they are, over an emulated ldmatrix and
 mma.sync: a warp's 32 lanes are 32 std::threads that meet at a barrier, and every lane
 computes its fragment from the PTX ISA's layouts, written here independently of mma.cuh's
-pictures), bwd_gpu.cuh (ex2.approx as exp2f), visits.cuh, cuda_check.cuh, and kernel.inc
+pictures; its sfu_ex2's ex2.approx as exp2f), bwd_gpu.cuh, visits.cuh, cuda_check.cuh, and kernel.inc
 (phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
 for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
 (bwd_wgmma.cu) with the bwd_wgmma.cuh it includes and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
@@ -16,6 +16,9 @@ rd = lambda p: open(os.path.join(root, p)).read()
 src = rd('common/mma.cuh')
 loaders = src[src.index('/* A operand: the 16x16 tile whose element (0, 0)'):src.index('/* d += a * b on the tensor cores')]
 tail = src[src.index('/* Two floats -> one f16x2 register'):src.rindex('#endif')]
+asm = '    float y;\n    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n    return y;'
+assert asm in tail   # sfu_ex2: ex2.approx as exp2f
+tail = tail.replace(asm, '    return exp2f(x);')
 mock = r'''#pragma once
 #include "prelude.h"
 struct EmuWarp { const void *addr[32]; uint32_t a[32][4], b[32][2]; std::barrier<> *bar; };
@@ -73,9 +76,7 @@ inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2])
 dev = '__device__ __forceinline__'
 open(os.path.join(out, 'mma.cuh'), 'w').write(mock + loaders.replace(dev + ' ', 'inline ') + tail.replace(dev + ' ', 'inline '))
 g = rd('phase5_backward/bwd_gpu.cuh').replace(dev, 'inline')
-asm = '    float y;\n    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));\n    return y;'
-assert asm in g
-open(os.path.join(out, 'bwd_gpu.cuh'), 'w').write(g.replace(asm, '    return exp2f(x);'))
+open(os.path.join(out, 'bwd_gpu.cuh'), 'w').write(g)
 open(os.path.join(out, 'cuda_check.cuh'), 'w').write('#pragma once\n')
 open(os.path.join(out, 'visits.cuh'), 'w').write('''#pragma once
 #include "gpu.h"
@@ -136,14 +137,14 @@ open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(plant(f, 'EMU_MUTATE_
 
 def device_half(path, end, var, extra=()):
     """A kernel file up to its host code (end), for the emulation: its dynamic shared memory
-    the block's host buffer, ex2.approx as exp2f, __device__ functions inline, and extra
+    the block's host buffer, __device__ functions inline, and extra
     (old, new) replacements; then the one mistake $var plants ('old=>new': a test that the
     emulation must FAIL)."""
     f = rd(path)
     f = f[:f.index(end)]
     shared = 'extern __shared__ __align__(16) unsigned char smem[];'
-    assert f.count(shared) == 1 and asm in f
-    f = f.replace(shared, 'unsigned char *smem = g_smem;').replace(asm, '    return exp2f(x);')
+    assert f.count(shared) == 1
+    f = f.replace(shared, 'unsigned char *smem = g_smem;')
     for old, new in extra:
         assert old in f, '%s: %r not found' % (path, old)
         f = f.replace(old, new)

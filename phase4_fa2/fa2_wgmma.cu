@@ -60,6 +60,11 @@
 #include "fp8_quant.h"   /* the pre-pass's tensors (step 7) */
 
 #define WG_THREADS 128
+/* threadIdx.x / WG_THREADS broadcast from lane 0: the same number, but one the compiler knows
+ * is the same in every lane of the warp (CUTLASS's canonical_warp_group_idx). A consumer's
+ * Q tile and its wgmma descriptors are computed from it, and so stay in uniform registers
+ * instead of being built per lane and moved over (R2UR) before each wgmma. */
+#define warpgroup_idx() __shfl_sync(0xffffffffu, (int)(threadIdx.x / WG_THREADS), 0)
 #define WG_BR 64
 #define WG_BC 64
 #define ATOM_BYTES (64 * 128)   /* 64 rows x 64 fp16: one swizzled 64-column half */
@@ -666,7 +671,7 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
         }
     }
 
-    const int wg = threadIdx.x / WG_THREADS;
+    const int wg = warpgroup_idx();
     if (wg == 0) {   /* ---- producer ---- */
         setmaxnreg_dec<WS_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
@@ -884,7 +889,7 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     }
     __syncthreads();   /* the only block-wide barrier */
 
-    const int wg = threadIdx.x / WG_THREADS;
+    const int wg = warpgroup_idx();
     if (wg == 0) {   /* ---- producer ---- */
         setmaxnreg_dec<WS_PRODUCER_REGS>();
         if (threadIdx.x == 0) {
@@ -1078,7 +1083,7 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
     }
     __syncthreads();
 
-    const int wg = threadIdx.x / WG_THREADS;
+    const int wg = warpgroup_idx();
     if (wg == 0) {   /* ---- producer: step 3's, with the e4m3 boxes (128 bytes x 64 rows) ---- */
         setmaxnreg_dec<FP8_PRODUCER_REGS>();
         if (threadIdx.x == 0) {

@@ -6,10 +6,8 @@ phase4_CU   := phase4_fa2/fa2_simple.cu phase4_fa2/fa2_mma.cu phase4_fa2/fa2_wgm
 # wgmma exists on sm_90a alone: that file is built for that target only (its config says
 # "skipped" on any other GPU), whatever CUDA_ARCH lists
 $(call obj_of,phase4_fa2/fa2_wgmma.cu): GENCODE := -gencode arch=compute_90a,code=sm_90a
-# ptxas serialises the wgmma's of this file's warp-specialised steps (a warpgroup.arrive it
-# inserts in a divergent path, note C7520): measured as they are in chapter 4b, and the first
-# thing the Hopper forward's next steps remove; `make phase4-spills` lets this file through
-phase4_WGMMA_SERIAL_OK := phase4_fa2/fa2_wgmma.cu
+# `make phase4-spills` fails on a serialised wgmma (ptxas note C7520) in any of this phase's
+# files: step 4 had one while its warpgroup index was computed per lane (chapter 4b)
 phase4_USES := phase3 phase2 phase1 phase0
 phase4_CUDA_LDLIBS := -lcublas
 # `make phase4 run`: the causal default problem (the ladder is causal too)

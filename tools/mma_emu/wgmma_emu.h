@@ -306,8 +306,19 @@ template <int N> inline void setmaxnreg_dec() {}
 template <int N> inline void setmaxnreg_inc() {}
 
 /* __shfl_xor_sync over a warp's 32 threads (full mask only), through the warp's barrier */
-struct EmuShfl { float v[32]; };
+struct EmuShfl { float v[32]; int i[32]; };
 inline EmuShfl g_shfl[64];
+/* __shfl_sync of an int from lane src (full mask only): warpgroup_idx's broadcast */
+inline int __shfl_sync(unsigned mask, int v, int src)
+{
+    if (mask != 0xffffffffu) emu_die("__shfl_sync: only the full mask is emulated", mask);
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    g_shfl[w].i[l] = v;
+    g_warps[w].bar->arrive_and_wait();
+    const int r = g_shfl[w].i[src & 31];
+    g_warps[w].bar->arrive_and_wait();
+    return r;
+}
 inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 {
     if (mask != 0xffffffffu) emu_die("__shfl_xor_sync: only the full mask is emulated", mask);

@@ -460,6 +460,10 @@ def chapter_4b():
     notes = [l for l in part1.splitlines() if "ILi128ELb1ELi0ELi128E" in l]   # step 3, d = 128
     report(any("C7519" in l for l in notes) and not any("C7520" in l for l in notes),
            "%s: step 3's kernel gets C7519 but not C7520, as the chapter says" % doc)
+    with open(os.path.join(CPU, "phase4/phase4_ptxas_556bc50.txt")) as f:
+        now = f.read()
+    report("C7520" not in now and "fa2_wgmma_ws_kernelILi128ELb1ELi1ELi128E" in now and "phase4_ptxas_556bc50.txt" in text,
+           "%s: with warpgroup_idx no kernel gets C7520 (the pingpong kernel among them), as recorded" % doc)
     m = re.search(r"fa2_wgmma_ws_kernelILi128ELb1ELi2ELi128EEv6WgArgs\n\s+\d+ bytes stack frame, (\d+) bytes spill stores", part2)
     report(m is not None and "ptxas spills %s bytes" % m.group(1) in text.replace("\n", " "),
            "%s: step 5 at Bc = 128 spills as recorded" % doc)

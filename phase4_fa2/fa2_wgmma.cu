@@ -64,7 +64,10 @@
  * is the same in every lane of the warp (CUTLASS's canonical_warp_group_idx). A consumer's
  * Q tile and its wgmma descriptors are computed from it, and so stay in uniform registers
  * instead of being built per lane and moved over (R2UR) before each wgmma. */
-#define warpgroup_idx() __shfl_sync(0xffffffffu, (int)(threadIdx.x / WG_THREADS), 0)
+__device__ __forceinline__ int warpgroup_idx()
+{
+    return __shfl_sync(0xffffffffu, (int)(threadIdx.x / WG_THREADS), 0);
+}
 #define WG_BR 64
 #define WG_BC 64
 #define ATOM_BYTES (64 * 128)   /* 64 rows x 64 fp16: one swizzled 64-column half */

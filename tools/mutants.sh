@@ -124,6 +124,6 @@ mutant_gpu "bwd.recompute_P_gpu as exp(S) / exp(L) (overflows past 88)" phase5 p
     1 's|expf(p.scale \* s - Li\[r\])|expf(p.scale * s) / expf(Li[r])|'
 FCU5=phase5_backward/bwd_mma.cu
 mutant_gpu "bwd.recompute_P_mma as 2^S / 2^L (overflows past 88)" phase5 $FCU5 bwd.recompute_P_mma \
-    1 's|bwd_ex2(fmaf(s\[n\]\[e\], sl2, -Li\[col\] \* BWD_LOG2E))|bwd_ex2(s[n][e] * sl2) / bwd_ex2(Li[col] * BWD_LOG2E)|'
+    1 's|sfu_ex2(fmaf(s\[n\]\[e\], sl2, -Li\[col\] \* BWD_LOG2E))|sfu_ex2(s[n][e] * sl2) / sfu_ex2(Li[col] * BWD_LOG2E)|'
 mutant_gpu "bwd.dS_mma without D" phase5 $FCU5 bwd.dS_mma 1 's| - Di\[n \* 8 + 2 \* t + e % 2\]||'
 mutant_gpu "bwd.dQ_mma without the scale" phase5 $FCU5 bwd.dQ_mma 2 's| \* p.scale||g' 4 's| \* p.scale||' 5 's| \* p.scale||'

@@ -323,6 +323,9 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
     }
 
     if (o->sweep) check_sweep_options(spec, given);
+    /* what a sweep that takes --d or --causal was given (phase 4: the points it runs) */
+    o->sweep_d = o->sweep && given[O_D] ? p.d : 0;
+    o->sweep_causal = o->sweep && given[O_CAUSAL] ? (int)p.causal : -1;
 
     if (p.d != 16 && p.d != 32 && p.d != 64 && p.d != 128 && p.d != 256)
         cli_die(ph, "head dimension d=%d is not supported (use 16, 32, 64, 128 or 256)", p.d);

@@ -45,6 +45,8 @@ typedef struct {
     const char *kernel;    /* "all" by default                   */
     int  iters;            /* timed repeats, median reported (20) */
     bool sweep;
+    int  sweep_d;          /* --sweep with --d given (where the sweep takes it): D; else 0 */
+    int  sweep_causal;     /* --sweep with --causal given: 0 or 1; else -1             */
     bool cpu_only;         /* skip the GPU rows                   */
     bool quiet;
     const char *csv_path;  /* never NULL after cli_parse: --csv, else the phase's

@@ -8,7 +8,8 @@
  *                    d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8 (phase 3's
  *                    kernel as each one's check): the other kernels are not built for it
  *                    or take minutes there; wgmma-fp8 at d = 128 too. --kernel wgmma: the
- *                    Hopper steps and wgmma-fp8 alone.
+ *                    Hopper steps and wgmma-fp8 alone. --d D and --causal=0|1: only
+ *                    the points of that head dim and half.
  */
 #include <math.h>
 #include <stdio.h>
@@ -83,7 +84,11 @@ int fa2_sweep(drv_t *D, const cli_opts_t *o)
     int nc = 0, ng = 0;
     for (int c = 0; c <= 1; c++)
         for (int N = 256; N <= 16384; N *= 2) cpu[nc++] = sweep_point(attn_problem(1, 1, 1, N, N, 64, c));
-    ng = sweep_tokens16k(gpu, 2 * 3 * 6, 0, 1, 64, 256);
+    /* --d D and --causal=0|1: only that head dim's and that half's points (the sweep in
+     * pieces, each short enough for one call) */
+    const int d0 = o->sweep_d ? o->sweep_d : 64, d1 = o->sweep_d ? o->sweep_d : 256;
+    const int c0 = o->sweep_causal < 0 ? 0 : o->sweep_causal, c1 = o->sweep_causal < 0 ? 1 : o->sweep_causal;
+    ng = sweep_tokens16k(gpu, 2 * 3 * 6, c0, c1, d0, d1);
     const sweep_part_t parts[] = {
         { .name = "vsN", .where = SWEEP_CPU, .points = cpu, .npoints = nc, .run = vsN_point, .line = vsN_line },
         sweep_tokens16k_part(gpu, ng, t16k_point),

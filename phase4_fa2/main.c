@@ -18,7 +18,8 @@
  * the oracle and fa2-mma, the CPU model fa3_fp8.c on small problems; "all" leaves them out.
  * --sweep: the model vs N, then with a GPU the FA2 paper's setting (fp16, hidden 2048,
  * B x N = 16k tokens, N = 512..16384, d = 64 and 128, causal and not, with wgmma-fp8 at d = 128;
- * d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8).
+ * d = 256: fa2-mma, wgmma-ws, wgmma-persist and wgmma-fp8). --sweep --d D and/or --causal=0|1
+ * run only the GPU points of that head dim and half (a long sweep in pieces).
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +46,7 @@ static const char *const LADDER_COLS[] = {"step", "what", "time", "tflops", "spe
 static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .summary = "FlashAttention-2 forward: Q blocks outer, K/V inner, O~ unnormalised, L written",
     .defaults = { .B = 2, .H = 4, .H_kv = 4, .N_q = 512, .N_kv = 512, .d = 64 },   /* scale: 1/sqrt(d), set by cli_parse */
-    .default_sweep_csv = "results/phase4/phase4_sweep.csv", .sweep_takes = "kernel iters seed",
+    .default_sweep_csv = "results/phase4/phase4_sweep.csv", .sweep_takes = "kernel iters seed d causal",
     .takes_mask = true };
 
 /* What the CPU model's numbers mean, beside FA1's (phase 3) on the same problem. */
@@ -88,6 +89,8 @@ int main(int argc, char **argv)
                 "Hopper) and the CPU model", o.kernel);
     if (strcmp(o.kernel, "simple") == 0 && p->d % 32 != 0)
         cli_die(PHASE, "kernel simple needs d a multiple of 32, not d = %d", p->d);
+    if (o.sweep && o.sweep_d && o.sweep_d < 64)
+        cli_die(PHASE, "--sweep --d %d: the sweep's head dims are 64, 128 and 256", o.sweep_d);
 
     drv_t D;
     drv_start(&D, PHASE, &o);

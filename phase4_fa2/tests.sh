@@ -223,8 +223,9 @@ ws_mask_case "phase4 gpu wgmma-ws --mask causal_document large problem (B=2 H=16
 ws_mask_case "phase4 gpu wgmma-ws --mask sliding:1024 (B=1 H=16 N=8192 d=128, sampled rows)" \
     --B 1 --H 16 --N 8192 --d 128 --mask sliding:1024
 # the limits, as rows that say n/a with the reason (the run goes on and exits 0)
-t_gpu "phase4 gpu wgmma-ws --mask at d=256: its row says n/a" bash -c "\"$P4\" --kernel wgmma-ws --quiet --iters 1 \
-    --B 1 --H 1 --N 100 --d 256 --mask causal --csv '$T4/wsn.csv' | grep -q '^  n/a wgmma-ws (gpu): kernel wgmma-ws is built for d = 64 and 128'"
+t_gpu "phase4 gpu wgmma-ws --mask at d=256 (step 3 runs there, its mask path does not): its row says n/a" bash -c "\"$P4\" \
+    --kernel wgmma-ws --quiet --iters 1 --B 1 --H 1 --N 100 --d 256 --mask causal --csv '$T4/wsn.csv' |
+    grep -q '^  n/a wgmma-ws (gpu): wgmma-ws has no mask path at d = 256 (FA2_WS_MASK_MAX_D, fa2.h)'"
 t_gpu "phase4 gpu wgmma-ws --mask over more than FA2_WS_MASK_MAX_TC K/V blocks: its row says n/a" bash -c "\"$P4\" \
     --kernel wgmma-ws --quiet --iters 1 --B 1 --H 1 --N 64 --Nkv 131200 --d 64 --mask sliding:64 --csv '$T4/wsn.csv' |
     grep -q '^  n/a wgmma-ws (gpu): a mask over more than FA2_WS_MASK_MAX_TC = 1024 K/V blocks of 128 keys'"

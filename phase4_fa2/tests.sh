@@ -18,6 +18,9 @@ t_exit2 "phase4 rejects N=0"                 "$P4" --N 0
 for opt in N Nkv H dump; do   # what the sweep would ignore: refused with one line
     t_exit2_says "phase4 --sweep refuses --$opt" "sweep.*ignores --$opt" "$P4" --sweep --$opt 64
 done
+t_exit2_says "phase4 --sweep --d 32 is refused (the sweep's head dims are 64, 128, 256)" "head dims are 64, 128 and 256" "$P4" --sweep --d 32
+t_run "phase4 --sweep takes --d and --causal=0|1 (a part of it; the CPU part runs whole)" bash -c "\"$P4\" --sweep --cpu --quiet \
+    --d 128 --causal=1 --csv \"$T4/part.csv\" | grep -q 'sweep PASS'"
 t_bounded "phase4 --cpu --sweep (kernel, iters, seed given) ends within 10 s and 2 GB" 10 2048 \
     "$P4" --cpu --sweep --quiet --kernel mma --iters 3 --seed 7 --csv "$T4/bound.csv"
 t_exit2 "phase4 rejects --kernel mma with d=16 (no row of fa2_blocks.h)" "$P4" --kernel mma --d 16

@@ -257,6 +257,23 @@ def chapter_4c():
 
 
 # ---- chapter 4b: the phase 4 sweep of record and its peers ---------------------------
+def hopper_sweep_record():
+    """Chapter 4b's sweep of record: {(kernel, d, causal, N): TFLOP/s} and the peers
+    {(backend, d, causal, N): TFLOP/s}."""
+    T = {}
+    with open(os.path.join(H100, "phase4/phase4_hopper_sweep_814286b.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+) .*?:\s+(.*)", line)
+            if m:
+                for kern, tf in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
+                    T.setdefault((kern, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3))), float(tf))
+    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+         for r in rows(os.path.join(H100, "phase4/phase4_peers_814286b.csv")) if int(r["d"]) != 128}
+    P.update({(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+              for r in rows(os.path.join(H100, "phase4/phase4_peers_47724da.csv"))})
+    return T, P
+
+
 def chapter_4b():
     doc = "04b_hopper.md"
     text = chapter(doc)
@@ -279,20 +296,10 @@ def chapter_4b():
     pts4 = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in (512, 1024, 2048, 4096, 8192, 16384)]
     claim(doc, "cuDNN over SDPA flash, d = 64 and 128 (chapter 4's sweep)", text,
           span([P4[("cudnn",) + p] / P4[("flash",) + p] for p in pts4]))
-    # the Hopper sweep of record: the sweep's lines, then driver rows (causal, d = 256)
-    T = {}
-    with open(os.path.join(H100, "phase4/phase4_hopper_sweep_eb3165c.txt")) as f:
-        for line in f:
-            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+) .*?:\s+(.*)", line)
-            if m:
-                for kern, tf in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
-                    T[(kern, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3)))] = float(tf)
-                continue
-            m = re.match(r"(wgmma\S*)\s+gpu\s+B\d+ H\d+/\d+ (\d+)x\d+ d(\d+)( causal)?\s+\S+\s+[\d.]+\s+([\d.e+]+)", line)
-            if m:
-                T[(m.group(1), int(m.group(3)), 1 if m.group(4) else 0, int(m.group(2)))] = float(m.group(5))
-    P = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
-         for r in rows(os.path.join(H100, "phase4/phase4_peers_eb3165c.csv"))}
+    # the Hopper sweep of record: the sweep's lines in their parts (a point's first line wins:
+    # part 1 is d = 128 on the machine of its peers); the peers: d = 128 from that machine's
+    # run, d = 64 and 256 from the run after part 3
+    T, P = hopper_sweep_record()
     steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
              "wgmma-fa3order", "wgmma-fa3"]
     big = [(d, c, n) for d in (128, 64) for c in (0, 1) for n in (2048, 4096, 8192, 16384)]
@@ -334,7 +341,7 @@ def chapter_4b():
                   (lab + " ws/FA2", r[7], ws / P[("flash",) + p] if ws else None),
                   (lab + " ws/cuDNN", r[8], ws / P[("cudnn",) + p] if ws else None)]
     check_table(doc, "d = 256 beside both peers", got, cells)
-    d256 = [(256, c, n) for c in (0, 1) for n in (2048, 4096, 8192) if ("wgmma-ws", 256, c, n) in T]
+    d256 = [(256, c, n) for c in (0, 1) for n in (2048, 4096, 8192, 16384) if ("wgmma-ws", 256, c, n) in T]
     got = table(text, "| d | mask | N | wgmma-fp8 | best fp16 step |")
     cells = []
     f8 = {}
@@ -375,15 +382,23 @@ def chapter_4b():
         lo, hi = 100 * (min(max(a, b) for a, b in zip(g, g9)) - 1), 100 * (max(max(a, b) for a, b in zip(g, g9)) - 1)
         claim(doc, "steps 8/9 over step 3, d = %d" % d, flat, "%d-%d%% at d = %d" % (round(lo), round(hi), d))
     dev = max(abs(T[("wgmma-fa3",) + p] / T[("wgmma-fa3order",) + p] - 1) for p in big)
-    report(dev <= 0.025, "%s: step 9 within 2.5%% of step 8 (%.1f%%)" % (doc, 100 * dev))
+    report(dev <= 0.03, "%s: step 9 within 3%% of step 8 (%.1f%%)" % (doc, 100 * dev))
     for d, pts in ((128, [p for p in big if p[0] == 128 and p[1] == 0]), (64, [p for p in big if p[0] == 64 and p[1] == 0]), (256, d256)):
         claim(doc, "persist over ws, d = %d" % d, flat, span(ratio(k("wgmma-persist"), k("wgmma-ws"), pts)) + " at d = %d" % d)
     claim(doc, "ws at d = 256 over FA2 and cuDNN", flat, "step 3 is %s FlashAttention-2 inside PyTorch and %s cuDNN" % (
         span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256))))
     five = steps[:5]
     full_big = [p for p in big if p[1] == 0]
-    report(all(max(five, key=lambda kk: T[(kk,) + p]) == "wgmma-ws" for p in full_big),
-           "%s: step 3 the fastest of steps 1-5 at every point N >= 2048 without a mask" % doc)
+    report(all(max(five, key=lambda kk: T[(kk,) + p]) == "wgmma-ws" for p in big if p[0] == 128),
+           "%s: step 3 the fastest of steps 1-5 at every point N >= 2048 at d = 128" % doc)
+    report(all(T[("wgmma-tma",) + p] > T[("wgmma-ws",) + p] for p in big if p[0] == 64),
+           "%s: step 2 faster than step 3 at every point N >= 2048 at d = 64" % doc)
+    report(best_kernel((64, 1, 2048)) == "wgmma-tma" and all(best_kernel(p) in ("wgmma-fa3order", "wgmma-fa3") for p in big if p != (64, 1, 2048)),
+           "%s: steps 8 or 9 the best but at d = 64 causal N = 2048 (step 2)" % doc)
+    cu2 = {(r["causal"], r["N"]): float(r["tflops"]) for r in rows(os.path.join(H100, "phase4/phase4_peers_814286b.csv"))
+           if r["backend"] == "cudnn" and r["d"] == "128" and int(r["N"]) >= 2048}
+    claim(doc, "cuDNN d = 128 on the two machines", flat, "from N = 2048 on were %s on the second machine" % span(
+        [cu2[(str(p[1]), str(p[2]))] / P[("cudnn",) + p] for p in big if p[0] == 128]))
     claim(doc, "step 3 over FA2 and cuDNN", flat, "it is %s FlashAttention-2 inside PyTorch at d = 128 and %s at d = 64 (causal and not); against cuDNN, %s at d = 128 without a mask, %s causal, and %s at d = 64" % (
         span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 128])), span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 64])),
         span(ratio(k("wgmma-ws"), peer("cudnn"), [p for p in big if p[0] == 128 and p[1] == 0])),
@@ -397,11 +412,22 @@ def chapter_4b():
         span(ratio(best, peer("flash"), big))))
     claim(doc, "FP8 over the best fp16 step, d = 256", flat, "At d = 256 FP8 is %s the best fp16 step and reaches %.1f TFLOP/s" % (
         span([v for p, v in f8.items() if p[0] == 256]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256)))
+    readme_row = "fp16: %s cuDNN at d=128 (%.1f TFLOP/s at N=16384, not causal), %s at d=64, %s PyTorch's FA2 backend; d=256 (`wgmma-ws`): %s FA2's, %s cuDNN's; FP8 (e4m3, block scales + Hadamard): %s the best fp16 step at d=128 (%.1f TFLOP/s), %s at d=256 (%.1f TFLOP/s)" % (
+        span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])), best(top), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])),
+        span(ratio(best, peer("flash"), big)), span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256)),
+        span([v for p, v in f8.items() if p[0] == 128]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128),
+        span([v for p, v in f8.items() if p[0] == 256]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256))
+    claim("README.md", "chapter 4b's FA3 row", " ".join(open(os.path.join(ROOT, "README.md")).read().split()), readme_row)
+    claim("06_decoding.md", "the map's 4b row", " ".join(chapter("06_decoding.md").split()),
+          "%.1f TFLOP/s at B=4 N=4096 d=128 (`wgmma-fa3order`), %.1f at 16k; %s cuDNN at d = 128 and %s PyTorch's FA2 backend for the best step from N = 2048 on; FP8: %.1f TFLOP/s at d = 128, %.1f at d = 256" % (
+              T[("wgmma-fa3order", 128, 0, 4096)], best(top), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])),
+              span(ratio(best, peer("flash"), big)), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128),
+              max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256)))
     claim(doc, "FP8 over the best fp16 step, d = 128", flat, "At d = 128 it is %s, %.1f TFLOP/s at best" % (
         span([v for p, v in f8.items() if p[0] == 128]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128)))
 
     # Nsight Compute: the table's cells against the recorded text table
-    ncu, col = read_ncu(os.path.join(H100, "phase4/phase4_ncu_hopper_992f55f.txt"))
+    ncu, col = read_ncu(os.path.join(H100, "phase4/phase4_ncu_hopper_814286b.txt"))
 
     def metric(name, kern):
         v = ncu.get(name)
@@ -411,7 +437,7 @@ def chapter_4b():
               "issue slots busy": "issue slots busy (%)", "instructions (warp)": "instructions (warp)",
               "pipe issue: alu": "pipe issue: alu (%)", "pipe issue: uniform": "pipe issue: uniform (%)",
               "pipe issue: xu (exp2, conversions)": "pipe issue: xu (%)", "DRAM bytes written": "DRAM bytes written"}
-    for header, kerns, name in (("| (d = 128) | wgmma-ws (3) |", ["ws128", "fa3order128", "fa3_128", "fp8_128", "cudnn128"], "d = 128"),
+    for header, kerns, name in (("| (d = 128) | **wgmma-fa3order (8)** |", ["fa3order128", "fp8_128", "cudnn128"], "d = 128"),
                                 ("| (d = 64) | **wgmma-fa3order (8)** |", ["fa3order64", "cudnn64"], "d = 64")):
         got = table(text, header)
         cells = []
@@ -425,8 +451,12 @@ def chapter_4b():
     claim(doc, "tensor busy time, step 8 and cuDNN", flat, "%.2f ms × %.1f%% = %.2f ms in step 8 and %.2f ms × %.1f%% = %.2f ms in cuDNN" % (
         metric("time (ms, ncu's clocks)", "fa3order128"), metric("tensor pipe busy (%)", "fa3order128"), busy("fa3order128"),
         metric("time (ms, ncu's clocks)", "cudnn128"), metric("tensor pipe busy (%)", "cudnn128"), busy("cudnn128")))
-    claim(doc, "idle time, step 8, cuDNN, step 3", flat, "Step 8's tensor cores idle %.2f ms, cuDNN's %.2f ms. FA3's order took step 3's idle time from %.2f ms to %.2f ms" % (
-        idle("fa3order128"), idle("cudnn128"), idle("ws128"), idle("fa3order128")))
+    claim(doc, "idle time, step 8 and cuDNN", flat, "Step 8's tensor cores idle %.2f ms, cuDNN's %.2f ms." % (
+        idle("fa3order128"), idle("cudnn128")))
+    claim(doc, "ncu's time, step 8 over cuDNN", flat, "under it step 8 takes %.2fx cuDNN's time at d = 128" % (
+        metric("time (ms, ncu's clocks)", "fa3order128") / metric("time (ms, ncu's clocks)", "cudnn128")))
+    claim(doc, "ncu's stalls, step 8 and cuDNN", flat, "`gmma` stall %.2f cycles an instruction against %.2f, `wait` %.2f against %.2f" % (
+        metric("stall: gmma", "fa3order128"), metric("stall: gmma", "cudnn128"), metric("stall: wait", "fa3order128"), metric("stall: wait", "cudnn128")))
     claim(doc, "instructions, step 8 over cuDNN", flat, "Step 8 issues %.2fx cuDNN's instructions (%.2fx at d = 64)" % (
         metric("instructions (warp)", "fa3order128") / metric("instructions (warp)", "cudnn128"),
         metric("instructions (warp)", "fa3order64") / metric("instructions (warp)", "cudnn64")))
@@ -434,6 +464,11 @@ def chapter_4b():
         metric("tensor pipe busy (%)", "fp8_128"), metric("time (ms, ncu's clocks)", "fp8_128"), busy("fp8_128"), busy("fa3order128")))
     xu = lambda kern: metric("time (ms, ncu's clocks)", kern) * metric("pipe issue: xu (%)", kern) / 100
     claim(doc, "FP8's xu time against fp16's", flat, "issues as long as in fp16 (%.2f ms against %.2f ms)" % (xu("fp8_128"), xu("fa3order128")))
+    claim(doc, "the xu pipe at d = 64", flat, "%.2f ms × %.1f%% = %.2f ms in step 8 and %.2f ms in cuDNN, as long as the tensor pipe is busy (%.2f ms in each)" % (
+        metric("time (ms, ncu's clocks)", "fa3order64"), metric("pipe issue: xu (%)", "fa3order64"), xu("fa3order64"), xu("cudnn64"), busy("fa3order64")))
+    report(abs(busy("fa3order64") - busy("cudnn64")) < 0.005, "%s: the tensor pipe busy as long at d = 64 in step 8 and cuDNN" % doc)
+    claim(doc, "FP8: neither pipe full", flat, "Neither pipe is full (xu %.1f%%, tensor %.1f%%)" % (
+        metric("pipe issue: xu (%)", "fp8_128"), metric("tensor pipe busy (%)", "fp8_128")))
 
     # the Bc table against the blocks_compare record
     rec = {}
@@ -1080,7 +1115,7 @@ def self_test():
     global DOCS, failures, checks
     import shutil
     import tempfile
-    mutations = {"04b_hopper.md": "**601.2**", "05_backward.md": "| 216.4 |", "06_decoding.md": "| 23.86x |"}   # table cells
+    mutations = {"04b_hopper.md": "**649.9**", "05_backward.md": "| 216.4 |", "06_decoding.md": "| 23.86x |"}   # table cells
     tmp = tempfile.mkdtemp()
     try:
         for name, figure in mutations.items():

@@ -161,6 +161,26 @@ struct Turns {
     bool last_pv_hands_over;     /* for this block */
 };
 
+/* Step 9's turn, and the FP8 kernel's with FA2_FP8_PINGPONG: one turn for each issue group
+ * of a warpgroup (S_0, the n_blocks - 1 pairs S_j + P~_(j-1) V_(j-1), the last P~ V), so
+ * n_blocks + 1 each, taken on named barrier 1 + c and handed to the other's. Consumer 0
+ * goes first; consumer 1 leaves out its last hand-over, so that every wait has exactly one
+ * arrival and none is left at the block's end. on = false: every call does nothing. */
+struct IterTurns {
+    bool on;
+    int c, left;                 /* this consumer; its hand-overs still to come */
+    __device__ __forceinline__ IterTurns(bool on_, int c_, int n_blocks) : on(on_), c(c_), left(n_blocks + 1)
+    {
+        if (on && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+    }
+    __device__ __forceinline__ void take() const { if (on) named_bar_sync(1 + c, 2 * WG_THREADS); }
+    __device__ __forceinline__ void hand_over()
+    {
+        if (on && !(c == 1 && left == 1)) named_bar_arrive(1 + (1 - c), 2 * WG_THREADS);
+        left--;
+    }
+};
+
 /* The three parts of a K/V block for a warpgroup's 64 rows (Alg. 1, lines 8-10). */
 
 /* S = Q_i K_j^T: D / 16 wgmma's per 64 keys, each a k16 slice (32 bytes further in its
@@ -788,30 +808,23 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
          * (step 4 handed the turn over twice an iteration, around each product). Each
          * warpgroup takes n_blocks + 1 turns; the one that started second leaves out its
          * last hand-over, so that every wait has exactly one arrival. */
-        const bool pingpong = MODE == WS_FA3;
-        int turns_left = n_blocks + 1;   /* issue groups: S_0, n_blocks - 1 pairs, the last P~ V */
-        auto take_turn = [&] { if (pingpong) named_bar_sync(1 + c, 2 * WG_THREADS); };
-        auto hand_over = [&] {
-            if (pingpong && !(c == 1 && turns_left == 1)) named_bar_arrive(1 + (1 - c), 2 * WG_THREADS);
-            turns_left--;
-        };
-        if (pingpong && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+        IterTurns turns(MODE == WS_FA3, c, n_blocks);
         float s[BC / 64][32];
         uint32_t pa[BC / 16][4];
         mbar_wait(full, 0);
-        take_turn();
+        turns.take();
         issue_s<D, BC>(s, Qt, Ks);
-        hand_over();
+        turns.hand_over();
         wgmma_wait<0>();
         softmax_block<D, SKIP, BC>(tile, s, 0, row0, first_row, p, sl2, t);
         p_to_a_f16<BC>(pa, s);
         for (int j = 1; j < n_blocks; j++) {
             const int st = j % C::STAGES, prev = (j - 1) % C::STAGES;
             mbar_wait(full + st, (j / C::STAGES) & 1);
-            take_turn();
+            turns.take();
             issue_s<D, BC>(s, Qt, Ks + st * C::TILE);       /* S_j */
             issue_pv<D, BC>(tile, pa, Vs + prev * C::TILE);  /* O~ += P~_(j-1) V_(j-1) */
-            hand_over();
+            turns.hand_over();
             wgmma_wait<1>();                                 /* S_j landed; P~ V may still run */
             for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);
             float o_scale[2];
@@ -823,9 +836,9 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
             p_to_a_f16<BC>(pa, s);
         }
         const int last = (n_blocks - 1) % C::STAGES;
-        take_turn();
+        turns.take();
         issue_pv<D, BC>(tile, pa, Vs + last * C::TILE);
-        hand_over();
+        turns.hand_over();
         wgmma_wait<0>();
         for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
         mbar_arrive(empty + last);
@@ -1127,20 +1140,13 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
      * that one warpgroup's exp2 runs under the other's products (at d = 128 the SM's exp2
      * take as long as its FP8 products). n_blocks + 1 turns each; the warpgroup that starts
      * second leaves out its last hand-over. */
-    const bool pingpong = FA2_FP8_PINGPONG != 0;
-    int turns_left = n_blocks + 1;
-    auto take_turn = [&] { if (pingpong) named_bar_sync(1 + c, 2 * WG_THREADS); };
-    auto hand_over = [&] {
-        if (pingpong && !(c == 1 && turns_left == 1)) named_bar_arrive(1 + (1 - c), 2 * WG_THREADS);
-        turns_left--;
-    };
-    if (pingpong && c == 1) named_bar_arrive(1, 2 * WG_THREADS);   /* consumer 0 goes first */
+    IterTurns turns(FA2_FP8_PINGPONG != 0, c, n_blocks);
     float s[BC / 64][32];
     uint32_t pa[BC / 32][4];
     mbar_wait(full, 0);
-    take_turn();
+    turns.take();
     issue_s_e4m3<D, BC>(s, Qt, Ks);
-    hand_over();
+    turns.hand_over();
     wgmma_wait<0>();
     softmax_block<D, SKIP, BC>(tile, s, 0, row0, first_row, p, sl2_q * __ldg(sk), t);
     p_to_a_e4m3<BC>(pa, s);
@@ -1148,10 +1154,10 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
         const int st = j % C::STAGES, prev = (j - 1) % C::STAGES;
         const float sk_j = __ldg(sk + j), sv_j = __ldg(sv + j);   /* under the wait */
         mbar_wait(full + st, (j / C::STAGES) & 1);
-        take_turn();
+        turns.take();
         issue_s_e4m3<D, BC>(s, Qt, Ks + st * C::TILE);      /* S_j */
         issue_pv_e4m3<D, BC>(tile, pa, Vs + prev * C::TILE);  /* O~ += P~_(j-1) V8_(j-1), units sv_(j-1) */
-        hand_over();
+        turns.hand_over();
         wgmma_wait<1>();                                     /* S_j landed; P~ V may still run */
         for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);
         float o_scale[2];   /* alpha_j sv_(j-1) / sv_j: O~ into block j's units */
@@ -1165,9 +1171,9 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
         p_to_a_e4m3<BC>(pa, s);
     }
     const int last = (n_blocks - 1) % C::STAGES;
-    take_turn();
+    turns.take();
     issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);
-    hand_over();
+    turns.hand_over();
     wgmma_wait<0>();
     for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
     mbar_arrive(empty + last);

@@ -101,7 +101,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
         env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp" bash tools/mma_emu/run.sh fp8 128
     t_fail "phase4 FP8 pingpong emulator FAILs a hand-over too many" \
         env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp_mutant" EMU_WAIT_S=10 \
-        EMU_MUTATE_HOPPER='issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);=>issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE); hand_over();' \
+        EMU_MUTATE_HOPPER='issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);=>issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE); turns.hand_over();' \
         bash tools/mma_emu/run.sh fp8 128
 else
     for w in "Hopper steps 1-6, 8, 9 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \

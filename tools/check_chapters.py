@@ -297,9 +297,7 @@ def chapter_4b():
     pts4 = [(d, c, n) for d in (64, 128) for c in (0, 1) for n in (512, 1024, 2048, 4096, 8192, 16384)]
     claim(doc, "cuDNN over SDPA flash, d = 64 and 128 (chapter 4's sweep)", text,
           span([P4[("cudnn",) + p] / P4[("flash",) + p] for p in pts4]))
-    # the Hopper sweep of record: the sweep's lines in their parts (a point's first line wins:
-    # part 1 is d = 128 on the machine of its peers); the peers: d = 128 from that machine's
-    # run, d = 64 and 256 from the run after part 3
+    # the Hopper sweep of record and each point's peers (hopper_sweep_record says whose)
     T, P = hopper_sweep_record()
     steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
              "wgmma-fa3order", "wgmma-fa3"]
@@ -371,12 +369,14 @@ def chapter_4b():
         claim(doc, "pingpong over ws, d = %d, not causal" % d, text, span(ratio(k("wgmma-pingpong"), k("wgmma-ws"), full(d))))
         claim(doc, "overlap over ws, d = %d, not causal" % d, text, span(ratio(k("wgmma-overlap"), k("wgmma-ws"), full(d))))
     flat = " ".join(text.split())
+    best_vs = lambda name, d: span(ratio(best, peer(name), [p for p in big if p[0] == d]))   # the best step against a peer at d
+    fp8_over = lambda d: span([v for p, v in f8.items() if p[0] == d])                      # FP8 over the best fp16 step
+    fp8_peak = lambda d: max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == d)
     claim(doc, "best step over FA2 and cuDNN", flat, "%s FlashAttention-2 inside PyTorch, and %s cuDNN at d = 128" % (
-        span(ratio(best, peer("flash"), big)), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128]))))
+        span(ratio(best, peer("flash"), big)), best_vs("cudnn", 128)))
     claim(doc, "best step over cuDNN at d = 128, N = 16384", flat, "(%.2fx at N = 16384 not causal, %.2fx causal)" % (
         best((128, 0, 16384)) / P[("cudnn", 128, 0, 16384)], best((128, 1, 16384)) / P[("cudnn", 128, 1, 16384)]))
-    claim(doc, "best step over cuDNN at d = 64", flat, "%s at d = 64, where" % span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])) if False else
-          "%s at d = 64." % span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])))
+    claim(doc, "best step over cuDNN at d = 64", flat, "%s at d = 64." % best_vs("cudnn", 64))
     for d in (128, 64):
         g = ratio(k("wgmma-fa3order"), k("wgmma-ws"), [p for p in big if p[0] == d])
         g9 = ratio(k("wgmma-fa3"), k("wgmma-ws"), [p for p in big if p[0] == d])
@@ -389,7 +389,6 @@ def chapter_4b():
     claim(doc, "ws at d = 256 over FA2 and cuDNN", flat, "step 3 is %s FlashAttention-2 inside PyTorch and %s cuDNN" % (
         span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256))))
     five = steps[:5]
-    full_big = [p for p in big if p[1] == 0]
     report(all(max(five, key=lambda kk: T[(kk,) + p]) == "wgmma-ws" for p in big if p[0] == 128),
            "%s: step 3 the fastest of steps 1-5 at every point N >= 2048 at d = 128" % doc)
     report(all(T[("wgmma-tma",) + p] > T[("wgmma-ws",) + p] for p in big if p[0] == 64),
@@ -409,23 +408,23 @@ def chapter_4b():
     claim(doc, "step 3 at 16k tokens", flat, "it reaches %.1f TFLOP/s (not causal), against cuDNN's %.1f" % (T[("wgmma-ws",) + top], P[("cudnn",) + top]))
     claim(doc, "best at 16k tokens, d = 128", flat, "%.1f here (%.2fx), cuDNN %.1f" % (best(top), best(top) / 648, P[("cudnn",) + top]))
     claim(doc, "best fp16 over cuDNN, FA2, summary", flat, "at %s cuDNN (d = 128) and %s (d = 64) from N = 2048 on, and %s FlashAttention-2" % (
-        span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])),
+        best_vs("cudnn", 128), best_vs("cudnn", 64),
         span(ratio(best, peer("flash"), big))))
     claim(doc, "FP8 over the best fp16 step, d = 256", flat, "At d = 256 FP8 is %s the best fp16 step and reaches %.1f TFLOP/s" % (
-        span([v for p, v in f8.items() if p[0] == 256]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256)))
+        fp8_over(256), fp8_peak(256)))
     readme_row = "fp16: %s cuDNN at d=128 (%.1f TFLOP/s at N=16384, not causal), %s at d=64, %s PyTorch's FA2 backend; d=256 (`wgmma-ws`): %s FA2's, %s cuDNN's; FP8 (e4m3, block scales + Hadamard): %s the best fp16 step at d=128 (%.1f TFLOP/s), %s at d=256 (%.1f TFLOP/s)" % (
-        span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])), best(top), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 64])),
+        best_vs("cudnn", 128), best(top), best_vs("cudnn", 64),
         span(ratio(best, peer("flash"), big)), span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256)),
-        span([v for p, v in f8.items() if p[0] == 128]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128),
-        span([v for p, v in f8.items() if p[0] == 256]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256))
+        fp8_over(128), fp8_peak(128),
+        fp8_over(256), fp8_peak(256))
     claim("README.md", "chapter 4b's FA3 row", " ".join(open(os.path.join(ROOT, "README.md")).read().split()), readme_row)
     claim("06_decoding.md", "the map's 4b row", " ".join(chapter("06_decoding.md").split()),
           "%.1f TFLOP/s at B=4 N=4096 d=128 (`wgmma-fa3order`), %.1f at 16k; %s cuDNN at d = 128 and %s PyTorch's FA2 backend for the best step from N = 2048 on; FP8: %.1f TFLOP/s at d = 128, %.1f at d = 256" % (
-              T[("wgmma-fa3order", 128, 0, 4096)], best(top), span(ratio(best, peer("cudnn"), [p for p in big if p[0] == 128])),
-              span(ratio(best, peer("flash"), big)), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128),
-              max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 256)))
+              T[("wgmma-fa3order", 128, 0, 4096)], best(top), best_vs("cudnn", 128),
+              span(ratio(best, peer("flash"), big)), fp8_peak(128),
+              fp8_peak(256)))
     claim(doc, "FP8 over the best fp16 step, d = 128", flat, "At d = 128 it is %s, %.1f TFLOP/s at best" % (
-        span([v for p, v in f8.items() if p[0] == 128]), max(T[("wgmma-fp8",) + p] for p in f8 if p[0] == 128)))
+        fp8_over(128), fp8_peak(128)))
 
     # Nsight Compute: the table's cells against the recorded text table
     ncu, col = read_ncu(os.path.join(H100, "phase4/phase4_ncu_hopper_814286b.txt"))

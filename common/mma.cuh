@@ -250,6 +250,19 @@ __device__ __forceinline__ float sfu_ex2(float x)
     return y;
 }
 
+/* 2^x without the SFU, on the FMA and integer pipes (FlashAttention-4's software exp2): x
+ * = n + f with n the nearest integer (adding 1.5 2^23 rounds it into the low bits), f in
+ * [-1/2, 1/2]; 2^f by a degree-3 polynomial fitted to 2^f's relative error on that range
+ * (at most 1.2e-4, far below e4m3's 2^-4 step), and n added to its exponent bits. For x <= 0
+ * (a softmax's exponents): below -126 the result is 0, as ex2.approx.ftz's is. */
+__device__ __forceinline__ float fma_ex2(float x)
+{
+    const float t = x + 12582912.0f, n = t - 12582912.0f, f = x - n;
+    const float p = fmaf(fmaf(fmaf(0.05459282f, f, 0.24221784f), f, 0.6933686f), f, 1.0f);
+    const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+    return x < -126.0f ? 0.0f : y;
+}
+
 /* The opt-in shared memory a thread block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin)
  * on each target of the build: the kernels static_assert their layout against the
  * smallest target they promise to run on, and check the device at run time

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include "driver.h"
 
-#define SWEEP_ROWS_MAX 16          /* rows one point may return */
+#define SWEEP_ROWS_MAX 18          /* rows one point may return */
 
 /* The bound on one CPU point: its forward FLOPs (a part may set a smaller bound, e.g. when
  * a point runs its problem several times), and the elements of Q, K, V, O and four score

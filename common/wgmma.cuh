@@ -219,6 +219,17 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const void *tensor_map, u
                  : "memory");
 }
 
+/* the other way: a box of the tensor from shared memory at src (128-byte swizzled, as the
+ * loads leave it) to global memory, in the thread's bulk group (bulk_commit, bulk_wait_read
+ * below). Rows and columns past the tensor are not written: the copy engine clips them. The
+ * source was written by ordinary stores: fence_proxy_async() and a barrier first. */
+__device__ __forceinline__ void tma_store_3d(const void *tensor_map, const void *src, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+                 ::"l"((uint64_t)tensor_map), "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
 /* ---- bulk reductions (no tensor map): shared memory added into global ---------------------
  * cp.reduce.async.bulk adds `bytes` (a multiple of 16, both addresses 16-byte aligned) of
  * fp32 from shared memory into global memory, element by element, in the copy engine: one

@@ -163,6 +163,10 @@ int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t le
  * 9 = wgmma-fa3 (step 8 with pingpong, one turn an iteration). */
 int fa2_wgmma_fa3order_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_fa3_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* Step 10: wgmma-store, step 8 with O written through shared memory and the copy engine (one
+ * TMA store of 64-row boxes a warpgroup, FlashAttention-3's epilogue) instead of each
+ * thread's float2 stores. */
+int fa2_wgmma_store_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* Step 7, wgmma-fp8 (FlashAttention-3's FP8, Sec. 3.3): step 3 on the pre-pass's e4m3 Q M,
  * K M and V^T (fp8_quant.h: Br = Bc = 128, v8t written) with their tiles' scales; d = 128
  * and 256; sm_90a alone. O and L as the other steps write them. */

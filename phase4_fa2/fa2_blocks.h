@@ -119,6 +119,12 @@
 #ifndef FA2_FP8_PINGPONG
 #define FA2_FP8_PINGPONG 0
 #endif
+/* Step 7's exponentials: of each 16 of a row's share of 64 keys, this many on the FMA pipe
+ * (fma_ex2, common/mma.cuh) instead of the SFU, which at d = 128 is as busy as the FP8 tensor
+ * cores (FlashAttention-4's split); `make FA2_FP8_EXP2_FMA=4` */
+#ifndef FA2_FP8_EXP2_FMA
+#define FA2_FP8_EXP2_FMA 0
+#endif
 /* mode: 0 ws, 1 pingpong, 2 overlap, 3 fa3order, 4 fa3 */
 #define FA2_WS_BC(d, mode) ((d) == 256 ? FA2_WS_D256_BC : (mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
 

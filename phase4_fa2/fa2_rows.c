@@ -78,16 +78,18 @@ drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char 
 /* ---- the GPU rows --------------------------------------------------------------------- */
 typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN,
                K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG, K_FA2_WGMMA_OVERLAP,
-               K_FA2_WGMMA_PERSIST, K_FA2_WGMMA_FA3ORDER, K_FA2_WGMMA_FA3, K_FA2_WGMMA_FP8, K_FA2_WGMMA_FP8_Q } kind_t;
-               /* the Hopper steps last (1-6, 8, 9), FP8 (7) after them */
+               K_FA2_WGMMA_PERSIST, K_FA2_WGMMA_FA3ORDER, K_FA2_WGMMA_FA3, K_FA2_WGMMA_STORE, K_FA2_WGMMA_FP8,
+               K_FA2_WGMMA_FP8_Q } kind_t;
+               /* the Hopper steps last (1-6, 8-10), FP8 (7) after them */
 static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
                                         "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap",
-                                        "wgmma-persist", "wgmma-fa3order", "wgmma-fa3", "wgmma-fp8", "wgmma-fp8+q"};
+                                        "wgmma-persist", "wgmma-fa3order", "wgmma-fa3", "wgmma-store", "wgmma-fp8",
+                                        "wgmma-fp8+q"};
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
 static const config_fn CONFIG[] = {NULL, REF_GPU(fa1_simple_config), REF_GPU(fa1_mma_config), fa2_simple_config, fa2_mma_config, REF_GPU(fa1_mma_config),
                                    fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
                                    fa2_wgmma_overlap_config, fa2_wgmma_persist_config, fa2_wgmma_fa3order_config,
-                                   fa2_wgmma_fa3_config, fa2_wgmma_fp8_config, fa2_wgmma_fp8_config};
+                                   fa2_wgmma_fa3_config, fa2_wgmma_store_config, fa2_wgmma_fp8_config, fa2_wgmma_fp8_config};
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive;
                  bool quantised; /* wgmma-fp8: this row's inputs are in e4m3 already */ } launch_t;
@@ -106,8 +108,8 @@ static void launch(void *ctx)
     case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
     case K_FA2_WGMMA_OVERLAP: case K_FA2_WGMMA_PERSIST:   /* step 1..6 */
         fa2_wgmma_launch(&x->p, 1 + (int)(x->kind - K_FA2_WGMMA), b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA_FA3ORDER: case K_FA2_WGMMA_FA3:     /* step 8, 9 */
-        fa2_wgmma_launch(&x->p, x->kind == K_FA2_WGMMA_FA3ORDER ? 8 : 9, b->Q, b->K, b->V, b->O, b->L); break;
+    case K_FA2_WGMMA_FA3ORDER: case K_FA2_WGMMA_FA3: case K_FA2_WGMMA_STORE:   /* step 8, 9, 10 */
+        fa2_wgmma_launch(&x->p, 8 + (int)(x->kind - K_FA2_WGMMA_FA3ORDER), b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_WGMMA_FP8:     /* the pre-pass in the row's first (checked) launch only: the kernel is timed alone */
     case K_FA2_WGMMA_FP8_Q:   /* the pre-pass in every launch: what fp16 inputs cost end to end */
         fa2_wgmma_fp8_row_launch(&x->p, b->Q, b->K, b->V, b->O, b->L, x->kind == K_FA2_WGMMA_FP8_Q || !x->quantised);
@@ -184,7 +186,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     return r;
 }
 
-/* A step of the Hopper ladder runs under --kernel wgmma (all six) or its own name. */
+/* A step of the Hopper ladder runs under --kernel wgmma (all nine) or its own name. */
 static bool wgmma_step_selected(const cli_opts_t *o, kind_t k)
 {
     return cli_kernel_selected(o, "wgmma") || cli_kernel_selected(o, KIND_NAME[k]);
@@ -336,11 +338,11 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     if (cli_kernel_selected(o, "simple") && simple_ok)
         rows[n++] = run_kernel(in, &b, K_FA2_SIMPLE, FA2_FULL, "simple", sweep, its, check_rows, prev, 2, NULL, true);
     /* wgmma (Hopper) is held to fa2-mma's output on every element: fa2-mma runs first.
-     * --kernel wgmma runs the Hopper ladder's six steps, --kernel wgmma-tma (...) one of them;
+     * --kernel wgmma runs the Hopper ladder's nine steps, --kernel wgmma-tma (...) one of them;
      * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
      * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
     bool want_wgmma = false, want_fp8 = false;
-    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_FA3; k++) want_wgmma |= wgmma_step_selected(o, k);
+    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_STORE; k++) want_wgmma |= wgmma_step_selected(o, k);
     for (kind_t k = K_FA2_WGMMA_FP8; k <= K_FA2_WGMMA_FP8_Q; k++) want_fp8 |= strcmp(o->kernel, KIND_NAME[k]) == 0;
     want_wgmma |= want_fp8;
     float *o4 = NULL;
@@ -352,7 +354,7 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     }
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
-        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_FA3; k++)   /* the Hopper ladder's steps */
+        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_STORE; k++)   /* the Hopper ladder's steps */
             if (wgmma_step_selected(o, k))
                 rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
                                        o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));

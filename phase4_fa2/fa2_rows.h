@@ -8,7 +8,7 @@
 #define FA2_PHASE      "phase4"
 #define FA2_FA1_M      (128 * 1024)  /* phase 3's default SRAM for its CPU model            */
 #define FA2_SWEEP_ROWS 96            /* oracle rows checked per sweep (and ladder) point     */
-#define FA2_GPU_ROWS_MAX 15          /* cublas, fa1-simple, fa1-mma, simple, mma, 8 wgmma steps, 2 FP8 rows */
+#define FA2_GPU_ROWS_MAX 16          /* cublas, fa1-simple, fa1-mma, simple, mma, 9 wgmma steps, 2 FP8 rows */
 #define FA2_LADDER_STEPS 7           /* fa1-plain ... fa2-mma (fa2_ladder)                   */
 
 /* The CPU tile model on pc: its bytes, non-matmul count and causal range against the

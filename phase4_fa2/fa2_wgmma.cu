@@ -96,6 +96,7 @@ struct WgArgs {
     const __half *Q, *K, *V;
     float *O, *L;
     CUtensorMap tq, tk, tv;
+    CUtensorMap to;               /* step 10: O (fp32) to the copy engine, boxes of 64 rows x 32 columns */
     gpu_visits_t vis;             /* counts[Q block] += the K/V blocks it visited */
     /* FlashMask (step 3's mask path, chapter 4c): the four vectors a column at a time and the
      * preprocessing pass's 8 min/max values a K/V block (common/mask_gpu.h); NULL without */
@@ -265,8 +266,9 @@ __device__ __forceinline__ void rescale_o(RowTile<D> &st, const float (&o_scale)
  * the FP8 step's also carries its tiles' scales). o_ratio: a factor on O~ beside alpha (the
  * FP8 step's change of V's scale). MASKED: FlashMask's mask instead of the causal rule,
  * applied from the keep bits (mask_keep_bits) on partial tiles (and a tail block) only,
- * test set; an unmasked tile does no mask work. */
-template <int D, bool SKIP, int BC, bool MASKED = false>
+ * test set; an unmasked tile does no mask work. FMA_EX2: of each 16 exponentials of a row's
+ * 64-key share, this many by fma_ex2 (the FMA pipe) instead of the SFU (the FP8 step's). */
+template <int D, bool SKIP, int BC, bool MASKED = false, int FMA_EX2 = 0>
 __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64][32], int j, int row0, int first_row,
                                               const attn_problem_t &p, float sl2, int t, bool test = false,
                                               const uint32_t *keep = nullptr, float o_ratio = 1.0f,
@@ -313,7 +315,8 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
                     float &v = s[sub][4 * n8 + 2 * x + c];
-                    v = sfu_ex2(fmaf(v, sl2, -max_scaled));
+                    const float e2 = fmaf(v, sl2, -max_scaled);
+                    v = 2 * n8 + c < FMA_EX2 ? fma_ex2(e2) : sfu_ex2(e2);
                     part += v;
                 }
         st.l[x] = fmaf(alpha[x], st.l[x], part);
@@ -429,6 +432,64 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
                 *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
                     make_float2(scale_out * st.o[a][4 * n8 + 2 * x], scale_out * st.o[a][4 * n8 + 2 * x + 1]);
         if (t == 0) L[row] = l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
+    }
+}
+
+/* Step 10: Alg. 1, lines 12-13 as finish_rows, but O leaves through shared memory and the
+ * copy engine: the warpgroup writes O_i (fp32) into a 128-byte-swizzled staging tile, and one
+ * thread stores it with cp.async.bulk.tensor, boxes of 64 rows x 32 columns (128 bytes, the
+ * swizzle's row), as FlashAttention-3's epilogue does. The stage is the warpgroup's own Q
+ * tile, free once its last S = Q K^T has landed: 64 rows x D fp16 hold half of O's 64 rows x
+ * D fp32, so O goes in two halves of D / 2 columns:
+ *
+ *   stage (Q tile):  [box 0: cols 0-31][box 1: 32-63] ...       half 0: cols 0 .. D/2 - 1
+ *                    written (fence, barrier), stored, read back (wait_group.read): half 1
+ *
+ * A thread's float2 at (row, col) goes to row * 128 + 4 (col % 32) in its box, chunk XOR-ed
+ * with row % 8: a warp's 32 float2 of one register pair land on the 32 banks twice, the two
+ * wavefronts 256 bytes take. Rows past N_q are clipped by the copy engine (the tensor map
+ * stops at N_q). bar_id: a named barrier for the warpgroup's 128 threads alone. */
+template <int D>
+__device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsigned char *stage, const CUtensorMap *to,
+                                                     float *L, int row0, int first_row, int head, const attn_problem_t &p,
+                                                     int t, int bar_id)
+{
+    constexpr int ATOMS = D / 64, HALF = D / 2, BOX_BYTES = 64 * 128;
+    const int tid = threadIdx.x % WG_THREADS, r_local = row0 - first_row;   /* 16 warp + g */
+    float scale_out[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        float l_row = st.l[x];
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
+        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
+        scale_out[x] = l_row > 0.0f ? 1.0f / l_row : 0.0f;
+        const int row = row0 + 8 * x;
+        if (t == 0 && row < p.N_q) L[row] = l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
+    }
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        if (half == 1) named_bar_sync(bar_id, WG_THREADS);   /* the store of half 0 has read the stage */
+#pragma unroll
+        for (int a = 0; a < ATOMS; a++)
+#pragma unroll
+            for (int n8 = 0; n8 < 8; n8++) {
+                if ((a * 64 + n8 * 8) / HALF != half) continue;   /* known at compile time (2 t < 8) */
+#pragma unroll
+                for (int x = 0; x < 2; x++) {
+                    const int r = r_local + 8 * x, c = (a * 64 + n8 * 8 + 2 * t) % HALF;
+                    const uint32_t lin = (uint32_t)((c / 32) * BOX_BYTES + r * 128 + 4 * (c % 32));
+                    *reinterpret_cast<float2 *>(stage + (lin ^ ((lin >> 7 & 7) << 4))) =
+                        make_float2(scale_out[x] * st.o[a][4 * n8 + 2 * x], scale_out[x] * st.o[a][4 * n8 + 2 * x + 1]);
+                }
+            }
+        fence_proxy_async();                  /* the stores above, seen by the copy engine */
+        named_bar_sync(bar_id, WG_THREADS);   /* every thread's share written */
+        if (tid == 0) {
+            for (int box = 0; box < HALF / 32; box++)
+                tma_store_3d(to, stage + box * BOX_BYTES, half * HALF + 32 * box, first_row, head);
+            bulk_commit();
+            bulk_wait_read<0>();              /* the stage may be written again (and freed at the exit) */
+        }
     }
 }
 #endif
@@ -634,8 +695,9 @@ __device__ __forceinline__ int next_kv_block(const uint8_t *tile_class, int j, i
 /* MODE: WS_PLAIN (step 3), WS_PINGPONG (step 4), WS_OVERLAP (step 5: on step 3, the next
  * block's S = Q K^T issued before this block's softmax), WS_FA3ORDER (step 8: FlashAttention-3's
  * intra-warpgroup overlap, the softmax under the last block's P~ V), WS_FA3 (step 9: step 8
- * with pingpong, one turn an iteration) */
-enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2, WS_FA3ORDER = 3, WS_FA3 = 4 };
+ * with pingpong, one turn an iteration), WS_STORE (step 10: step 8 with O through shared memory
+ * and one TMA store, finish_rows_via_smem) */
+enum { WS_PLAIN = 0, WS_PINGPONG = 1, WS_OVERLAP = 2, WS_FA3ORDER = 3, WS_FA3 = 4, WS_STORE = 5 };
 /* the ladder's step of a warp-specialised mode, and back */
 __host__ __device__ constexpr int ws_mode_of_step(int step) { return step <= 5 ? step - 3 : step - 5; }
 
@@ -843,7 +905,10 @@ fa2_wgmma_ws_kernel(const __grid_constant__ WgArgs args)
         for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
         mbar_arrive(empty + last);
     }
-    finish_rows<D>(tile, O, L, row0, p, t);
+    if constexpr (MODE == WS_STORE)   /* Q_i's tile is free: its last S landed (wgmma_wait above) */
+        finish_rows_via_smem<D>(tile, Qs + c * C::Q_TILE, &args.to, L, row0, first_row, b * p.H + h, p, t, 3 + c);
+    else
+        finish_rows<D>(tile, O, L, row0, p, t);
 #else
     (void)args;
 #endif
@@ -1148,7 +1213,7 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
     issue_s_e4m3<D, BC>(s, Qt, Ks);
     turns.hand_over();
     wgmma_wait<0>();
-    softmax_block<D, SKIP, BC>(tile, s, 0, row0, first_row, p, sl2_q * __ldg(sk), t);
+    softmax_block<D, SKIP, BC, false, FA2_FP8_EXP2_FMA>(tile, s, 0, row0, first_row, p, sl2_q * __ldg(sk), t);
     p_to_a_e4m3<BC>(pa, s);
     for (int j = 1; j < n_blocks; j++) {
         const int st = j % C::STAGES, prev = (j - 1) % C::STAGES;
@@ -1161,8 +1226,8 @@ fa2_wgmma_fp8_kernel(const __grid_constant__ WgArgs args)
         wgmma_wait<1>();                                     /* S_j landed; P~ V may still run */
         for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);
         float o_scale[2];   /* alpha_j sv_(j-1) / sv_j: O~ into block j's units */
-        softmax_block<D, SKIP, BC>(tile, s, j, row0, first_row, p, sl2_q * sk_j, t, false, nullptr, sv_prev / sv_j,
-                                   o_scale);
+        softmax_block<D, SKIP, BC, false, FA2_FP8_EXP2_FMA>(tile, s, j, row0, first_row, p, sl2_q * sk_j, t, false, nullptr,
+                                                            sv_prev / sv_j, o_scale);
         sv_prev = sv_j;
         wgmma_wait<0>();                                     /* P~_(j-1) V_(j-1) landed */
         for (int a = 0; a < D / 64; a++) wgmma_fence_regs(tile.o[a]);
@@ -1229,6 +1294,8 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
             a.tk = tma_map_3d_f16(k, D, p->N_kv, p->B * p->H_kv, WG_BR, "fa2-wgmma");
             a.tv = tma_map_3d_f16(v, D, p->N_kv, p->B * p->H_kv, WG_BR, "fa2-wgmma");
         }
+        if (STEP == 10)   /* O [heads][N_q][d] fp32, stored in boxes of 64 rows x 32 columns */
+            a.to = tma_map_3d(o, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, D, p->N_q, p->B * p->H, 64, "fa2-wgmma");
         have = true;
     }
     const dim3 grid((p->N_q + S::BR - 1) / S::BR, p->B * p->H);
@@ -1277,7 +1344,7 @@ static void launch(const attn_problem_t *p, const void *q, const void *k, const 
 }
 
 static const char *const STEP_NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-                                        "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3"};
+                                        "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3", "wgmma-store"};
 
 template <int D, int STEP>
 static void step_facts(gpu_kernel_config_t *c)
@@ -1304,6 +1371,7 @@ static void step_facts(int step, gpu_kernel_config_t *c)
         case 6: step_facts<D, 6>(c); break;
         case 8: step_facts<D, 8>(c); break;
         case 9: step_facts<D, 9>(c); break;
+        case 10: step_facts<D, 10>(c); break;
         }
     }
 }
@@ -1330,6 +1398,7 @@ extern "C" int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why
 extern "C" int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 6, c, why, len); }
 extern "C" int fa2_wgmma_fa3order_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 8, c, why, len); }
 extern "C" int fa2_wgmma_fa3_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 9, c, why, len); }
+extern "C" int fa2_wgmma_store_config(int d, gpu_kernel_config_t *c, char *why, size_t len) { return config(d, 10, c, why, len); }
 
 /* ---- step 7 (FP8): its own inputs, the pre-pass's e4m3 tensors and scales ---- */
 template <int D>
@@ -1435,6 +1504,7 @@ static void launch_step(const attn_problem_t *p, int step, const void *q, const 
         case 6: launch<D, 6>(p, q, k, v, o, L); break;
         case 8: launch<D, 8>(p, q, k, v, o, L); break;
         case 9: launch<D, 9>(p, q, k, v, o, L); break;
+        case 10: launch<D, 10>(p, q, k, v, o, L); break;
         }
     }
 }

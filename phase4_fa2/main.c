@@ -3,7 +3,7 @@
  *   build/phase4 [--B b --H h --Hkv h --N n --Nkv n --d d --causal | --mask name[:p,...] --seed s]
  *                [--kernel simple|mma|fa1-simple|fa1-mma|cublas|ladder|wgmma|wgmma-tma|wgmma-ws|
  *                          wgmma-pingpong|wgmma-overlap|wgmma-persist|wgmma-fa3order|wgmma-fa3|
- *                          wgmma-fp8|wgmma-fp8+q|all] [--iters k]
+ *                          wgmma-store|wgmma-fp8|wgmma-fp8+q|all] [--iters k]
  *                [--sweep] [--csv file] [--dump dir] [--cpu] [--quiet]
  *
  * Order (docs/design.md, "The driver contract"): parse (an unsupported kernel/d pair
@@ -35,7 +35,7 @@
 
 static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
                                       "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-                                      "wgmma-fa3order", "wgmma-fa3", "wgmma-fp8", "wgmma-fp8+q", NULL};
+                                      "wgmma-fa3order", "wgmma-fa3", "wgmma-store", "wgmma-fp8", "wgmma-fp8+q", NULL};
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_measured",
     "nonmatmul", "max_abs", "rel_l2", "L_max_abs", "rel_prev", "pipeline_max_abs", "speedup", "verdict", NULL};

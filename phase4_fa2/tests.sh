@@ -81,13 +81,17 @@ fi
 # engine, mbarriers and named barriers emulated; steps 1-6 against an fp64 forward and the
 # visit counts on seven shapes (the ring wrapping, the persistent grid's counter, d = 256), the FP8 step
 # on the pre-pass's bytes against the CPU model fa3_fp8.c and fp64; a wrong Q_i parity in the
-# persistent step (a deadlock on the GPU) and two keys of P swapped each FAIL.
+# persistent step (a deadlock on the GPU), step 10's O staged without the swizzle its TMA
+# store reads, and two keys of P swapped each FAIL.
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase4 Hopper steps 1-6, 8, 9 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
+    t_run "phase4 Hopper steps 1-6, 8-10 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
         bash tools/mma_emu/run.sh hopper
     t_fail "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
         env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(q_full, n & 1);=>mbar_wait(q_full, 1);' \
         bash tools/mma_emu/run.sh hopper 6
+    t_fail "phase4 Hopper emulator FAILs step 10's O staged unswizzled (its TMA store reads 128-byte-swizzled boxes)" \
+        env EMU_OUT="$BUILD/mma_emu_store_mutant" EMU_MUTATE_HOPPER='(lin ^ ((lin >> 7 & 7) << 4))=>(lin)' \
+        bash tools/mma_emu/run.sh hopper 10
     t_run "phase4 wgmma-fp8 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
         bash tools/mma_emu/run.sh fp8
     t_fail "phase4 FP8 emulator FAILs two keys of P swapped" \
@@ -104,7 +108,8 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
         EMU_MUTATE_HOPPER='issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);=>issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE); turns.hand_over();' \
         bash tools/mma_emu/run.sh fp8 128
 else
-    for w in "Hopper steps 1-6, 8, 9 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
+    for w in "Hopper steps 1-6, 8-10 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
+             "Hopper emulator FAILs step 10's O staged unswizzled" \
              "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake" \
              "wgmma-fp8 with pingpong on the CPU emulator" "FP8 pingpong emulator FAILs a planted mistake"; do
         t_skip "phase4 $w" "no CUDA headers (cuda_fp16.h)"
@@ -178,7 +183,7 @@ else t_run "phase4 gpu mma --mask: visiting every tile FAILs on the counters" ba
 # Every kernel without a mask path refuses --mask in one line naming those that have one;
 # wgmma-ws (Hopper) takes it (its CPU rows run here, its GPU row on a GPU).
 for k in simple fa1-simple fa1-mma cublas ladder wgmma wgmma-tma wgmma-pingpong wgmma-overlap wgmma-persist \
-         wgmma-fa3order wgmma-fa3 wgmma-fp8; do
+         wgmma-fa3order wgmma-fa3 wgmma-store wgmma-fp8; do
     t_exit2_says "phase4 refuses --mask for --kernel $k (no mask path)" \
         "kernel $k has no mask path: --mask runs fa2-mma \(--kernel mma\), wgmma-ws \(--kernel wgmma-ws" \
         "$P4" --kernel $k --mask causal
@@ -343,8 +348,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist, -fa3order, -fa3) a row, each PASS
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 8 && !bad) }' '$log'"
+    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist, -fa3order, -fa3, -store) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 9 && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal
@@ -394,7 +399,7 @@ if [ -z "$why" ]; then   # a GPU, but maybe not Hopper: the wgmma row says why i
 fi
 if [ -n "$why" ]; then t_skip "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" "$why"
 else t_run "phase4 gpu wgmma steps: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \
-    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist wgmma-fa3order wgmma-fa3" \
+    "wgmma wgmma-tma wgmma-ws wgmma-pingpong wgmma-overlap wgmma-persist wgmma-fa3order wgmma-fa3 wgmma-store" \
     "$P4" --quiet --iters 1 --B 1 --H 4 --N 700 --d 128 --causal --kernel wgmma --csv "$T4/va.csv"; fi
 if [ -n "$why" ]; then t_skip "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" "$why"
 else t_run "phase4 gpu wgmma-fp8: a deleted causal range FAILs on the visit counters" bash tools/visits_fail.sh \

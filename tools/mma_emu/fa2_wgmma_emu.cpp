@@ -24,7 +24,7 @@
 #include "hopper_emu.h"
 
 static const char *const NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-                                   "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3"};
+                                   "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3", "wgmma-store"};
 
 template <int D, int STEP>
 static int run_step(const Problem &x, int ctas = 3)
@@ -42,6 +42,7 @@ static int run_step(const Problem &x, int ctas = 3)
     a.tq = emu_tma_map_3d(a.Q, 2, D, p.N_q, (uint64_t)p.B * p.H, 64, WG_BR);    /* as launch(): boxes of 64 rows */
     a.tk = emu_tma_map_3d(a.K, 2, D, p.N_kv, (uint64_t)p.B * p.H_kv, 64, WG_BR);
     a.tv = emu_tma_map_3d(a.V, 2, D, p.N_kv, (uint64_t)p.B * p.H_kv, 64, WG_BR);
+    a.to = emu_tma_map_3d(a.O, 4, D, p.N_q, (uint64_t)p.B * p.H, 32, 64);         /* step 10's store: 64 x 32 fp32 */
     a.tile_ctr = &ctr; a.tile_base = ctr;
     if constexpr (STEP <= 2)
         emu_launch(Tr, p.B * p.H, WG_THREADS, WgCfg<D, STEP>::SMEM, [&] { fa2_wgmma_kernel<D, true, STEP>(a); });
@@ -81,11 +82,12 @@ static int run(const std::vector<int> &steps, int B, int H, int Hkv, int Nq, int
         case 6: f += run_step<D, 6>(x); break;
         case 8: f += run_step<D, 8>(x); break;
         case 9: f += run_step<D, 9>(x); break;
+        case 10: f += run_step<D, 10>(x); break;
         }
     return f;
 }
 
-/* fa2_wgmma_emu [step ...]: steps 1-6, 8, 9 (default: 1, the anchor, alone) */
+/* fa2_wgmma_emu [step ...]: steps 1-6, 8-10 (default: 1, the anchor, alone) */
 int main(int argc, char **argv)
 {
     std::vector<int> steps;

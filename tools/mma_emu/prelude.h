@@ -36,6 +36,8 @@ inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
 inline float2 atomicAdd(float2 *p, float2 v) { std::lock_guard<std::mutex> l(g_atomic_mu); float2 o = *p; p->x += v.x; p->y += v.y; return o; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline long min(long a, long b) { return a < b ? a : b; }
+inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }   /* fma_ex2's bit moves */
+inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 
 /* problem.h's attn_visible() reads the table of FlashMask masks on the host (common/mask.c,
  * not linked into the emulator): here no problem has a mask, so an empty table. */

@@ -11,7 +11,7 @@
 # with wgmma.mma_async emulated too (wgmma_emu.h: descriptors, swizzle, register A), after
 # phase 4's fa2-wgmma step 1 (PASSed on an H100) on the same emulation: its anchor.
 # EMU_MUTATE='old=>new' plants a mistake in bwd_wgmma.cu's text first (gen.py): it must FAIL.
-# tools/mma_emu/run.sh hopper [step ...] - phase 4's Hopper ladder (fa2_wgmma.cu, steps 1-6, 8, 9: TMA,
+# tools/mma_emu/run.sh hopper [step ...] - phase 4's Hopper ladder (fa2_wgmma.cu, steps 1-6, 8-10: TMA,
 # mbarriers, named barriers and the persistent grid's tile counter emulated too) against an
 # fp64 forward and the visit counts.
 # tools/mma_emu/run.sh fp8 [d ...] - phase 4's FP8 step (wgmma-fp8, FP8 wgmma emulated) on the
@@ -52,10 +52,10 @@ elif [ "${1:-}" = fp8 ]; then   # phase 4's FP8 step (wgmma-fp8): d = 128 and 25
     shift
     EMU_CXXFLAGS=-fpermissive cxx fa3_fp8_emu.cpp fa3_fp8_emu   # the CPU model's C (malloc without a cast)
     for d in ${@:-128 256}; do "$out/fa3_fp8_emu" "$d" || fails=$((fails + 1)); done
-elif [ "${1:-}" = hopper ]; then   # phase 4's Hopper ladder (fa2_wgmma.cu): steps 1-6, 8, 9, or those named
+elif [ "${1:-}" = hopper ]; then   # phase 4's Hopper ladder (fa2_wgmma.cu): steps 1-6, 8-10, or those named
     shift
     cxx fa2_wgmma_emu.cpp fa2_wgmma_emu
-    "$out/fa2_wgmma_emu" ${@:-1 2 3 4 5 6 8 9} || fails=$((fails + 1))
+    "$out/fa2_wgmma_emu" ${@:-1 2 3 4 5 6 8 9 10} || fails=$((fails + 1))
 elif [ "${1:-}" = wgmma ]; then   # bwd_wgmma.cu: every d of BWD_WGMMA_TABLE, or those named after it
     shift
     cxx bwd_wgmma_emu.cpp bwd_wgmma_emu

@@ -171,7 +171,7 @@ inline void wgmma_m64n64k32_e4m3_rs(float (&d)[32], const uint32_t (&a)[4], uint
  * its shared-memory offset; a wait spins, yielding, and a wait longer than EMU_WAIT_S
  * seconds (default 60) stops the emulation: a parity or count mistake deadlocks on the GPU.
  *
- * TMA (cp.async.bulk.tensor.3d): done at issue, then the bytes of the whole box (zero-filled
+ * TMA (cp.async.bulk.tensor.3d, loads and stores): done at issue, then the bytes of the whole box (zero-filled
  * past the tensor, as the hardware counts them) are completed on the barrier. A tensor map
  * is the emulation's own record (emu_tma_map_3d) in the CUtensorMap's bytes: base, the 3
  * dims in elements, the 2 outer strides in bytes, the box, the element size. The 128-byte
@@ -281,6 +281,23 @@ inline void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0
             else memset(g_smem + at, 0, t.elem);
         }
     emu_complete_tx(bar, bytes);
+}
+
+/* the store (cp.async.bulk.tensor global <- shared): done at issue, from the swizzled box to
+ * the tensor's elements inside it (the rest clipped, as the hardware does) */
+inline void tma_store_3d(const void *tensor_map, const void *src, int c0, int c1, int c2)
+{
+    EmuTmap t; memcpy(&t, tensor_map, sizeof t);
+    const uint32_t off = emu_smem_off(src, "a TMA store source outside shared memory");
+    if (off % 1024) emu_die("a 128-byte-swizzled TMA store source not 1024-aligned", off);
+    if (off + t.box[0] * t.box[1] * t.elem > g_smem_bytes) emu_die("a TMA store box past the block's shared memory", off);
+    for (uint32_t y = 0; y < t.box[1]; y++)
+        for (uint32_t x = 0; x < t.box[0]; x++) {
+            const long long gx = (long long)c0 + x, gy = (long long)c1 + y, gz = c2;
+            const uint32_t lin = off + (y * t.box[0] + x) * t.elem, at = lin ^ (((lin >> 7) & 7) << 4);
+            if (gx >= 0 && gy >= 0 && gz >= 0 && (uint64_t)gx < t.dims[0] && (uint64_t)gy < t.dims[1] && (uint64_t)gz < t.dims[2])
+                memcpy((unsigned char *)t.base + gz * t.strides[1] + gy * t.strides[0] + gx * t.elem, g_smem + at, t.elem);
+        }
 }
 
 struct EmuNamedBar { int arrived; unsigned long long gen; };

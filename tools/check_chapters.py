@@ -260,16 +260,17 @@ def chapter_4c():
 def hopper_sweep_record():
     """Chapter 4b's sweep of record: {(kernel, d, causal, N): TFLOP/s} (a point's first line
     in the record) and the peers {(backend, d, causal, N): TFLOP/s}, each point's from the
-    machine of its part: d = 128 (A), d = 64 and 256 without a mask (C), causal (B)."""
+    machine of its part: d = 128 and 64 (D, every step in one call), d = 256 without a mask
+    (C), d = 256 causal (B)."""
     T = {}
-    with open(os.path.join(H100, "phase4/phase4_hopper_sweep_64eb909.txt")) as f:
+    with open(os.path.join(H100, "phase4/phase4_hopper_sweep_896860e.txt")) as f:
         for line in f:
             m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+) .*?:\s+(.*)", line)
             if m:
                 for kern, tf in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
                     T.setdefault((kern, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3))), float(tf))
     P = {}
-    for name in ("814286b", "64eb909", "47724da"):   # later files win: B, then C, then A
+    for name in ("814286b", "64eb909", "896860e"):   # later files win: B, then C, then D (d = 128 and 64)
         P.update({(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
                   for r in rows(os.path.join(H100, "phase4/phase4_peers_%s.csv" % name))})
     return T, P
@@ -300,7 +301,7 @@ def chapter_4b():
     # the Hopper sweep of record and each point's peers (hopper_sweep_record says whose)
     T, P = hopper_sweep_record()
     steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-             "wgmma-fa3order", "wgmma-fa3"]
+             "wgmma-fa3order", "wgmma-fa3", "wgmma-store"]
     big = [(d, c, n) for d in (128, 64) for c in (0, 1) for n in (2048, 4096, 8192, 16384)]
 
     def best_kernel(p):
@@ -309,7 +310,7 @@ def chapter_4b():
     def best(p):
         return T[(best_kernel(p),) + p]
 
-    got = table(text, "| d | mask | N | wgmma | tma | ws | pingpong | overlap | persist | fa3order | fa3 |")
+    got = table(text, "| d | mask | N | wgmma | tma | ws | pingpong | overlap | persist | fa3order | fa3 | store |")
     cells = []
     for r in got or []:
         p = (int(r[0]), 1 if r[1] == "causal" else 0, int(r[2]))
@@ -319,10 +320,10 @@ def chapter_4b():
                 cells.append((lab + " " + kern + " (-)", "1" if (kern,) + p not in T else "0", 1.0))
             else:
                 cells.append((lab + " " + kern, r[3 + i], T.get((kern,) + p)))
-        cells.append((lab + " flash", r[11], P.get(("flash",) + p)))
-        cells.append((lab + " cudnn", r[12], P.get(("cudnn",) + p)))
-        cells.append((lab + " best/FA2", r[13], best(p) / P[("flash",) + p]))
-        cells.append((lab + " best/cuDNN", r[14], best(p) / P[("cudnn",) + p]))
+        cells.append((lab + " flash", r[12], P.get(("flash",) + p)))
+        cells.append((lab + " cudnn", r[13], P.get(("cudnn",) + p)))
+        cells.append((lab + " best/FA2", r[14], best(p) / P[("flash",) + p]))
+        cells.append((lab + " best/cuDNN", r[15], best(p) / P[("cudnn",) + p]))
         bold = [steps[i] for i in range(len(steps)) if r[3 + i].startswith("**")]
         if len(bold) != 1 or T[(bold[0],) + p] != best(p):
             cells.append((lab + " bold cell is " + ",".join(bold) + ", fastest " + best_kernel(p), "", None))
@@ -383,7 +384,11 @@ def chapter_4b():
         lo, hi = 100 * (min(max(a, b) for a, b in zip(g, g9)) - 1), 100 * (max(max(a, b) for a, b in zip(g, g9)) - 1)
         claim(doc, "steps 8/9 over step 3, d = %d" % d, flat, "%d-%d%% at d = %d" % (round(lo), round(hi), d))
     dev = max(abs(T[("wgmma-fa3",) + p] / T[("wgmma-fa3order",) + p] - 1) for p in big)
-    report(dev <= 0.031, "%s: step 9 within 3.1%% of step 8 (%.1f%%)" % (doc, 100 * dev))
+    claim(doc, "step 9 against step 8, the best-step bullet", flat, "Step 8 (or step 9, within %.1f%%)" % (100 * dev))
+    claim(doc, "step 9 against step 8, the pingpong bullet", flat, "step 9 is within %.1f%% of step 8, either side" % (100 * dev))
+    small = [(d, c, n) for d in (128, 64) for c in (0, 1) for n in (512, 1024)]
+    claim(doc, "step 10 over step 8", flat, "%s step 8 from N = 2048 on, %s below" % (
+        span(ratio(k("wgmma-store"), k("wgmma-fa3order"), big)), span(ratio(k("wgmma-store"), k("wgmma-fa3order"), small))))
     for d, pts in ((128, [p for p in big if p[0] == 128 and p[1] == 0]), (64, [p for p in big if p[0] == 64 and p[1] == 0]), (256, d256)):
         claim(doc, "persist over ws, d = %d" % d, flat, span(ratio(k("wgmma-persist"), k("wgmma-ws"), pts)) + " at d = %d" % d)
     claim(doc, "ws at d = 256 over FA2 and cuDNN", flat, "step 3 is %s FlashAttention-2 inside PyTorch and %s cuDNN" % (
@@ -395,10 +400,24 @@ def chapter_4b():
            "%s: step 2 faster than step 3 at every point N >= 2048 at d = 64" % doc)
     report(best_kernel((64, 1, 2048)) == "wgmma-tma" and all(best_kernel(p) in ("wgmma-fa3order", "wgmma-fa3") for p in big if p != (64, 1, 2048)),
            "%s: steps 8 or 9 the best but at d = 64 causal N = 2048 (step 2)" % doc)
-    cu2 = {(r["causal"], r["N"]): float(r["tflops"]) for r in rows(os.path.join(H100, "phase4/phase4_peers_814286b.csv"))
-           if r["backend"] == "cudnn" and r["d"] == "128" and int(r["N"]) >= 2048}
-    claim(doc, "cuDNN d = 128 on the two machines", flat, "from N = 2048 on were %s on the third machine" % span(
-        [cu2[(str(p[1]), str(p[2]))] / P[("cudnn",) + p] for p in big if p[0] == 128]))
+    # the earlier d = 128 run (machine A: 64eb909's part 1 in the record file, its peers 47724da)
+    TA = {}
+    with open(os.path.join(H100, "phase4/phase4_hopper_sweep_64eb909.txt")) as f:
+        for line in f:
+            m = re.match(r"\s*sweep tokens16k d=\s*(\d+) (full|causal)\s+N=\s*(\d+) .*?:\s+(.*)", line)
+            if m:
+                for kern, tf in re.findall(r"(\S+) [\d.]+ ms ([\d.]+) TFLOP/s", m.group(4)):
+                    TA.setdefault((kern, int(m.group(1)), int(m.group(2) == "causal"), int(m.group(3))), float(tf))
+    PA = {(r["backend"], int(r["d"]), int(r["causal"]), int(r["N"])): float(r["tflops"])
+          for r in rows(os.path.join(H100, "phase4/phase4_peers_47724da.csv"))}
+    b128 = [p for p in big if p[0] == 128]
+    below = sorted((p, best(p) / P[("cudnn",) + p]) for p in b128 if best(p) / P[("cudnn",) + p] < 0.95)
+    claim(doc, "the two machines at d = 128", flat, "measured the best step at %s cuDNN. Against that run, step 8 ran at %s here and cuDNN at %s, so this machine's two points below 0.95x (N = 2048, %.2fx and %.2fx)" % (
+        span([max(TA[(kk,) + p] for kk in steps[:8]) / PA[("cudnn",) + p] for p in b128]),
+        span([T[("wgmma-fa3order",) + p] / TA[("wgmma-fa3order",) + p] for p in b128]),
+        span([P[("cudnn",) + p] / PA[("cudnn",) + p] for p in b128]),
+        below[0][1] if len(below) == 2 else 0, below[1][1] if len(below) == 2 else 0))
+    report(len(below) == 2 and all(p[2] == 2048 for p, _ in below), "%s: the points below 0.95x cuDNN at d = 128 are the two at N = 2048" % doc)
     claim(doc, "step 3 over FA2 and cuDNN", flat, "it is %s FlashAttention-2 inside PyTorch at d = 128 and %s at d = 64 (causal and not); against cuDNN, %s at d = 128 without a mask, %s causal, and %s at d = 64" % (
         span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 128])), span(ratio(k("wgmma-ws"), peer("flash"), [p for p in big if p[0] == 64])),
         span(ratio(k("wgmma-ws"), peer("cudnn"), [p for p in big if p[0] == 128 and p[1] == 0])),
@@ -418,11 +437,41 @@ def chapter_4b():
         fp8_over(128), fp8_peak(128),
         fp8_over(256), fp8_peak(256))
     claim("README.md", "chapter 4b's FA3 row", " ".join(open(os.path.join(ROOT, "README.md")).read().split()), readme_row)
+    claim("README.md", "chapter 4b's row in the chapter list", " ".join(open(os.path.join(ROOT, "README.md")).read().split()),
+          "is the fastest fp16 step, %s cuDNN at d = 128 and %s at d = 64 from N = 2048; FP8 (`wgmma-fp8`, QGMMA in the SASS) %s the best fp16 step at d = 128 and %s at d = 256" % (
+              best_vs("cudnn", 128), best_vs("cudnn", 64), fp8_over(128), fp8_over(256)))
     claim("06_decoding.md", "the map's 4b row", " ".join(chapter("06_decoding.md").split()),
           "%.1f TFLOP/s at B=4 N=4096 d=128 (`wgmma-fa3order`), %.1f at 16k; %s cuDNN at d = 128 and %s PyTorch's FA2 backend for the best step from N = 2048 on; FP8: %.1f TFLOP/s at d = 128, %.1f at d = 256" % (
               T[("wgmma-fa3order", 128, 0, 4096)], best(top), best_vs("cudnn", 128),
               span(ratio(best, peer("flash"), big)), fp8_peak(128),
               fp8_peak(256)))
+    # FA2_FP8_EXP2_FMA = 4 and 8 against the default build (call 54: each shape timed in the three builds)
+    fma = {}
+    with open(os.path.join(H100, "phase4/phase4_gpu_checks_896860e.txt")) as f:
+        build = shape = None
+        for line in f:
+            m = re.match(r"## (build|build_f4|build_f8) (--.*)", line)
+            if m:
+                build, shape = m.group(1), m.group(2).strip()
+                continue
+            m = re.match(r"wgmma-fp8 gpu .* \d+x\d+ ([\d.]+) ", line)
+            if m and build:
+                fma[(build, shape)] = float(m.group(1))
+                build = None
+    shapes = sorted({sh for _, sh in fma})
+    claim(doc, "the FMA exp2 against the SFU's", flat, "%s the default build with k = 4 and %s with k = 8" % (
+        span([fma[("build", sh)] / fma[("build_f4", sh)] for sh in shapes]),
+        span([fma[("build", sh)] / fma[("build_f8", sh)] for sh in shapes])))
+    report(len(shapes) == 5, "%s: FA2_FP8_EXP2_FMA timed on 5 shapes in 3 builds (%d)" % (doc, len(shapes)))
+    chk = open(os.path.join(H100, "phase4/phase4_gpu_checks_896860e.txt")).read()
+    m1 = re.search(r"^(\d+) PASS, 0 FAIL, 0 SKIP when the limit cut it", chk, re.M)
+    m2 = re.search(r"^(\d+) passed, 0 failed, \d+ skipped", chk, re.M)
+    claim(doc, "make phase4 test on the H100, two calls", flat, "the first ran %s tests, all PASS, until the limit; the second (`T_FROM`, `tools/testlib.sh`) ran the %s tests" % (
+        m1.group(1) if m1 else "?", m2.group(1) if m2 else "?"))
+    report(len(re.findall(r"^\d+\s+\w+check\s+rc=0\s", chk, re.M)) == 46 and " rc=9" not in chk,
+           "%s: the 46 sanitizer runs of the record all exit 0" % doc)
+    claim(doc, "step 10 over step 8, its section", flat, "It is slower: %s step 8 (the sweep below)" % span(
+        ratio(k("wgmma-store"), k("wgmma-fa3order"), big)))
     claim(doc, "FP8 over the best fp16 step, d = 128", flat, "At d = 128 it is %s, %.1f TFLOP/s at best" % (
         fp8_over(128), fp8_peak(128)))
 
@@ -1115,7 +1164,7 @@ def self_test():
     global DOCS, failures, checks
     import shutil
     import tempfile
-    mutations = {"04b_hopper.md": "**649.9**", "05_backward.md": "| 216.4 |", "06_decoding.md": "| 23.86x |"}   # table cells
+    mutations = {"04b_hopper.md": "**640.9**", "05_backward.md": "| 216.4 |", "06_decoding.md": "| 23.86x |"}   # table cells
     tmp = tempfile.mkdtemp()
     try:
         for name, figure in mutations.items():

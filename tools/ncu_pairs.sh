@@ -12,6 +12,8 @@
 #         B = 8 MHA and B = 1 GQA                   peer at these points)
 #   hopper  phase 4's wgmma steps 2-5, 8, 9 and      PyTorch SDPA cuDNN forward (Hopper's
 #           the FP8 step 7, d=128 and d=64          wgmma + TMA path)
+#   hopper10 step 10 (wgmma-store) beside step 8,  PyTorch SDPA cuDNN forward at N = 2048
+#           d=128 N=4096; step 8 at N = 2048
 #   bwd2d phase 5's mma2d, d=128 and d=64            FA2's and cuDNN's backward (and wgmma-ws at d=64)
 #   bwdh  phase 5's Hopper backward (wgmma,          PyTorch SDPA flash and cuDNN backward
 #         wgmma-dq, wgmma-ws), mma2d, d=128, 64
@@ -96,6 +98,14 @@ set_hopper() {
     pair cudnn64      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,32,32,4096,4096,64,0
     table hopper tma128 ws128 pingpong128 overlap128 fa3order128 fa3_128 fp8_128 cudnn128 tma64 ws64 fa3order64 cudnn64
 }
+set_hopper10() {   # step 10 beside step 8 (N = 4096), and step 8 beside cuDNN at N = 2048, where it trails most
+    local ws='fa2_wgmma_ws_kernel<\(int\)' s128="--B 4 --H 16 --N 4096 --d 128" s2k="--B 8 --H 16 --N 2048 --d 128"
+    pair fa3order128  "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s128 $(q)
+    pair store128     "${ws}128,"  build/phase4 --kernel wgmma-store    $s128 $(q)
+    pair fa3order2k   "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s2k $(q)
+    pair cudnn2k      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 8,16,16,2048,2048,128,0
+    table hopper10 fa3order128 store128 fa3order2k cudnn2k
+}
 set_bwdh() {
     local wg='bwd_wgmma_kernel<\(int\)' s128="--B 2 --H 16 --N 8192 --d 128" s64="--B 2 --H 32 --N 8192 --d 64"
     pair wgmma128     "${wg}128, \(int\)64, \(int\)128, \(bool\)0" build/phase5 --kernel wgmma    $s128 $(q)
@@ -154,7 +164,7 @@ table() {
 
 sets=("$@"); [ ${#sets[@]} -eq 0 ] && sets=(bwd fwd dec)
 for s in "${sets[@]}"; do
-    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, deccudnn, hopper, bwdh, masks, masksbwd)" >&2; exit 2; }
+    declare -F "set_$s" >/dev/null || { echo "ncu_pairs: unknown set '$s' (bwd, bwd2d, fwd, dec, deccudnn, hopper, hopper10, bwdh, masks, masksbwd)" >&2; exit 2; }
     "set_$s"
 done
 for s in "${sets[@]}"; do echo "==== ncu_$s"; cat "$OUT/ncu_$s.txt" 2>/dev/null; done

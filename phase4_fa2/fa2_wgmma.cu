@@ -445,10 +445,18 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
  *   stage (Q tile):  [box 0: cols 0-31][box 1: 32-63] ...       half 0: cols 0 .. D/2 - 1
  *                    written (fence, barrier), stored, read back (wait_group.read): half 1
  *
- * A thread's float2 at (row, col) goes to row * 128 + 4 (col % 32) in its box, chunk XOR-ed
- * with row % 8: a warp's 32 float2 of one register pair land on the 32 banks twice, the two
- * wavefronts 256 bytes take. Rows past N_q are clipped by the copy engine (the tensor map
- * stops at N_q). bar_id: a named barrier for the warpgroup's 128 threads alone. */
+ * A thread's float2 at (row, col) goes to row * 128 + 4 (col % 32) in its box, its 16-byte
+ * chunk XOR-ed with row % 8. A float2 store is done 16 lanes at a time (g = 0..3 or 4..7,
+ * t = 0..3), and if every lane stored the same 8-column block n8, those 16 lanes would reach
+ * 4 chunks only (t / 2 and g's low bit flip the same chunk bit), two lanes a bank: twice the
+ * wavefronts. So lanes t = 2, 3 store block n8 ^ 2 while lanes t = 0, 1 store n8 (chunk bit 2
+ * then differs between them), and the 16 lanes reach all 8 chunks:
+ *
+ *   chunk of lane (g, t) = (2 (n8' % 4) + t / 2) ^ g,   n8' = n8 ^ 2 (t / 2)
+ *   bit 0 = t/2 ^ g0,  bit 1 = n8_0 ^ g1,  bit 2 = n8_1 ^ t/2 ^ g2:  8 distinct for 16 lanes
+ *
+ * Both blocks sit in one 32-column box. Rows past N_q are clipped by the copy engine (the
+ * tensor map stops at N_q). bar_id: a named barrier for the warpgroup's 128 threads alone. */
 template <int D>
 __device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsigned char *stage, const CUtensorMap *to,
                                                      float *L, int row0, int first_row, int head, const attn_problem_t &p,
@@ -456,6 +464,7 @@ __device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsig
 {
     constexpr int ATOMS = D / 64, HALF = D / 2, BOX_BYTES = 64 * 128;
     const int tid = threadIdx.x % WG_THREADS, r_local = row0 - first_row;   /* 16 warp + g */
+    const bool other = t >= 2;   /* this lane stores block n8 ^ 2 when the others store n8 */
     float scale_out[2];
 #pragma unroll
     for (int x = 0; x < 2; x++) {
@@ -473,13 +482,17 @@ __device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsig
         for (int a = 0; a < ATOMS; a++)
 #pragma unroll
             for (int n8 = 0; n8 < 8; n8++) {
-                if ((a * 64 + n8 * 8) / HALF != half) continue;   /* known at compile time (2 t < 8) */
+                if ((a * 64 + n8 * 8) / HALF != half) continue;   /* known at compile time (n8 ^ 2: the same box) */
+                const int mine = other ? n8 ^ 2 : n8;
 #pragma unroll
                 for (int x = 0; x < 2; x++) {
-                    const int r = r_local + 8 * x, c = (a * 64 + n8 * 8 + 2 * t) % HALF;
+                    const int r = r_local + 8 * x, c = (a * 64 + mine * 8 + 2 * t) % HALF;
                     const uint32_t lin = (uint32_t)((c / 32) * BOX_BYTES + r * 128 + 4 * (c % 32));
+                    /* registers picked by a select, never indexed at run time (that would go to local memory) */
+                    const float v0 = other ? st.o[a][4 * (n8 ^ 2) + 2 * x] : st.o[a][4 * n8 + 2 * x];
+                    const float v1 = other ? st.o[a][4 * (n8 ^ 2) + 2 * x + 1] : st.o[a][4 * n8 + 2 * x + 1];
                     *reinterpret_cast<float2 *>(stage + (lin ^ ((lin >> 7 & 7) << 4))) =
-                        make_float2(scale_out[x] * st.o[a][4 * n8 + 2 * x], scale_out[x] * st.o[a][4 * n8 + 2 * x + 1]);
+                        make_float2(scale_out[x] * v0, scale_out[x] * v1);
                 }
             }
         fence_proxy_async();                  /* the stores above, seen by the copy engine */

@@ -480,6 +480,12 @@ def chapter_4b():
         m1.group(1) if m1 else "?", m2.group(1) if m2 else "?"))
     report(len(re.findall(r"^\d+\s+\w+check\s+rc=0\s", chk, re.M)) == 46 and " rc=9" not in chk,
            "%s: the 46 sanitizer runs of the record all exit 0" % doc)
+    chk10 = open(os.path.join(H100, "phase4/phase4_gpu_checks_bbadc77.txt")).read()
+    fam = len(re.findall(r"^phase4: PASS \(2 rows, 0 failed\)", chk10, re.M))
+    san10 = len(re.findall(r"^san \w+ d=\d+ rc=0 .*(0 errors|0 hazards)", chk10, re.M))
+    vis10 = "FAIL wgmma-store (gpu): visited" in chk10
+    claim(doc, "step 10 rechecked on the final code", flat, "%d of 6 PASS, the counters %s the deleted range, %d of 6 sanitizer runs clean" % (
+        fam, "FAIL" if vis10 else "do not FAIL", san10))
     claim(doc, "step 10 over step 8, its section", flat, "It is slower: %s step 8 (the sweep below)" % span(
         ratio(k("wgmma-store"), k("wgmma-fa3order"), big)))
     claim(doc, "FP8 over the best fp16 step, d = 128", flat, "At d = 128 it is %s, %.1f TFLOP/s at best" % (

@@ -151,7 +151,8 @@ REF_PROTO(void, fa2_mma_launch, (const attn_problem_t *p, fa2_variant_t variant,
  * 2 = wgmma-tma (the copy engine, an mbarrier ring), 3 = wgmma-ws (a producer warpgroup,
  * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns),
  * 5 = wgmma-overlap (step 3 with the next block's S = Q K^T issued before the softmax),
- * 6 = wgmma-persist (step 3 on a persistent grid: one CTA a SM, a list of tiles). */
+ * 6 = wgmma-persist (step 3 on a persistent grid: one CTA a SM, a list of tiles); 8-10
+ * below, 7 (FP8) further down. */
 int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
 int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);

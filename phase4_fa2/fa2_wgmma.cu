@@ -43,6 +43,9 @@
  *                                   build/phase4 --kernel wgmma-ws --mask sliding:1024
  *   6  wgmma-persist step 3 on a persistent grid: one CTA a SM, the tiles longest first,
  *                the K/V ring running on across tiles, Q_i's buffer handed back by a barrier
+ *   7  wgmma-fp8   FlashAttention-3's FP8 on step 8's schedule (its own kernel, further down)
+ *   8  wgmma-fa3order, 9 wgmma-fa3: FlashAttention-3's intra-warpgroup order, and pingpong on it
+ *   10 wgmma-store step 8 with O staged in shared memory and written by TMA stores
  */
 #include <cuda.h>        /* CUtensorMap and its enums (the encoder is fetched at run time) */
 #include <cuda_fp16.h>

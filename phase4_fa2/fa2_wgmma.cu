@@ -411,9 +411,25 @@ __device__ __forceinline__ void write_rows_without_keys(float *O, float *L, int 
     write_rows_without_keys<D>(O, L, i0, Br, N_q, threads, (int)threadIdx.x);
 }
 
-/* Alg. 1, lines 12-13: O_i = O~ / l once, L_i = m_i scale + log l (+inf for a row that saw
- * no key; m is kept times log2 e: m ln 2); rows past N_q (the last Q tile's padding) are not
- * written. o_factor: a factor on O (the FP8 step's last V scale). */
+/* This thread's row x: l, the quad's 4 shares summed (every lane joins the shuffles), and
+ * from it L_i = m_i scale + log l (Alg. 1, line 13; +inf for a row that saw no key; m is kept
+ * times log2 e: m ln 2). */
+template <int D>
+__device__ __forceinline__ float row_l(const RowTile<D> &st, int x)
+{
+    float l_row = st.l[x];
+    l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);
+    l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
+    return l_row;
+}
+template <int D>
+__device__ __forceinline__ float row_lse(const RowTile<D> &st, int x, float l_row)
+{
+    return l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
+}
+
+/* Alg. 1, lines 12-13: O_i = O~ / l once, L_i (row_lse); rows past N_q (the last Q tile's
+ * padding) are not written. o_factor: a factor on O (the FP8 step's last V scale). */
 template <int D>
 __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, float *L, int row0, const attn_problem_t &p, int t,
                                             float o_factor = 1.0f)
@@ -421,9 +437,7 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
     constexpr int ATOMS = D / 64;
 #pragma unroll
     for (int x = 0; x < 2; x++) {
-        float l_row = st.l[x];
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
+        const float l_row = row_l<D>(st, x);
         const int row = row0 + 8 * x;
         if (row >= p.N_q) continue;   /* padding rows of the last Q block */
         const float scale_out = l_row > 0.0f ? o_factor / l_row : 0.0f;
@@ -434,7 +448,7 @@ __device__ __forceinline__ void finish_rows(const RowTile<D> &st, float *O, floa
             for (int n8 = 0; n8 < 8; n8++)
                 *reinterpret_cast<float2 *>(out + a * 64 + n8 * 8) =
                     make_float2(scale_out * st.o[a][4 * n8 + 2 * x], scale_out * st.o[a][4 * n8 + 2 * x + 1]);
-        if (t == 0) L[row] = l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
+        if (t == 0) L[row] = row_lse<D>(st, x, l_row);
     }
 }
 
@@ -471,12 +485,9 @@ __device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsig
     float scale_out[2];
 #pragma unroll
     for (int x = 0; x < 2; x++) {
-        float l_row = st.l[x];
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 1);   /* the quad's 4 shares */
-        l_row += __shfl_xor_sync(0xffffffffu, l_row, 2);
+        const float l_row = row_l<D>(st, x);
         scale_out[x] = l_row > 0.0f ? 1.0f / l_row : 0.0f;
-        const int row = row0 + 8 * x;
-        if (t == 0 && row < p.N_q) L[row] = l_row > 0.0f ? fmaf(st.m[x], 0.6931471805599453f, logf(l_row)) : INFINITY;
+        if (t == 0 && row0 + 8 * x < p.N_q) L[row0 + 8 * x] = row_lse<D>(st, x, l_row);
     }
 #pragma unroll
     for (int half = 0; half < 2; half++) {

@@ -264,11 +264,15 @@ inline CUtensorMap emu_tma_map_3d(const void *base, uint32_t elem, uint64_t dims
     memcpy(&m, &t, sizeof t);
     return m;
 }
-inline void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0, int c1, int c2)
+/* a TMA box walked element by element: each(in, global element, shared element), `in` false
+ * past the tensor's end; shared addresses 128-byte swizzled from a 1024-aligned start. Returns
+ * the box's bytes. */
+template <class Each>
+inline uint32_t emu_tma_box(const void *tensor_map, const void *smem, const char *outside, int c0, int c1, int c2, Each each)
 {
     EmuTmap t; memcpy(&t, tensor_map, sizeof t);
-    const uint32_t off = emu_smem_off(dst, "a TMA destination outside shared memory");
-    if (off % 1024) emu_die("a 128-byte-swizzled TMA destination not 1024-aligned", off);
+    const uint32_t off = emu_smem_off(smem, outside);
+    if (off % 1024) emu_die("a 128-byte-swizzled TMA box in shared memory not 1024-aligned", off);
     const uint32_t bytes = t.box[0] * t.box[1] * t.elem;
     if (off + bytes > g_smem_bytes) emu_die("a TMA box past the block's shared memory", off);
     for (uint32_t y = 0; y < t.box[1]; y++)
@@ -277,27 +281,25 @@ inline void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0
             const uint32_t lin = off + (y * t.box[0] + x) * t.elem, at = lin ^ (((lin >> 7) & 7) << 4);
             const bool in = gx >= 0 && gy >= 0 && gz >= 0 && (uint64_t)gx < t.dims[0] && (uint64_t)gy < t.dims[1] &&
                             (uint64_t)gz < t.dims[2];
-            if (in) memcpy(g_smem + at, t.base + gz * t.strides[1] + gy * t.strides[0] + gx * t.elem, t.elem);
-            else memset(g_smem + at, 0, t.elem);
+            each(in, in ? (unsigned char *)t.base + gz * t.strides[1] + gy * t.strides[0] + gx * t.elem : nullptr,
+                 g_smem + at, t.elem);
         }
+    return bytes;
+}
+inline void tma_load_3d(void *dst, const void *tensor_map, uint64_t *bar, int c0, int c1, int c2)
+{
+    const uint32_t bytes = emu_tma_box(tensor_map, dst, "a TMA destination outside shared memory", c0, c1, c2,
+                                       [](bool in, unsigned char *g, unsigned char *s, uint32_t n) {
+                                           if (in) memcpy(s, g, n); else memset(s, 0, n);
+                                       });
     emu_complete_tx(bar, bytes);
 }
-
-/* the store (cp.async.bulk.tensor global <- shared): done at issue, from the swizzled box to
- * the tensor's elements inside it (the rest clipped, as the hardware does) */
+/* the store (cp.async.bulk.tensor global <- shared): done at issue, the box's elements inside
+ * the tensor written, the rest clipped, as the hardware does */
 inline void tma_store_3d(const void *tensor_map, const void *src, int c0, int c1, int c2)
 {
-    EmuTmap t; memcpy(&t, tensor_map, sizeof t);
-    const uint32_t off = emu_smem_off(src, "a TMA store source outside shared memory");
-    if (off % 1024) emu_die("a 128-byte-swizzled TMA store source not 1024-aligned", off);
-    if (off + t.box[0] * t.box[1] * t.elem > g_smem_bytes) emu_die("a TMA store box past the block's shared memory", off);
-    for (uint32_t y = 0; y < t.box[1]; y++)
-        for (uint32_t x = 0; x < t.box[0]; x++) {
-            const long long gx = (long long)c0 + x, gy = (long long)c1 + y, gz = c2;
-            const uint32_t lin = off + (y * t.box[0] + x) * t.elem, at = lin ^ (((lin >> 7) & 7) << 4);
-            if (gx >= 0 && gy >= 0 && gz >= 0 && (uint64_t)gx < t.dims[0] && (uint64_t)gy < t.dims[1] && (uint64_t)gz < t.dims[2])
-                memcpy((unsigned char *)t.base + gz * t.strides[1] + gy * t.strides[0] + gx * t.elem, g_smem + at, t.elem);
-        }
+    emu_tma_box(tensor_map, src, "a TMA store source outside shared memory", c0, c1, c2,
+                [](bool in, unsigned char *g, unsigned char *s, uint32_t n) { if (in) memcpy(g, s, n); });
 }
 
 struct EmuNamedBar { int arrived; unsigned long long gen; };

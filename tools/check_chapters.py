@@ -446,8 +446,9 @@ def chapter_4b():
         span(ratio(best, peer("flash"), big)), span(ratio(k("wgmma-ws"), peer("flash"), d256)), span(ratio(k("wgmma-ws"), peer("cudnn"), d256)),
         fp8_over(128), fp8_peak(128),
         fp8_over(256), fp8_peak(256))
-    claim("README.md", "chapter 4b's FA3 row", " ".join(open(os.path.join(ROOT, "README.md")).read().split()), readme_row)
-    claim("README.md", "chapter 4b's row in the chapter list", " ".join(open(os.path.join(ROOT, "README.md")).read().split()),
+    readme = " ".join(open(os.path.join(ROOT, "README.md")).read().split())
+    claim("README.md", "chapter 4b's FA3 row", readme, readme_row)
+    claim("README.md", "chapter 4b's row in the chapter list", readme,
           "is the fastest fp16 step, %s cuDNN at d = 128 and %s at d = 64 from N = 2048; FP8 (`wgmma-fp8`, QGMMA in the SASS) %s the best fp16 step at d = 128 and %s at d = 256" % (
               best_vs("cudnn", 128), best_vs("cudnn", 64), fp8_over(128), fp8_over(256)))
     claim("06_decoding.md", "the map's 4b row", " ".join(chapter("06_decoding.md").split()),
@@ -456,24 +457,23 @@ def chapter_4b():
               span(ratio(best, peer("flash"), big)), fp8_peak(128),
               fp8_peak(256)))
     # FA2_FP8_EXP2_FMA = 4 and 8 against the default build (call 54: each shape timed in the three builds)
+    chk = open(os.path.join(H100, "phase4/phase4_gpu_checks_896860e.txt")).read()
     fma = {}
-    with open(os.path.join(H100, "phase4/phase4_gpu_checks_896860e.txt")) as f:
-        build = shape = None
-        for line in f:
-            m = re.match(r"## (build|build_f4|build_f8) (--.*)", line)
-            if m:
-                build, shape = m.group(1), m.group(2).strip()
-                continue
-            m = re.match(r"wgmma-fp8 gpu .* \d+x\d+ ([\d.]+) ", line)
-            if m and build:
-                fma[(build, shape)] = float(m.group(1))
-                build = None
+    build = shape = None
+    for line in chk.splitlines():
+        m = re.match(r"## (build|build_f4|build_f8) (--.*)", line)
+        if m:
+            build, shape = m.group(1), m.group(2).strip()
+            continue
+        m = re.match(r"wgmma-fp8 gpu .* \d+x\d+ ([\d.]+) ", line)
+        if m and build:
+            fma[(build, shape)] = float(m.group(1))
+            build = None
     shapes = sorted({sh for _, sh in fma})
     claim(doc, "the FMA exp2 against the SFU's", flat, "%s the default build with k = 4 and %s with k = 8" % (
         span([fma[("build", sh)] / fma[("build_f4", sh)] for sh in shapes]),
         span([fma[("build", sh)] / fma[("build_f8", sh)] for sh in shapes])))
     report(len(shapes) == 5, "%s: FA2_FP8_EXP2_FMA timed on 5 shapes in 3 builds (%d)" % (doc, len(shapes)))
-    chk = open(os.path.join(H100, "phase4/phase4_gpu_checks_896860e.txt")).read()
     m1 = re.search(r"^(\d+) PASS, 0 FAIL, 0 SKIP when the limit cut it", chk, re.M)
     m2 = re.search(r"^(\d+) passed, 0 failed, \d+ skipped", chk, re.M)
     claim(doc, "make phase4 test on the H100, two calls", flat, "the first ran %s tests, all PASS, until the limit; the second (`T_FROM`, `tools/testlib.sh`) ran the %s tests" % (

@@ -28,6 +28,7 @@
 #include "fa1.h"          /* fa1_rescale(), fa1_config_fits(): phase 4 links phase 3 */
 #include "fa2_blocks.h"
 #include "fp8_quant.h"     /* fp8_tensors_t: step 7's inputs */
+#include "hopper/steps.h"  /* the Hopper ladder's rows */
 
 #ifdef __cplusplus
 extern "C" {
@@ -145,33 +146,18 @@ REF_PROTO(void, fa2_simple_launch, (const attn_problem_t *p, const void *q, cons
 #define FA2_MASK_MAX_D 128   /* d = 256's tiles leave no room for them under 99 KiB: no mask path */
 REF_PROTO(void, fa2_mma_launch, (const attn_problem_t *p, fa2_variant_t variant, const void *q,
                                  const void *k, const void *v, float *o, float *L));
-/* fa2_wgmma.cu: the same algorithm on Hopper's warpgroup MMA (wgmma), built for sm_90a
- * alone: config says 1 ("skipped", with the reason) on any other GPU. Br = Bc = 64,
- * d = 64 and 128. The steps of the Hopper ladder: 1 = wgmma with cp.async loads,
- * 2 = wgmma-tma (the copy engine, an mbarrier ring), 3 = wgmma-ws (a producer warpgroup,
- * two consumer warpgroups, Br = 128), 4 = wgmma-pingpong (the consumers take turns),
- * 5 = wgmma-overlap (step 3 with the next block's S = Q K^T issued before the softmax),
- * 6 = wgmma-persist (step 3 on a persistent grid: one CTA a SM, a list of tiles); 8-10
- * below, 7 (FP8) further down. */
-int fa2_wgmma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_tma_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_ws_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_pingpong_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_overlap_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_persist_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-/* Steps 8 and 9: FlashAttention-3's schedules on step 3. 8 = wgmma-fa3order (intra-warpgroup
- * overlap in FA3's order: S_(j+1) and P~_j V_j issued together, the softmax under P~ V),
- * 9 = wgmma-fa3 (step 8 with pingpong, one turn an iteration). */
-int fa2_wgmma_fa3order_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-int fa2_wgmma_fa3_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
-/* Step 10: wgmma-store, step 8 with O written through shared memory and the copy engine (one
- * TMA store of 64-row boxes a warpgroup, FlashAttention-3's epilogue) instead of each
- * thread's float2 stores. */
-int fa2_wgmma_store_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+/* fa2_wgmma.cu: the same algorithm on Hopper's warpgroup MMA (wgmma), the copy engine and
+ * warp specialisation, one step of the ladder a row of hopper/steps.h (its kernels:
+ * hopper/stepNN_*.cuh). Built for sm_90a alone: config says 1 ("skipped", with the reason)
+ * on any other GPU; -1 (n/a) for a d the step is not built for (64 and 128; steps 3 and 6
+ * also 256). */
+int fa2_hopper_config(fa2_hopper_step_t step, int d, gpu_kernel_config_t *c, char *why, size_t len);
+void fa2_hopper_launch(fa2_hopper_step_t step, const attn_problem_t *p, const void *q, const void *k, const void *v,
+                       float *o, float *L);
 /* Step 7, wgmma-fp8 (FlashAttention-3's FP8, Sec. 3.3): step 3 on the pre-pass's e4m3 Q M,
  * K M and V^T (fp8_quant.h: Br = Bc = 128, v8t written) with their tiles' scales; d = 128
  * and 256; sm_90a alone. O and L as the other steps write them. */
-int fa2_wgmma_fp8_config(int d, gpu_kernel_config_t *c, char *why, size_t len);
+int fa2_hopper_fp8_config(fa2_hopper_fp8_row_t row, int d, gpu_kernel_config_t *c, char *why, size_t len);
 /* FP8 rows' own tolerance, never the fp16 one loosened. Chapter 4b's accuracy table (the CPU
  * model fa3_fp8.c, block scales + Hadamard, FlashAttention-3's Table 3 inputs, N = 1024)
  * gives O an RMSE against the fp64 oracle of 6.948e-3 at d = 128 and 6.017e-3 at d = 256:
@@ -196,16 +182,14 @@ double fa2_fp8_rmse_bound(const attn_inputs_t *in, int check_rows);
  * (fa3_fp8_cpu_tc): the CPU model a GPU row is held to sums as it does. */
 #define FA2_FP8_ACC_BITS 13
 #define FA2_FP8_L_TOL 0.05
-void fa2_wgmma_fp8_launch(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L);
-/* A driver row's: from q, k, v (fp16), quantise: the pre-pass first (fp8_quant_gpu, Br = Bc =
- * 128, Hadamard with FA2_FP8_SEED's signs, v8t) into buffers kept for the next launch; then
- * the kernel. Returns 0, or -1 when the pre-pass refuses d. */
-int fa2_wgmma_fp8_row_launch(const attn_problem_t *p, const void *q, const void *k, const void *v, float *o, float *L,
-                             bool quantise);
+/* A driver row's (one of FA2_HOPPER_FP8_ROWS): from q, k, v (fp16), quantise: the pre-pass
+ * first (fp8_quant_gpu, Br = Bc = 128, Hadamard with FA2_FP8_SEED's signs, v8t) into buffers
+ * kept for the next launch; then the row's kernel. Returns 0, or -1 when the pre-pass
+ * refuses d. */
+int fa2_hopper_fp8_row_launch(fa2_hopper_fp8_row_t row, const attn_problem_t *p, const void *q, const void *k,
+                              const void *v, float *o, float *L, bool quantise);
 #define FA2_FP8_SEED 7   /* the signs of incoherent processing (fp8_signs), the CPU model's too */
 #define FA2_WS_BR_FP8 128   /* its Q tile and K/V tile (Br = Bc): one scale each */
-void fa2_wgmma_launch(const attn_problem_t *p, int step, const void *q, const void *k, const void *v,
-                      float *o, float *L);
 /* wgmma-ws (step 3) has a FlashMask mask path too (attn_mask(p) set; the other steps have
  * none): one class byte a K/V block of Bc = 128 keys past its ring, and what the d = 128 ring
  * leaves of the H100's 227 KiB holds this many (N_kv <= 131072); the driver says n/a beyond. */

@@ -93,7 +93,7 @@
 #define FA2_SMEM_CAP SMEM_OPTIN_SM86
 #endif
 
-/* Bc of the Hopper chapter's warp-specialised kernels (fa2_wgmma.cu, steps 3-5: wgmma-ws,
+/* Bc of the Hopper chapter's warp-specialised kernels (hopper/, steps 3-5: wgmma-ws,
  * wgmma-pingpong, wgmma-overlap; Br = 128 there): 64 or 128 keys a K/V block, per d. A
  * block of 128 keys halves the per-block work that does not grow with the keys (the
  * mbarrier round trip, the row max's shuffles, the rescale of O~, the wait for each
@@ -114,19 +114,8 @@
 #ifndef FA2_WS_D256_BC
 #define FA2_WS_D256_BC 64
 #endif
-/* Step 7 (wgmma-fp8) runs step 8's schedule; 1 adds step 9's pingpong turn (one a
- * warpgroup's iteration), `make FA2_FP8_PINGPONG=1` */
-#ifndef FA2_FP8_PINGPONG
-#define FA2_FP8_PINGPONG 0
-#endif
-/* Step 7's exponentials: of each 16 of a row's share of 64 keys, this many on the FMA pipe
- * (fma_ex2, common/mma.cuh) instead of the SFU, which at d = 128 is as busy as the FP8 tensor
- * cores (FlashAttention-4's split); `make FA2_FP8_EXP2_FMA=4` */
-#ifndef FA2_FP8_EXP2_FMA
-#define FA2_FP8_EXP2_FMA 0
-#endif
-/* mode: 0 ws, 1 pingpong, 2 overlap, 3 fa3order, 4 fa3 */
-#define FA2_WS_BC(d, mode) ((d) == 256 ? FA2_WS_D256_BC : (mode) == 2 ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
+/* two_s: the step keeps two S accumulators (step 5) */
+#define FA2_WS_BC(d, two_s) ((d) == 256 ? FA2_WS_D256_BC : (two_s) ? FA2_WS_OVERLAP_BC : (d) == 64 ? FA2_WS_D64_BC : FA2_WS_D128_BC)
 
 /* The table: X(d, MT, Bc, STAGES, LADDER) for every head dimension the kernel is built
  * for. STAGES: K/V buffers in shared memory. 2: K_j+1 and V_j+1 stream into the second

@@ -76,20 +76,41 @@ drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char 
 
 #if HAVE_CUDA
 /* ---- the GPU rows --------------------------------------------------------------------- */
+/* the kernels of this phase, then the Hopper ladder's rows (hopper/steps.h): its fp16 steps
+ * (K_FA2_WGMMA_WGMMA .. K_FA2_WGMMA_STORE, in the table's order) and the FP8 rows */
+#define FA2_KIND_ROW(ID, ...) K_FA2_WGMMA_##ID,
 typedef enum { K_CUBLAS, K_FA1_SIMPLE, K_FA1_MMA, K_FA2_SIMPLE, K_FA2_MMA, K_FA1_PLAIN,
-               K_FA2_WGMMA, K_FA2_WGMMA_TMA, K_FA2_WGMMA_WS, K_FA2_WGMMA_PINGPONG, K_FA2_WGMMA_OVERLAP,
-               K_FA2_WGMMA_PERSIST, K_FA2_WGMMA_FA3ORDER, K_FA2_WGMMA_FA3, K_FA2_WGMMA_STORE, K_FA2_WGMMA_FP8,
-               K_FA2_WGMMA_FP8_Q } kind_t;
-               /* the Hopper steps last (1-6, 8-10), FP8 (7) after them */
-static const char *const KIND_NAME[] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
-                                        "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap",
-                                        "wgmma-persist", "wgmma-fa3order", "wgmma-fa3", "wgmma-store", "wgmma-fp8",
-                                        "wgmma-fp8+q"};
+               FA2_HOPPER_STEPS(FA2_KIND_ROW) FA2_HOPPER_FP8_ROWS(FA2_KIND_ROW) K_COUNT } kind_t;
+#undef FA2_KIND_ROW
+#define K_HOPPER_FIRST K_FA2_WGMMA_WGMMA
+#define K_HOPPER_LAST (K_HOPPER_FIRST + FA2_HOPPER_N_STEPS - 1)
+#define K_FP8_FIRST K_FA2_WGMMA_FP8
+#define K_FP8_LAST (K_FP8_FIRST + FA2_HOPPER_N_FP8_ROWS - 1)
+#define FA2_KIND_NAME(ID, NAME, ...) NAME,
+static const char *const KIND_NAME[K_COUNT] = {"cublas", "fa1-simple", "fa1-mma", "simple", "mma", "fa1-plain",
+                                               FA2_HOPPER_STEPS(FA2_KIND_NAME) FA2_HOPPER_FP8_ROWS(FA2_KIND_NAME)};
+#undef FA2_KIND_NAME
+static bool is_hopper(kind_t k) { return k >= K_HOPPER_FIRST && k <= K_HOPPER_LAST; }
+static bool is_fp8(kind_t k) { return k >= K_FP8_FIRST && k <= K_FP8_LAST; }
+/* an FP8 row whose pre-pass runs in every launch (the table's QUANTISE column) */
+static bool fp8_quantises(kind_t k)
+{
+    static const bool QUANTISE[] = {
+#define FA2_FP8_QUANT(ID, NAME, PP, FMA, QUANT, WHAT) QUANT,
+        FA2_HOPPER_FP8_ROWS(FA2_FP8_QUANT)
+#undef FA2_FP8_QUANT
+    };
+    return is_fp8(k) && QUANTISE[k - K_FP8_FIRST];
+}
 typedef int (*config_fn)(int d, gpu_kernel_config_t *c, char *why, size_t len);
-static const config_fn CONFIG[] = {NULL, REF_GPU(fa1_simple_config), REF_GPU(fa1_mma_config), fa2_simple_config, fa2_mma_config, REF_GPU(fa1_mma_config),
-                                   fa2_wgmma_config, fa2_wgmma_tma_config, fa2_wgmma_ws_config, fa2_wgmma_pingpong_config,
-                                   fa2_wgmma_overlap_config, fa2_wgmma_persist_config, fa2_wgmma_fa3order_config,
-                                   fa2_wgmma_fa3_config, fa2_wgmma_store_config, fa2_wgmma_fp8_config, fa2_wgmma_fp8_config};
+static const config_fn CONFIG[K_HOPPER_FIRST] = {NULL, REF_GPU(fa1_simple_config), REF_GPU(fa1_mma_config), fa2_simple_config,
+                                                 fa2_mma_config, REF_GPU(fa1_mma_config)};
+static int kind_config(kind_t k, int d, gpu_kernel_config_t *c, char *why, size_t len)
+{
+    if (is_hopper(k)) return fa2_hopper_config((fa2_hopper_step_t)(k - K_HOPPER_FIRST), d, c, why, len);
+    if (is_fp8(k)) return fa2_hopper_fp8_config((fa2_hopper_fp8_row_t)(k - K_FP8_FIRST), d, c, why, len);
+    return CONFIG[k](d, c, why, len);
+}
 
 typedef struct { attn_problem_t p; kind_t kind; fa2_variant_t var; const drv_gpu_bufs_t *b; naive_gpu_t naive;
                  bool quantised; /* wgmma-fp8: this row's inputs are in e4m3 already */ } launch_t;
@@ -105,14 +126,15 @@ static void launch(void *ctx)
     case K_FA1_PLAIN:  REF_GPU(fa1_mma_launch)(&x->p, FA1_PLAIN, b->Q, b->K, b->V, b->O, b->l, b->m); break;
     case K_FA2_SIMPLE: fa2_simple_launch(&x->p, b->Q, b->K, b->V, b->O, b->L); break;
     case K_FA2_MMA:    fa2_mma_launch(&x->p, x->var, b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA: case K_FA2_WGMMA_TMA: case K_FA2_WGMMA_WS: case K_FA2_WGMMA_PINGPONG:
-    case K_FA2_WGMMA_OVERLAP: case K_FA2_WGMMA_PERSIST:   /* step 1..6 */
-        fa2_wgmma_launch(&x->p, 1 + (int)(x->kind - K_FA2_WGMMA), b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA_FA3ORDER: case K_FA2_WGMMA_FA3: case K_FA2_WGMMA_STORE:   /* step 8, 9, 10 */
-        fa2_wgmma_launch(&x->p, 8 + (int)(x->kind - K_FA2_WGMMA_FA3ORDER), b->Q, b->K, b->V, b->O, b->L); break;
-    case K_FA2_WGMMA_FP8:     /* the pre-pass in the row's first (checked) launch only: the kernel is timed alone */
-    case K_FA2_WGMMA_FP8_Q:   /* the pre-pass in every launch: what fp16 inputs cost end to end */
-        fa2_wgmma_fp8_row_launch(&x->p, b->Q, b->K, b->V, b->O, b->L, x->kind == K_FA2_WGMMA_FP8_Q || !x->quantised);
+    default:
+        if (is_hopper(x->kind)) {
+            fa2_hopper_launch((fa2_hopper_step_t)(x->kind - K_HOPPER_FIRST), &x->p, b->Q, b->K, b->V, b->O, b->L);
+            break;
+        }
+        /* FP8: the pre-pass in the row's first (checked) launch only, so that the kernel is
+         * timed alone; or, wgmma-fp8+q, in every launch: what fp16 inputs cost end to end */
+        fa2_hopper_fp8_row_launch((fa2_hopper_fp8_row_t)(x->kind - K_FP8_FIRST), &x->p, b->Q, b->K, b->V, b->O, b->L,
+                                  fp8_quantises(x->kind) || !x->quantised);
         x->quantised = true;
         break;
     }
@@ -143,7 +165,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     drv_visits_t vis = { 0 };   /* the blocks each tile must visit: filled below (cuBLAS, fa1-simple skip none) */
     drv_gpu_run_t how = { launch, &x, DRV_OUT_O_L, fa1_lse, attn_check_fp16, check_rows, prev, nprev,
                           1, iters, profile, keep, &vis };
-    if (!REF_GPU_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_FA2_WGMMA) {   /* the student's own: common/ref.h */
+    if (!REF_GPU_ON && kind != K_FA2_SIMPLE && kind != K_FA2_MMA && kind < K_HOPPER_FIRST) {   /* the student's own: common/ref.h */
         drv_not_run(&r, "n/a", "an earlier phase's kernel is not run in an exercise build");
         return r;
     }
@@ -155,7 +177,7 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
     } else {
         gpu_kernel_config_t cfg;
         char why[200];
-        int rc = CONFIG[kind](p->d, &cfg, why, sizeof why);
+        int rc = kind_config(kind, p->d, &cfg, why, sizeof why);
         if (rc != 0) { drv_not_run(&r, rc < 0 ? "n/a" : "skipped", why); return r; }
         r.blocks = kind == K_FA2_MMA ? fa2_mma_variant_blocks(p->d, var) : cfg.blocks;
         if (kind == K_FA1_SIMPLE || kind == K_FA1_MMA || kind == K_FA1_PLAIN) {
@@ -169,8 +191,8 @@ static drv_row_t run_kernel(const attn_inputs_t *in, const drv_gpu_bufs_t *b, ki
             if (kind == K_FA2_MMA && var == FA2_NOSKIP) pf.causal = false;
             r.hbm_model = r.hbm_formula = fa2_hbm_bytes(&pf, r.blocks);
             r.nonmatmul = fa2_nonmatmul_flops(&pf, r.blocks);
-            if (kind == K_FA2_WGMMA_FP8 || kind == K_FA2_WGMMA_FP8_Q) {   /* FP8: its bytes, its own tolerance */
-                r.hbm_model = r.hbm_formula = fp8_hbm_bytes(p, r.blocks, kind == K_FA2_WGMMA_FP8_Q);
+            if (is_fp8(kind)) {   /* FP8: its bytes, its own tolerance */
+                r.hbm_model = r.hbm_formula = fp8_hbm_bytes(p, r.blocks, fp8_quantises(kind));
                 how.check = fa2_check_fp8;
             }
         }
@@ -242,11 +264,11 @@ static int masked_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const c
     if (ws) {
         gpu_kernel_config_t c;
         char why[200];
-        if (p->d > FA2_WS_MASK_MAX_D && CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0) {   /* fa2.h */
+        if (p->d > FA2_WS_MASK_MAX_D && kind_config(K_FA2_WGMMA_WS, p->d, &c, why, sizeof why) >= 0) {   /* fa2.h */
             rows[n] = drv_row(KIND_NAME[K_FA2_WGMMA_WS], "gpu", sweep, p);
             snprintf(why, sizeof why, "wgmma-ws has no mask path at d = %d (FA2_WS_MASK_MAX_D, fa2.h)", p->d);
             drv_not_run(&rows[n++], "n/a", why);
-        } else if (CONFIG[K_FA2_WGMMA_WS](p->d, &c, why, sizeof why) >= 0 &&   /* built for d (maybe not runnable here) */
+        } else if (kind_config(K_FA2_WGMMA_WS, p->d, &c, why, sizeof why) >= 0 &&   /* built for d (maybe not runnable here) */
             (p->N_kv + c.blocks.Bc - 1) / c.blocks.Bc > FA2_WS_MASK_MAX_TC) {   /* its class bytes (fa2.h) */
             rows[n] = drv_row(KIND_NAME[K_FA2_WGMMA_WS], "gpu", sweep, p);
             snprintf(why, sizeof why, "a mask over more than FA2_WS_MASK_MAX_TC = %d K/V blocks of %d keys (fa2.h)",
@@ -283,7 +305,7 @@ static int fp8_rows(const attn_inputs_t *in, const drv_gpu_bufs_t *b, const cli_
     }
     const drv_prev_t pm[1] = { { model, "the CPU model fa3_fp8.c" } };
     int n = 0;
-    for (kind_t k = K_FA2_WGMMA_FP8; k <= K_FA2_WGMMA_FP8_Q; k++) {
+    for (kind_t k = K_FP8_FIRST; k <= K_FP8_LAST; k++) {
         if (strcmp(o->kernel, KIND_NAME[k]) != 0) continue;
         float *of = NULL;
         drv_row_t r = run_kernel(in, b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows, model ? pm : NULL,
@@ -342,8 +364,8 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
      * on a GPU other than Hopper they are skipped rows, with the reason. Only the kernel
      * named by --kernel is inside the profiler's range (tools/profile.sh measures one). */
     bool want_wgmma = false, want_fp8 = false;
-    for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_STORE; k++) want_wgmma |= wgmma_step_selected(o, k);
-    for (kind_t k = K_FA2_WGMMA_FP8; k <= K_FA2_WGMMA_FP8_Q; k++) want_fp8 |= strcmp(o->kernel, KIND_NAME[k]) == 0;
+    for (kind_t k = K_HOPPER_FIRST; k <= K_HOPPER_LAST; k++) want_wgmma |= wgmma_step_selected(o, k);
+    for (kind_t k = K_FP8_FIRST; k <= K_FP8_LAST; k++) want_fp8 |= strcmp(o->kernel, KIND_NAME[k]) == 0;
     want_wgmma |= want_fp8;
     float *o4 = NULL;
     if (cli_kernel_selected(o, "mma") || want_wgmma) {
@@ -354,7 +376,7 @@ int fa2_gpu_rows(const attn_inputs_t *in, const cli_opts_t *o, const char *sweep
     }
     if (want_wgmma) {
         drv_prev_t prev4[2] = { { o4, "phase 4's fa2-mma" }, prev[0] };
-        for (kind_t k = K_FA2_WGMMA; k <= K_FA2_WGMMA_STORE; k++)   /* the Hopper ladder's steps */
+        for (kind_t k = K_HOPPER_FIRST; k <= K_HOPPER_LAST; k++)   /* the Hopper ladder's steps */
             if (wgmma_step_selected(o, k))
                 rows[n++] = run_kernel(in, &b, k, FA2_FULL, KIND_NAME[k], sweep, o->iters, check_rows,
                                        o4 ? prev4 : prev, o4 ? 2 : 1, NULL, cli_kernel_selected(o, KIND_NAME[k]));

@@ -33,9 +33,10 @@
 #define CPU_MAX_FLOPS 8e8           /* the CPU rows run a smaller problem like it above (~4 s) */
 #define CHECK_ROWS    512           /* oracle rows checked per GPU run (all when fewer)   */
 
-static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder", "wgmma",
-                                      "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-                                      "wgmma-fa3order", "wgmma-fa3", "wgmma-store", "wgmma-fp8", "wgmma-fp8+q", NULL};
+#define KERNEL_NAME(ID, NAME, ...) NAME,   /* the Hopper ladder's rows: hopper/steps.h */
+static const char *const KERNELS[] = {"simple", "mma", "fa1-simple", "fa1-mma", "cublas", "ladder",
+                                      FA2_HOPPER_STEPS(KERNEL_NAME) FA2_HOPPER_FP8_ROWS(KERNEL_NAME) NULL};
+#undef KERNEL_NAME
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "tflops", "hbm_model", "hbm_formula", "hbm_measured",
     "nonmatmul", "max_abs", "rel_l2", "L_max_abs", "rel_prev", "pipeline_max_abs", "speedup", "verdict", NULL};

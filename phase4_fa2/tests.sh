@@ -87,31 +87,28 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase4 Hopper steps 1-6, 8-10 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
         bash tools/mma_emu/run.sh hopper
     t_fail "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
-        env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(q_full, n & 1);=>mbar_wait(q_full, 1);' \
+        env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(ring.q_full, n & 1);=>mbar_wait(ring.q_full, 1);' \
         bash tools/mma_emu/run.sh hopper 6
     t_fail "phase4 Hopper emulator FAILs step 10's O staged unswizzled (its TMA store reads 128-byte-swizzled boxes)" \
         env EMU_OUT="$BUILD/mma_emu_store_mutant" EMU_MUTATE_HOPPER='(lin ^ ((lin >> 7 & 7) << 4))=>(lin)' \
         bash tools/mma_emu/run.sh hopper 10
-    t_run "phase4 wgmma-fp8 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
+    t_run "phase4 wgmma-fp8, -pingpong and -fmaex2 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
         bash tools/mma_emu/run.sh fp8
     t_fail "phase4 FP8 emulator FAILs two keys of P swapped" \
         env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \
         bash tools/mma_emu/run.sh fp8 128
-    # FA2_FP8_PINGPONG=1 (fa2_blocks.h): step 9's turn on the FP8 kernel, built from a gen
-    # folder of its own; a hand-over too many leaves an arrival on a named barrier
-    pp="$T4/fp8_pingpong"; mkdir -p "$pp/gen"; : >"$pp/gen/fa1_blocks_set.h"
-    echo '#define FA2_FP8_PINGPONG 1' >"$pp/gen/fa2_blocks_set.h"
-    t_run "phase4 wgmma-fp8 with pingpong (FA2_FP8_PINGPONG=1) on the CPU emulator (d = 128)" \
-        env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp" bash tools/mma_emu/run.sh fp8 128
+    # the FP8 pingpong row (wgmma-fp8-pingpong: step 9's turns on the FP8 kernel, a row run.sh fp8
+    # emulates beside wgmma-fp8 and wgmma-fp8-fmaex2): a hand-over too many after the last P~ V
+    # leaves an arrival on a named barrier
     t_fail "phase4 FP8 pingpong emulator FAILs a hand-over too many" \
-        env BUILD="$pp" EMU_OUT="$BUILD/mma_emu_fp8pp_mutant" EMU_WAIT_S=10 \
-        EMU_MUTATE_HOPPER='issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE);=>issue_pv_e4m3<D, BC>(tile, pa, Vs + last * C::TILE); turns.hand_over();' \
+        env EMU_OUT="$BUILD/mma_emu_fp8pp_mutant" EMU_WAIT_S=10 \
+        EMU_MUTATE_HOPPER='ops.issue_pv(tile, pa, ring.v_slot(last.slot()));=>ops.issue_pv(tile, pa, ring.v_slot(last.slot())); turns.hand_over();' \
         bash tools/mma_emu/run.sh fp8 128
 else
     for w in "Hopper steps 1-6, 8-10 on the CPU emulator" "Hopper emulator FAILs a planted mistake" \
              "Hopper emulator FAILs step 10's O staged unswizzled" \
              "wgmma-fp8 on the CPU emulator" "FP8 emulator FAILs a planted mistake" \
-             "wgmma-fp8 with pingpong on the CPU emulator" "FP8 pingpong emulator FAILs a planted mistake"; do
+             "FP8 pingpong emulator FAILs a planted mistake"; do
         t_skip "phase4 $w" "no CUDA headers (cuda_fp16.h)"
     done
 fi

@@ -20,18 +20,17 @@
 #include <functional>
 #include "mma.cuh"
 #include "wgmma.cuh"
-#include "kernel_fa2_wgmma.inc"
+#include "hopper/steps.cuh"   /* phase 4's Hopper ladder, as the GPU build includes it */
 #include "hopper_emu.h"
 
-static const char *const NAME[] = {"", "wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-                                   "wgmma-fp8", "wgmma-fa3order", "wgmma-fa3", "wgmma-store"};
-
+/* step s of the ladder (its row of hopper/steps.h) on one problem, launched as fa2_wgmma.cu's
+ * launch() does: one CTA a tile, or (persistent) `ctas` CTAs on the tile counter */
 template <int D, int STEP>
 static int run_step(const Problem &x, int ctas = 3)
 {
+    using S = StepLaunch<D, STEP>;
     const attn_problem_t &p = x.p;
-    constexpr bool WS = STEP >= 3;
-    constexpr int BR = WS ? WS_BR : WG_BR, BC = WS ? FA2_WS_BC(D, ws_mode_of_step(STEP)) : WG_BC;
+    constexpr int BR = S::BR, BC = S::BC;
     const int Tr = (p.N_q + BR - 1) / BR, Tc = (p.N_kv + BC - 1) / BC;
     std::vector<float> O(x.rO.size(), NAN), L(x.rL.size(), NAN);
     std::vector<unsigned long long> counts(Tr, 0);
@@ -44,12 +43,8 @@ static int run_step(const Problem &x, int ctas = 3)
     a.tv = emu_tma_map_3d(a.V, 2, D, p.N_kv, (uint64_t)p.B * p.H_kv, 64, WG_BR);
     a.to = emu_tma_map_3d(a.O, 4, D, p.N_q, (uint64_t)p.B * p.H, 32, 64);         /* step 10's store: 64 x 32 fp32 */
     a.tile_ctr = &ctr; a.tile_base = ctr;
-    if constexpr (STEP <= 2)
-        emu_launch(Tr, p.B * p.H, WG_THREADS, WgCfg<D, STEP>::SMEM, [&] { fa2_wgmma_kernel<D, true, STEP>(a); });
-    else if constexpr (STEP != 6)
-        emu_launch(Tr, p.B * p.H, WS_THREADS, WsCfg<D, BC>::SMEM, [&] { fa2_wgmma_ws_kernel<D, true, ws_mode_of_step(STEP), BC>(a); });
-    else
-        emu_launch(ctas, 1, WS_THREADS, WsCfg<D, BC>::SMEM_PERSIST, [&] { fa2_wgmma_persist_kernel<D, true, BC>(a); });
+    if constexpr (STEP == FA2_STEP_PERSIST) emu_launch(ctas, 1, S::THREADS, S::SMEM, [&] { S::kernel()(a); });
+    else emu_launch(Tr, p.B * p.H, S::THREADS, S::SMEM, [&] { S::kernel()(a); });
     double num = 0, den = 0, ma = 0; size_t bad = 0, badL = 0, bad_visits = 0;
     for (size_t e = 0; e < O.size(); e++) {
         if (!std::isfinite(O[e])) { bad++; continue; }
@@ -62,28 +57,24 @@ static int run_step(const Problem &x, int ctas = 3)
     const double rl = sqrt(num / (den > 0 ? den : 1));
     const bool ok = !bad && !badL && !bad_visits && rl < 3e-3;
     printf("  %-14s d=%d B=%d H=%d Hkv=%d Nq=%d Nkv=%d causal=%d: O rel L2 %.3g max abs %.3g non-finite %zu, "
-           "L wrong %zu, visit counts wrong %zu: %s\n", NAME[STEP], D, p.B, p.H, p.H_kv, p.N_q, p.N_kv, (int)p.causal, rl, ma,
+           "L wrong %zu, visit counts wrong %zu: %s\n", STEP_NAME[STEP], D, p.B, p.H, p.H_kv, p.N_q, p.N_kv, (int)p.causal, rl, ma,
            bad, badL, bad_visits, ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
 
-/* the steps named (1..6) on one problem */
+/* the steps named (their numbers on the ladder: 1-6, 8-10) on one problem; d = 256: the steps
+ * built for it (steps.h's D256 column) */
 template <int D>
 static int run(const std::vector<int> &steps, int B, int H, int Hkv, int Nq, int Nkv, bool causal)
 {
     const Problem x = make_problem(D, B, H, Hkv, Nq, Nkv, causal);
     int f = 0;
-    for (int s : steps) switch (D == 256 && s != 3 && s != 6 ? 0 : s) {   /* d = 256: steps 3 and 6 alone */
-        case 1: f += run_step<D, 1>(x); break;
-        case 2: f += run_step<D, 2>(x); break;
-        case 3: f += run_step<D, 3>(x); break;
-        case 4: f += run_step<D, 4>(x); break;
-        case 5: f += run_step<D, 5>(x); break;
-        case 6: f += run_step<D, 6>(x); break;
-        case 8: f += run_step<D, 8>(x); break;
-        case 9: f += run_step<D, 9>(x); break;
-        case 10: f += run_step<D, 10>(x); break;
-        }
+    for (int s : steps) {
+#define EMU_STEP(ID, NAME, STEP, D256, WHAT) \
+        if (s == STEP && (D != 256 || D256)) f += run_step<D, FA2_STEP_##ID>(x);
+        FA2_HOPPER_STEPS(EMU_STEP)
+#undef EMU_STEP
+    }
     return f;
 }
 

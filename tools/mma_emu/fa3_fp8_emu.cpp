@@ -35,11 +35,12 @@ uint32_t e4m3x4_pack(float x0, float x1, float x2, float x3)
     return (uint32_t)f32_to_e4m3(x0) | (uint32_t)f32_to_e4m3(x1) << 8 | (uint32_t)f32_to_e4m3(x2) << 16 |
            (uint32_t)f32_to_e4m3(x3) << 24;
 }
-#include "kernel_fa2_wgmma.inc"
+#include "hopper/steps.cuh"   /* phase 4's Hopper ladder, as the GPU build includes it */
 #include "hopper_emu.h"
 
-template <int D>
-static int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, bool outliers)
+/* one FP8 row's kernel (Step7<D, PINGPONG, FMA_EX2>, steps.h) on one problem */
+template <int D, bool PINGPONG, int FMA_EX2>
+static int run(const char *name, int B, int H, int Hkv, int Nq, int Nkv, bool causal, bool outliers)
 {
     const Problem x = make_problem(D, B, H, Hkv, Nq, Nkv, causal, outliers);
     const attn_problem_t &p = x.p;
@@ -85,7 +86,7 @@ static int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, bool outlier
     a.tk = emu_tma_map_3d(k8.data(), 1, D, Nkv, (uint64_t)B * Hkv, 128, 64);
     a.tv = emu_tma_map_3d(v8t.data(), 1, pad, D, (uint64_t)B * Hkv, 128, 64);
     a.sq = sq.data(); a.sk = sk.data(); a.sv = sv.data();
-    emu_launch(Tr, B * H, WS_THREADS, WsCfg<D / 2, BC>::SMEM, [&] { fa2_wgmma_fp8_kernel<D, true>(a); });
+    emu_launch(Tr, B * H, WS_THREADS, WsLayout<D / 2, BC>::SMEM, [&] { fa2_ws_kernel<D, Step7<D, PINGPONG, FMA_EX2>>(a); });
     /* against the model, against fp64 */
     double num = 0, den = 0, num64 = 0, num_m = 0, den64 = 0, ma = 0, maL = 0; size_t bad = 0, badL = 0, bad_visits = 0;
     for (size_t e = 0; e < O.size(); e++) {
@@ -104,20 +105,26 @@ static int run(int B, int H, int Hkv, int Nq, int Nkv, bool causal, bool outlier
     const double rl_model = sqrt(num / (den > 0 ? den : 1)), n = (double)O.size();
     const double rmse = sqrt(num64 / n), rmse_model = sqrt(num_m / n), rl64 = sqrt(num64 / (den64 > 0 ? den64 : 1));
     const bool ok = !bad && !badL && !bad_visits && rl_model < 2e-3 && fa2_fp8_o_ok(D, rmse) && maL <= FA2_FP8_L_TOL;
-    printf("  wgmma-fp8 d=%d B=%d H=%d Hkv=%d Nq=%d Nkv=%d causal=%d%s: O vs the CPU model rel L2 %.3g (max abs %.3g); "
+    printf("  %s d=%d B=%d H=%d Hkv=%d Nq=%d Nkv=%d causal=%d%s: O vs the CPU model rel L2 %.3g (max abs %.3g); "
            "vs fp64 RMSE %.3g (the model's %.3g), rel L2 %.3g; L's |error| / (1 + |L|) at most %.3g; non-finite %zu, L wrong %zu, "
-           "visit counts wrong %zu: %s\n", D, B, H, Hkv, Nq, Nkv, (int)causal, outliers ? " outliers" : "", rl_model, ma,
+           "visit counts wrong %zu: %s\n", name, D, B, H, Hkv, Nq, Nkv, (int)causal, outliers ? " outliers" : "", rl_model, ma,
            rmse, rmse_model, rl64, maL, bad, badL, bad_visits, ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
 }
 
+/* every FP8 row with a kernel of its own (wgmma-fp8+q runs wgmma-fp8's) on three problems */
 template <int D>
 static int all_cases()
 {
     int f = 0;
-    f += run<D>(1, 2, 1, 200, 333, true, false);    /* GQA, tails, N_q < N_kv causal */
-    f += run<D>(1, 2, 2, 300, 90, true, false);     /* N_q > N_kv: rows and a Q block with no key */
-    f += run<D>(1, 2, 1, 130, 700, false, true);    /* FA3's outliers; the ring wraps (6 K/V blocks) */
+#define EMU_FP8_ROW(ID, NAME, PP, FMA, QUANT, WHAT)                                                                    \
+    if (!QUANT) {                                                                                                      \
+        f += run<D, PP != 0, FMA>(NAME, 1, 2, 1, 200, 333, true, false);   /* GQA, tails, N_q < N_kv causal */        \
+        f += run<D, PP != 0, FMA>(NAME, 1, 2, 2, 300, 90, true, false);    /* N_q > N_kv: rows and a Q block with no key */ \
+        f += run<D, PP != 0, FMA>(NAME, 1, 2, 1, 130, 700, false, true);   /* FA3's outliers; the ring wraps (6 K/V blocks) */ \
+    }
+    FA2_HOPPER_FP8_ROWS(EMU_FP8_ROW)
+#undef EMU_FP8_ROW
     return f;
 }
 

@@ -7,8 +7,8 @@ computes its fragment from the PTX ISA's layouts, written here independently of 
 pictures; its sfu_ex2's ex2.approx as exp2f), bwd_gpu.cuh, visits.cuh, cuda_check.cuh, and kernel.inc
 (phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
 for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
-(bwd_wgmma.cu) with the bwd_wgmma.cuh it includes and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
-the emulation's check against the hardware); kernel_decode.inc (phase 6's decode kernels, dec_emu.cpp)."""
+(bwd_wgmma.cu) with the bwd_wgmma.cuh it includes (phase 4's Hopper ladder, phase4_fa2/hopper/,
+whose step 1 PASSed on an H100, is included by its emulators as it is); kernel_decode.inc (phase 6's decode kernels, dec_emu.cpp)."""
 import os, sys
 out = sys.argv[1]
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
@@ -115,13 +115,21 @@ if mut:
 open(os.path.join(out, 'kernel_wgmma.inc'), 'w').write(k)
 open(os.path.join(out, 'bwd_wgmma.cuh'), 'w').write(h)
 
-# phase 4's fa2_wgmma.cu up to its host side: its step-1 kernel runs here (fa2_wgmma_emu.cpp)
-f = rd('phase4_fa2/fa2_wgmma.cu')
-f = f[:f.index('/* ---- host side')]
-shared = 'extern __shared__ unsigned char smem_raw[];'
-assert f.count(shared) == 4   # step 1, steps 3-5, step 6, step 7 (FP8)
-f = f.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
-f = f.replace('const __grid_constant__ WgArgs', 'const WgArgs').replace('#include "tma_map.cuh"', '')   # host only
+# phase 4's Hopper ladder: the emulators include phase4_fa2/hopper/'s headers themselves
+# (fa2_wgmma_emu.cpp, fa3_fp8_emu.cpp). EMU_MUTATE_HOPPER='old=>new' plants one mistake: the
+# headers are copied into OUT/hopper (found there first: -I OUT comes before the phase's
+# folder) with old, which must occur once in them all, replaced (run.sh hopper must FAIL it).
+import glob, shutil
+hop = os.path.join(out, 'hopper')
+shutil.rmtree(hop, ignore_errors=True)
+mut = os.environ.get('EMU_MUTATE_HOPPER')
+if mut:
+    old, new = mut.split('=>')
+    src = {os.path.basename(f): open(f).read() for f in glob.glob(os.path.join(root, 'phase4_fa2', 'hopper', '*'))}
+    assert sum(t.count(old) for t in src.values()) == 1, 'EMU_MUTATE_HOPPER: %r must occur once in phase4_fa2/hopper/' % old
+    os.makedirs(hop)
+    for name, t in src.items():
+        open(os.path.join(hop, name), 'w').write(t.replace(old, new))
 
 def plant(f, var, path):
     """f with the one mistake $var plants ('old=>new', old once in f), if it is set."""
@@ -131,9 +139,6 @@ def plant(f, var, path):
         assert f.count(old) == 1, '%s: %r must occur once in %s' % (var, old, path)
         f = f.replace(old, new)
     return f
-
-# EMU_MUTATE_HOPPER plants a mistake in it (run.sh hopper must FAIL it)
-open(os.path.join(out, 'kernel_fa2_wgmma.inc'), 'w').write(plant(f, 'EMU_MUTATE_HOPPER', 'phase4_fa2/fa2_wgmma.cu'))
 
 def device_half(path, end, var, extra=()):
     """A kernel file up to its host code (end), for the emulation: its dynamic shared memory

@@ -13,6 +13,8 @@
 #undef __global__
 #define __global__
 #define __launch_bounds__(...)
+#define __grid_constant__
+#define FA_EMU 1   /* phase4_fa2/hopper: a block's dynamic shared memory is g_smem */
 struct emu_dim3 { unsigned x, y, z; };
 inline thread_local emu_dim3 threadIdx, blockIdx, gridDim, blockDim;   /* C++17 inline variables: one definition for every program */
 /* a read through the read-only cache: a plain read here */

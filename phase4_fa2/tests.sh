@@ -337,6 +337,7 @@ fi
 # wgmma (Hopper, sm_90a): its rows against the oracle (2x rule), phase 3's kernel and
 # fa2-mma on every element, on the phase's shape families. On any other GPU the row says
 # skipped with the reason, and so does the test.
+N_HOPPER=$(bash tools/kernels.sh phase4-hopper | wc -l)   # the ladder's fp16 steps (hopper/steps.h)
 wgmma_case() {   # NAME ARGS...
     local name=$1 why; shift
     why=$(gpu_skip_reason)
@@ -345,8 +346,8 @@ wgmma_case() {   # NAME ARGS...
     "$P4" --kernel wgmma --iters 2 "$@" --csv "$T4/wg.csv" >"$log" 2>&1 || rc=$?
     why=$(grep -o 'skipped wgmma (gpu): .*' "$log" | head -n 1)
     if [ -n "$why" ]; then t_skip "$name" "${why#skipped wgmma (gpu): }"; return; fi
-    # every step of the Hopper ladder (wgmma, -tma, -ws, -pingpong, -overlap, -persist, -fa3order, -fa3, -store) a row, each PASS
-    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 9 && !bad) }' '$log'"
+    # every step of the Hopper ladder (hopper/steps.h, tools/kernels.sh phase4-hopper) a row, each PASS
+    t_run "$name" bash -c "cat '$log'; [ $rc -eq 0 ] && awk '\$1 ~ /^wgmma/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == $N_HOPPER && !bad) }' '$log'"
 }
 wgmma_case "phase4 gpu wgmma d=64 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 64
 wgmma_case "phase4 gpu wgmma d=128 causal N=333" --B 1 --H 2 --N 333 --d 128 --causal
@@ -355,22 +356,25 @@ wgmma_case "phase4 gpu wgmma N_q > N_kv causal (fully masked rows) d=128" --B 1 
 wgmma_case "phase4 gpu wgmma N=1 d=128" --B 2 --H 2 --N 1 --d 128
 wgmma_case "phase4 gpu wgmma B=4 H=16 N=4096 d=128 causal (sampled rows)" --B 4 --H 16 --N 4096 --d 128 --causal
 
-# wgmma-fp8 (FP8, sm_90a): its two rows (the kernel alone; with the pre-pass) against the
-# oracle and fa2-mma at FP8's own tolerance (fa2.h), the CPU model fa3_fp8.c on small
-# problems, and the visit counters, on the shape families at d = 128 and 256; d = 64 is n/a.
+# wgmma-fp8 (FP8, sm_90a): its rows (tools/kernels.sh phase4-fp8: the kernel alone, with the
+# pre-pass, with pingpong, with FMA exponentials) against the oracle and fa2-mma at FP8's own
+# tolerance (fa2.h), the CPU model fa3_fp8.c on small problems, and the visit counters, on the
+# shape families at d = 128 and 256; d = 64 is n/a.
+FP8_ROWS=$(bash tools/kernels.sh phase4-fp8 --names)
 fp8_case() {   # NAME ARGS...
     local name=$1 why; shift
     why=$(gpu_skip_reason)
     if [ -n "$why" ]; then t_skip "$name" "$why"; return; fi
-    local rc=0 k
-    for k in wgmma-fp8 wgmma-fp8+q; do
+    local rc=0 k logs=()
+    for k in $FP8_ROWS; do
         local log="$T4/fp8.$k.log"
+        logs+=("$log")
         "$P4" --kernel "$k" --iters 2 "$@" --csv "$T4/fp8.csv" >"$log" 2>&1 || rc=$?
         why=$(grep -o "skipped $k (gpu): .*" "$log" | head -n 1)
         if [ -n "$why" ]; then t_skip "$name" "${why#skipped $k (gpu): }"; return; fi
     done
-    t_run "$name" bash -c "cat '$T4/fp8.wgmma-fp8.log' '$T4/fp8.wgmma-fp8+q.log'; [ $rc -eq 0 ] && cat '$T4/fp8.wgmma-fp8.log' '$T4/fp8.wgmma-fp8+q.log' |
-        awk '\$1 ~ /^wgmma-fp8/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == 2 && !bad) }'"
+    t_run "$name" bash -c "cat ${logs[*]}; [ $rc -eq 0 ] && cat ${logs[*]} |
+        awk '\$1 ~ /^wgmma-fp8/ && \$2 == \"gpu\" { n++; if (\$NF != \"PASS\") bad = 1 } END { exit !(n == $(echo $FP8_ROWS | wc -w) && !bad) }'"
 }
 fp8_case "phase4 gpu wgmma-fp8 d=128 tails (N=300, not causal)" --B 2 --H 4 --N 300 --d 128
 fp8_case "phase4 gpu wgmma-fp8 d=128 GQA 8:1 N_q < N_kv causal" --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 128 --causal

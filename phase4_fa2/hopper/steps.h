@@ -30,7 +30,9 @@
     X(FP8_PINGPONG, "wgmma-fp8-pingpong", 1, 0, 0, "wgmma-fp8 with step 9's turns")                      \
     X(FP8_FMA_EX2, "wgmma-fp8-fmaex2", 0, 4, 0, "wgmma-fp8 with 4 of each 16 exponentials on the FMA pipe")
 
-/* the fp16 steps as an enum (FA2_STEP_WGMMA = 0 ...) and their count */
+/* the fp16 steps as an enum (FA2_STEP_WGMMA = 0 ...) and their count (FA2_TABLE_ONLY: the
+ * tables alone, for tools/kernels.sh) */
+#ifndef FA2_TABLE_ONLY
 typedef enum {
 #define FA2_STEP_ENUM(ID, NAME, STEP, D256, WHAT) FA2_STEP_##ID,
     FA2_HOPPER_STEPS(FA2_STEP_ENUM)
@@ -43,5 +45,6 @@ typedef enum {
 #undef FA2_FP8_ENUM
     FA2_HOPPER_N_FP8_ROWS
 } fa2_hopper_fp8_row_t;
+#endif
 
 #endif

@@ -178,7 +178,7 @@ extern "C" void fa2_hopper_launch(fa2_hopper_step_t step, const attn_problem_t *
 template <int D, bool PINGPONG, int FMA_EX2>
 static void launch_fp8(const attn_problem_t *p, const fp8_tensors_t *t, float *o, float *L)
 {
-    constexpr auto kernel = fa2_ws_kernel<D, Step7<D, PINGPONG, FMA_EX2>>;
+    constexpr auto kernel = fa2_ws_kernel<D, Fp8Row<D, PINGPONG, FMA_EX2>>;
     constexpr size_t smem = WsLayout<D / 2, FP8_BC>::SMEM;
     static bool attr_set = false;
     smem_opt_in(kernel, smem, attr_set);

@@ -47,29 +47,29 @@ __device__ __forceinline__ void issue_pv(RowTile<D> &st, const uint32_t (&pa)[BC
     wgmma_commit();
 }
 
-/* One K/V block, in order: S, softmax, P V, each product waited for (steps 1-4; with the
- * turns of step 4 around each product). MASKED, partial, mcols: softmax_block's. */
-template <int D, bool SKIP, int BC, bool MASKED = false>
+/* One K/V block, in order: S, softmax, P V, each product waited for (steps 1-3, 6; step 4
+ * takes a Pingpong turn around each product). MASKED, partial, mcols: softmax_block's. */
+template <int D, bool SKIP, int BC, bool MASKED = false, class Turn = NoTurns>
 __device__ __forceinline__ void attend_block(RowTile<D> &st, const unsigned char *Qt, const unsigned char *Kj,
                                              const unsigned char *Vj, int j, int row0, int first_row,
-                                             const attn_problem_t &p, float sl2, int t, const Turns &turn,
+                                             const attn_problem_t &p, float sl2, int t, Turn &&turn = Turn(),
                                              bool partial = false, const int4 *mcols = nullptr)
 {
     float s[BC / 64][32];
     uint32_t pa[BC / 16][4];
     uint32_t keep[BC / 64];   /* MASKED: the element test's bits */
     const bool test = MASKED && (partial || (long)(j + 1) * BC > p.N_kv);   /* a partial or tail tile */
-    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    turn.take();
     issue_s<D, BC>(s, Qt, Kj);
-    if (turn.on) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    turn.hand_over();
     if constexpr (MASKED)
         if (test) mask_keep_bits<BC>(keep, j, row0, p, t, mcols);   /* under the product S = Q K^T */
     wgmma_wait<0>();
     softmax_block<D, SKIP, BC, MASKED>(st, s, j, row0, first_row, p, sl2, t, test, keep);
     p_to_a_f16<BC>(pa, s);
-    if (turn.on) named_bar_sync(turn.mine, 2 * WG_THREADS);
+    turn.take();
     issue_pv<D, BC>(st, pa, Vj);
-    if (turn.on && turn.last_pv_hands_over) named_bar_arrive(turn.theirs, 2 * WG_THREADS);
+    turn.hand_over();
     wgmma_wait<0>();
 }
 

@@ -96,7 +96,7 @@ fa2_wgmma_kernel(const __grid_constant__ WgArgs args)
             cp_async_commit();
         }
         attend_block<D, true, WG_BC>(tile, Qs, Ks + st * C::TILE, Vs + st * C::TILE, j, blk.row0, blk.tile.i0, p, sl2,
-                                     blk.t, Turns{});
+                                     blk.t);
     }
     finish_rows<D>(tile, blk.O, blk.L, blk.row0, p, blk.t);
 #else

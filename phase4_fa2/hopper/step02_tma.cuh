@@ -68,7 +68,7 @@ fa2_wgmma_tma_kernel(const __grid_constant__ WgArgs args)
         const RingPos<C::STAGES> at{j};
         mbar_wait(full + at.slot(), at.phase());   /* the slot's (j / STAGES)-th fill */
         attend_block<D, true, WG_BC>(tile, Qs, Ks + at.slot() * C::TILE, Vs + at.slot() * C::TILE, j, blk.row0, blk.tile.i0,
-                                     p, sl2, blk.t, Turns{});
+                                     p, sl2, blk.t);
         __syncthreads();   /* every warp's wgmma's on the slot have completed: refill it */
         if (threadIdx.x == 0 && j + C::STAGES < blk.n_blocks)
             tma_load_kv_block<D>(Ks, Vs, full, args, j + C::STAGES, at.slot(), blk.tile.kv_head);

@@ -8,7 +8,7 @@
  * trip, the row max's shuffles, the rescale of O~, the wait for each product).
  *
  * What the consumer does with a block is still step 1's: S, its softmax, P~ V, each
- * product waited for (attend_block). With PINGPONG it is step 4 (step04_pingpong.cuh). */
+ * product waited for (attend_block). With Pingpong turns it is step 4 (step04_pingpong.cuh). */
 #pragma once
 #include "ws_kernel.cuh"
 
@@ -24,7 +24,7 @@ struct RegisterEpilogue {
 #endif
 };
 
-template <int D, bool PINGPONG = false>
+template <int D, class Turn = NoTurns>
 struct Step3 : Fp16Step<D, FA2_WS_BC(D, false)> {
     using Base = Fp16Step<D, FA2_WS_BC(D, false)>;
     using Ring = typename Base::Ring;
@@ -36,13 +36,11 @@ struct Step3 : Fp16Step<D, FA2_WS_BC(D, false)> {
         const attn_problem_t &p = args.p;
         const float sl2 = p.scale * FA_LOG2E;
         RowTile<D> tile;
-        Turns turn = pingpong_turns(PINGPONG, me.c);
-        if (PINGPONG && me.c == 1) named_bar_arrive(bar_turn(0), 2 * WG_THREADS);   /* consumer 0 goes first */
+        Turn turn(me.c, 2 * n_blocks);   /* step 4: a turn a product */
         for (int j = 0; j < n_blocks; j++) {
             const typename Ring::Pos at{j};
             ring.wait_full(at);
-            turn.last_pv_hands_over = !(me.c == 1 && j == n_blocks - 1);
-            attend_block<D, true, BC>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
+            attend_block<D, true, BC, false>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
                                       me.first_row, p, sl2, me.t, turn);
             ring.release(at);
         }

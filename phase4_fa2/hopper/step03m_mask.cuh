@@ -46,7 +46,7 @@ __device__ __forceinline__ void masked_consume(const WsRing<D, BC> &ring, const 
         ring.wait_full(at);
         const bool partial = __shfl_sync(0xffffffffu, tile_class[j], 0) == MASK_TILE_PARTIAL;
         attend_block<D, true, BC, true>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
-                                        me.first_row, p, sl2, me.t, Turns{}, partial, args.mcols);
+                                        me.first_row, p, sl2, me.t, NoTurns(), partial, args.mcols);
         ring.release(at);
     }
     finish_rows<D>(tile, O, L, me.row0, p, me.t);

@@ -6,13 +6,11 @@
  *   WG B:                [S_j] softmax_j ......[PV_j] ...........[S_j+1] ...
  *                 the turn passes each time a warpgroup has issued a product ([..])
  *
- * What it adds to step 3: the turns (turns.cuh's Turns, on the named barriers bar_turn(c)):
- * before it issues a product a consumer waits for its turn; right after issuing it hands
- * the turn to the other. Consumer 0 goes first (consumer 1 arrives on its barrier once,
- * before the loop), and consumer 1's very last hand-over is left out, so that every wait
- * has exactly one matching arrival and none is left at the block's end. */
+ * What it adds to step 3: the turns (turns.cuh's Pingpong, on the named barriers
+ * bar_turn(c)), 2 a block: attend_block takes one before each product it issues and hands
+ * it over right after. */
 #pragma once
 #include "step03_ws.cuh"
 
 template <int D>
-using Step4 = Step3<D, true>;
+using Step4 = Step3<D, Pingpong>;

@@ -87,7 +87,7 @@ __device__ __forceinline__ void persist_consume(const WsRing<D, BC> &ring, const
             const typename WsRing<D, BC>::Pos at{v++};
             ring.wait_full(at);
             attend_block<D, true, BC>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
-                                      me.first_row, p, sl2, me.t, Turns{});
+                                      me.first_row, p, sl2, me.t);
             ring.release(at);
         }
         mbar_arrive(ring.q_empty);   /* attend_block waited for its products: Q_i and the number are free */

@@ -36,7 +36,8 @@
  * and the pre-pass stores V^T's keys in that same order (fp8_quant.h), so P~ V needs no
  * shuffle of P: FA3 permutes P's bytes in registers instead, because its V arrives as is. */
 #pragma once
-#include "step08_fa3order.cuh"
+#include <type_traits>
+#include "step09_fa3.cuh"
 
 #define FP8_BC 128   /* the pre-pass's K/V tile: one scale a K/V block */
 /* d = 256 holds O~ in 128 registers a thread beside S's 64: the consumers take 240 (the
@@ -74,10 +75,10 @@ struct Fp8Ops {
 #endif
 };
 
-/* PINGPONG: step 9's turn on top, one a warpgroup's iteration, so that one warpgroup's
- * exp2 runs under the other's products (at d = 128 the SM's exp2 take as long as its FP8
- * products); FMA_EX2: Fp8Ops's. Each is a row of its own (steps.h). */
-template <int D, bool PINGPONG = false, int FMA_EX2 = 0>
+/* Turn: Pingpong for step 9's turn on top, one a warpgroup's iteration, so that one
+ * warpgroup's exp2 runs under the other's products (at d = 128 the SM's exp2 take as long as
+ * its FP8 products); FMA_EX2: Fp8Ops's. Each is a row of its own (steps.h). */
+template <int D, class Turn = NoTurns, int FMA_EX2 = 0>
 struct Step7 {
     static constexpr int BC = FP8_BC, RING_D = D / 2;   /* an e4m3 row of D is D / 2 fp16 columns wide in bytes */
     static constexpr int PRODUCER_REGS = FP8_PRODUCER_REGS, CONSUMER_REGS = FP8_CONSUMER_REGS;
@@ -100,9 +101,13 @@ struct Step7 {
         ops.sv = args.sv + (size_t)ct.kv_head * Tc;
         ops.sv_prev = __ldg(ops.sv);
         RowTile<D> tile;
-        IterTurns turns(PINGPONG, me.c, n_blocks);
+        Turn turns(me.c, n_blocks + 1);
         fa3_order_loop<D, BC>(tile, ring, me, p, n_blocks, ops, turns);
         RegisterEpilogue::finish<D>(tile, ring, args, me, ct, O, L, ops.o_factor());
     }
 #endif
 };
+
+/* a row of FA2_HOPPER_FP8_ROWS (steps.h): its PINGPONG and FMA_EX2 columns */
+template <int D, bool PINGPONG, int FMA_EX2>
+using Fp8Row = Step7<D, std::conditional_t<PINGPONG, Pingpong, NoTurns>, FMA_EX2>;

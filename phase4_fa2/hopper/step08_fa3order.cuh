@@ -10,8 +10,8 @@
  * registers (pa) before the next S is issued, and pa is refilled only once the P~ V reading
  * it has completed (step 5 instead ran softmax_j under S_(j+1) and waited for both products
  * together). The loop is written once for fp16 (F16Ops, here) and e4m3 (step 7's Fp8Ops):
- * an Ops gives the products, P~'s registers and each block's scales; a Turn (turns.cuh's
- * IterTurns) takes step 9's turns, or none. */
+ * an Ops gives the products, P~'s registers and each block's scales; a Turn (turns.cuh)
+ * takes step 9's turns, or none. */
 #pragma once
 #include "step03_ws.cuh"
 
@@ -82,8 +82,8 @@ __device__ __forceinline__ void fa3_order_loop(RowTile<D> &tile, const Ring &rin
 }
 #endif
 
-/* PINGPONG: step 9 (step09_fa3.cuh); Epilogue: step 10's (step10_store.cuh) or the registers' */
-template <int D, bool PINGPONG = false, class Epilogue = RegisterEpilogue>
+/* Turn: step 9's Pingpong (step09_fa3.cuh); Epilogue: step 10's (step10_store.cuh) or the registers' */
+template <int D, class Turn = NoTurns, class Epilogue = RegisterEpilogue>
 struct Step8 : Fp16Step<D, FA2_WS_BC(D, false)> {
     using Base = Fp16Step<D, FA2_WS_BC(D, false)>;
     using Ring = typename Base::Ring;
@@ -94,7 +94,7 @@ struct Step8 : Fp16Step<D, FA2_WS_BC(D, false)> {
     {
         RowTile<D> tile;
         F16Ops<D, BC> ops{args.p.scale * FA_LOG2E};
-        IterTurns turns(PINGPONG, me.c, n_blocks);
+        Turn turns(me.c, n_blocks + 1);   /* step 9: a turn an iteration, and one for S_0 */
         fa3_order_loop<D, BC>(tile, ring, me, args.p, n_blocks, ops, turns);
         Epilogue::template finish<D>(tile, ring, args, me, ct, O, L);
     }

@@ -7,12 +7,11 @@
  *   WG A:          issue | softmax_1 ...........| issue | softmax_2 ...
  *   WG B:                  issue | softmax_1 .........  | issue | ...
  *
- * What it adds to step 8: the turns (turns.cuh's IterTurns; step 4 handed the turn over
- * twice an iteration, around each product). Each warpgroup takes n_blocks + 1 turns; the
- * one that started second leaves out its last hand-over, so that every wait has exactly
- * one arrival. */
+ * What it adds to step 8: the turns (turns.cuh's Pingpong; step 4 handed the turn over
+ * twice an iteration, around each product), n_blocks + 1 a warpgroup, taken where
+ * fa3_order_loop issues. */
 #pragma once
 #include "step08_fa3order.cuh"
 
 template <int D>
-using Step9 = Step8<D, true>;
+using Step9 = Step8<D, Pingpong>;

@@ -90,4 +90,4 @@ struct SmemTmaEpilogue {
 };
 
 template <int D>
-using Step10 = Step8<D, false, SmemTmaEpilogue>;
+using Step10 = Step8<D, NoTurns, SmemTmaEpilogue>;

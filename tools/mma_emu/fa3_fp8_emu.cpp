@@ -38,7 +38,7 @@ uint32_t e4m3x4_pack(float x0, float x1, float x2, float x3)
 #include "hopper/steps.cuh"   /* phase 4's Hopper ladder, as the GPU build includes it */
 #include "hopper_emu.h"
 
-/* one FP8 row's kernel (Step7<D, PINGPONG, FMA_EX2>, steps.h) on one problem */
+/* one FP8 row's kernel (Fp8Row<D, PINGPONG, FMA_EX2>, step07_fp8.cuh) on one problem */
 template <int D, bool PINGPONG, int FMA_EX2>
 static int run(const char *name, int B, int H, int Hkv, int Nq, int Nkv, bool causal, bool outliers)
 {
@@ -86,7 +86,7 @@ static int run(const char *name, int B, int H, int Hkv, int Nq, int Nkv, bool ca
     a.tk = emu_tma_map_3d(k8.data(), 1, D, Nkv, (uint64_t)B * Hkv, 128, 64);
     a.tv = emu_tma_map_3d(v8t.data(), 1, pad, D, (uint64_t)B * Hkv, 128, 64);
     a.sq = sq.data(); a.sk = sk.data(); a.sv = sv.data();
-    emu_launch(Tr, B * H, WS_THREADS, WsLayout<D / 2, BC>::SMEM, [&] { fa2_ws_kernel<D, Step7<D, PINGPONG, FMA_EX2>>(a); });
+    emu_launch(Tr, B * H, WS_THREADS, WsLayout<D / 2, BC>::SMEM, [&] { fa2_ws_kernel<D, Fp8Row<D, PINGPONG, FMA_EX2>>(a); });
     /* against the model, against fp64 */
     double num = 0, den = 0, num64 = 0, num_m = 0, den64 = 0, ma = 0, maL = 0; size_t bad = 0, badL = 0, bad_visits = 0;
     for (size_t e = 0; e < O.size(); e++) {

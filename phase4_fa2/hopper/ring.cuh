@@ -47,10 +47,11 @@ struct RingPos {
 };
 
 /* The ring in a CTA's shared memory: the tiles and the barriers at WsLayout's offsets. */
-template <int D, int BC>
+template <int D, int BC_>
 struct WsRing {
-    using C = WsLayout<D, BC>;
+    using C = WsLayout<D, BC_>;
     using Pos = RingPos<C::STAGES>;
+    static constexpr int BC = BC_;
     unsigned char *base, *Q, *K, *V;
     uint64_t *full, *empty, *q_full, *q_empty;
     __device__ explicit WsRing(unsigned char *aligned)
@@ -84,3 +85,7 @@ struct WsRing {
     }
 #endif
 };
+
+/* step 3's ring, which steps 3m and 6 share (Bc = FA2_WS_BC) */
+template <int D>
+using Fp16Ring = WsRing<D, FA2_WS_BC(D, false)>;

@@ -16,35 +16,31 @@
 struct RegisterEpilogue {
 #if FA_HAVE_WGMMA
     template <int D, class Ring>
-    static __device__ __forceinline__ void finish(const RowTile<D> &tile, const Ring &, const WgArgs &args, const Consumer &me,
-                                                  const CtaTile &, float *O, float *L, float o_factor = 1.0f)
+    static __device__ __forceinline__ void finish(const RowTile<D> &tile, const WsContext<Ring> &x, float o_factor = 1.0f)
     {
-        finish_rows<D>(tile, O, L, me.row0, args.p, me.t, o_factor);
+        finish_rows<D>(tile, x.O, x.L, x.me.row0, x.args.p, x.me.t, o_factor);
     }
 #endif
 };
 
 template <int D, class Turn = NoTurns>
 struct Step3 : Fp16Step<D, FA2_WS_BC(D, false)> {
-    using Base = Fp16Step<D, FA2_WS_BC(D, false)>;
-    using Ring = typename Base::Ring;
-    static constexpr int BC = Base::BC;
 #if FA_HAVE_WGMMA
-    static __device__ __forceinline__ void consume(const Ring &ring, const WgArgs &args, const Consumer &me, const CtaTile &ct,
-                                                   int n_blocks, float *O, float *L)
+    template <class Ring>
+    static __device__ __forceinline__ void consume(const WsContext<Ring> &x)
     {
-        const attn_problem_t &p = args.p;
+        const attn_problem_t &p = x.args.p;
         const float sl2 = p.scale * FA_LOG2E;
         RowTile<D> tile;
-        Turn turn(me.c, 2 * n_blocks);   /* step 4: a turn a product */
-        for (int j = 0; j < n_blocks; j++) {
+        Turn turn(x.me.c, 2 * x.n_blocks);   /* step 4: a turn a product */
+        for (int j = 0; j < x.n_blocks; j++) {
             const typename Ring::Pos at{j};
-            ring.wait_full(at);
-            attend_block<D, true, BC, false>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
-                                      me.first_row, p, sl2, me.t, turn);
-            ring.release(at);
+            x.ring.wait_full(at);
+            attend_block<D, true, Ring::BC, false>(tile, x.ring.q_tile(x.me.c), x.ring.k_slot(at.slot()), x.ring.v_slot(at.slot()),
+                                                   j, x.me.row0, x.me.first_row, p, sl2, x.me.t, turn);
+            x.ring.release(at);
         }
-        RegisterEpilogue::finish<D>(tile, ring, args, me, ct, O, L);
+        RegisterEpilogue::finish<D>(tile, x);
     }
 #endif
 };

@@ -53,19 +53,19 @@ __device__ __forceinline__ void masked_consume(const WsRing<D, BC> &ring, const 
 }
 #endif
 
+/* step 3's kernel with the mask: the class bytes first, then producer and consumers on them */
 template <int D>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_ws_mask_kernel(const __grid_constant__ WgArgs args)
 {
 #if FA_HAVE_WGMMA
-    constexpr int BC = FA2_WS_BC(D, false);
-    using C = WsLayout<D, BC>;
+    const Fp16Ring<D> ring(smem_1024());
+    constexpr int BC = Fp16Ring<D>::BC;
     const attn_problem_t &p = args.p;
-    const WsRing<D, BC> ring(smem_1024());
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
     const CtaTile ct = tile_of_cta(p, Tr, WS_BR, true, args.morder);
     float *O = args.O + attn_q_offset(&p, ct.b, ct.h), *L = args.L + attn_l_offset(&p, ct.b, ct.h);
-    uint8_t *tile_class = ring.base + C::CLASS_OFF;   /* [Tc] */
+    uint8_t *tile_class = ring.base + Fp16Ring<D>::C::CLASS_OFF;   /* [Tc] */
     /* FlashMask Sec. 4: tile (i, j)'s class from column block j's 8 min/max, once (the loop
      * reads a byte). visit_all (the counters' test): every tile visited and tested */
     int q_first = 0, q_end = Tc;   /* the K/V blocks that may hold a visited tile (mask_q_range) */

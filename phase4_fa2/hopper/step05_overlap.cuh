@@ -12,14 +12,15 @@
 
 template <int D>
 struct Step5 : Fp16Step<D, FA2_WS_BC(D, true)> {
-    using Base = Fp16Step<D, FA2_WS_BC(D, true)>;
-    using Ring = typename Base::Ring;
-    static constexpr int BC = Base::BC;
 #if FA_HAVE_WGMMA
-    static __device__ __forceinline__ void consume(const Ring &ring, const WgArgs &args, const Consumer &me, const CtaTile &ct,
-                                                   int n_blocks, float *O, float *L)
+    template <class Ring>
+    static __device__ __forceinline__ void consume(const WsContext<Ring> &x)
     {
-        const attn_problem_t &p = args.p;
+        constexpr int BC = Ring::BC;
+        const Ring &ring = x.ring;
+        const Consumer &me = x.me;
+        const int n_blocks = x.n_blocks;
+        const attn_problem_t &p = x.args.p;
         const float sl2 = p.scale * FA_LOG2E;
         const unsigned char *Qt = ring.q_tile(me.c);
         RowTile<D> tile;
@@ -46,7 +47,7 @@ struct Step5 : Fp16Step<D, FA2_WS_BC(D, true)> {
 #pragma unroll
                 for (int e = 0; e < 32; e++) s_cur[sub][e] = s_next[sub][e];
         }
-        RegisterEpilogue::finish<D>(tile, ring, args, me, ct, O, L);
+        RegisterEpilogue::finish<D>(tile, x);
     }
 #endif
 };

@@ -96,16 +96,16 @@ __device__ __forceinline__ void persist_consume(const WsRing<D, BC> &ring, const
 }
 #endif
 
+/* one CTA a SM: the producer and the consumers each walk the tiles the counter hands out */
 template <int D>
 __global__ void __launch_bounds__(WS_THREADS, 1)
 fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
 {
 #if FA_HAVE_WGMMA
-    constexpr int BC = FA2_WS_BC(D, false);
-    using C = WsLayout<D, BC>;
+    using Ring = Fp16Ring<D>;
+    const Ring ring(smem_1024());
+    volatile int *tile_no = (volatile int *)(ring.base + Ring::C::TILE_NO_OFF);   /* the tile handed over */
     const attn_problem_t &p = args.p;
-    const WsRing<D, BC> ring(smem_1024());
-    volatile int *tile_no = (volatile int *)(ring.base + C::TILE_NO_OFF);   /* the tile handed over */
     const int Tr = (p.N_q + WS_BR - 1) / WS_BR;
     const PersistentTiles tiles{Tr, Tr * p.B * p.H, p.causal};
     if (threadIdx.x == 0) ring.init_barriers(true);
@@ -113,11 +113,11 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     const int wg = warpgroup_idx();
     if (wg == 0) {   /* ---- producer ---- */
         setmaxnreg_dec<WS_PRODUCER_REGS>();
-        if (threadIdx.x == 0) persist_produce<D, BC>(ring, args, tiles, tile_no);
+        if (threadIdx.x == 0) persist_produce<D, Ring::BC>(ring, args, tiles, tile_no);
         return;
     }
     setmaxnreg_inc<WS_CONSUMER_REGS>();   /* ---- consumers ---- */
-    persist_consume<D, BC>(ring, args, tiles, tile_no, wg);
+    persist_consume<D, Ring::BC>(ring, args, tiles, tile_no, wg);
 #else
     (void)args;
 #endif

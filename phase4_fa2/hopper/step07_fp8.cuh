@@ -90,9 +90,10 @@ struct Step7 {
         load_q_halves<D / 128, 128>(ring, &args.tq, ct.i0, ct.bh);
         for (int j = 0; j < n_blocks; j++) load_kv_fp8<D, BC>(ring, args, {j}, j, ct.kv_head);
     }
-    static __device__ __forceinline__ void consume(const Ring &ring, const WgArgs &args, const Consumer &me, const CtaTile &ct,
-                                                   int n_blocks, float *O, float *L)
+    static __device__ __forceinline__ void consume(const WsContext<Ring> &x)
     {
+        const WgArgs &args = x.args;
+        const CtaTile &ct = x.ct;
         const attn_problem_t &p = args.p;
         const int Tr = (p.N_q + WS_BR - 1) / WS_BR, Tc = (p.N_kv + BC - 1) / BC;
         Fp8Ops<D, BC, FMA_EX2> ops;
@@ -101,9 +102,9 @@ struct Step7 {
         ops.sv = args.sv + (size_t)ct.kv_head * Tc;
         ops.sv_prev = __ldg(ops.sv);
         RowTile<D> tile;
-        Turn turns(me.c, n_blocks + 1);
-        fa3_order_loop<D, BC>(tile, ring, me, p, n_blocks, ops, turns);
-        RegisterEpilogue::finish<D>(tile, ring, args, me, ct, O, L, ops.o_factor());
+        Turn turns(x.me.c, x.n_blocks + 1);
+        fa3_order_loop<D, BC>(tile, x.ring, x.me, p, x.n_blocks, ops, turns);
+        RegisterEpilogue::finish<D>(tile, x, ops.o_factor());
     }
 #endif
 };

@@ -85,18 +85,15 @@ __device__ __forceinline__ void fa3_order_loop(RowTile<D> &tile, const Ring &rin
 /* Turn: step 9's Pingpong (step09_fa3.cuh); Epilogue: step 10's (step10_store.cuh) or the registers' */
 template <int D, class Turn = NoTurns, class Epilogue = RegisterEpilogue>
 struct Step8 : Fp16Step<D, FA2_WS_BC(D, false)> {
-    using Base = Fp16Step<D, FA2_WS_BC(D, false)>;
-    using Ring = typename Base::Ring;
-    static constexpr int BC = Base::BC;
 #if FA_HAVE_WGMMA
-    static __device__ __forceinline__ void consume(const Ring &ring, const WgArgs &args, const Consumer &me, const CtaTile &ct,
-                                                   int n_blocks, float *O, float *L)
+    template <class Ring>
+    static __device__ __forceinline__ void consume(const WsContext<Ring> &x)
     {
         RowTile<D> tile;
-        F16Ops<D, BC> ops{args.p.scale * FA_LOG2E};
-        Turn turns(me.c, n_blocks + 1);   /* step 9: a turn an iteration, and one for S_0 */
-        fa3_order_loop<D, BC>(tile, ring, me, args.p, n_blocks, ops, turns);
-        Epilogue::template finish<D>(tile, ring, args, me, ct, O, L);
+        F16Ops<D, Ring::BC> ops{x.args.p.scale * FA_LOG2E};
+        Turn turns(x.me.c, x.n_blocks + 1);   /* step 9: a turn an iteration, and one for S_0 */
+        fa3_order_loop<D, Ring::BC>(tile, x.ring, x.me, x.args.p, x.n_blocks, ops, turns);
+        Epilogue::template finish<D>(tile, x);
     }
 #endif
 };

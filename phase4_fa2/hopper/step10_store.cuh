@@ -80,11 +80,10 @@ __device__ __forceinline__ void finish_rows_via_smem(const RowTile<D> &st, unsig
 struct SmemTmaEpilogue {
 #if FA_HAVE_WGMMA
     template <int D, class Ring>
-    static __device__ __forceinline__ void finish(const RowTile<D> &tile, const Ring &ring, const WgArgs &args,
-                                                  const Consumer &me, const CtaTile &ct, float *, float *L)
+    static __device__ __forceinline__ void finish(const RowTile<D> &tile, const WsContext<Ring> &x)
     {   /* Q_i's tile is free: its last S landed (fa3_order_loop's last waits) */
-        finish_rows_via_smem<D>(tile, ring.q_tile(me.c), &args.to, L, me.row0, me.first_row, ct.bh, args.p, me.t,
-                                bar_store(me.c));
+        finish_rows_via_smem<D>(tile, x.ring.q_tile(x.me.c), &x.args.to, x.L, x.me.row0, x.me.first_row, x.ct.bh, x.args.p,
+                                x.me.t, bar_store(x.me.c));
     }
 #endif
 };

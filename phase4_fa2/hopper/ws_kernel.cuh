@@ -16,7 +16,7 @@
  * block j without any thread waiting for it. A step is a struct S (step03_ws.cuh ...) with
  *   BC, RING_D (D, or D / 2 for e4m3's bytes), PRODUCER_REGS, CONSUMER_REGS,
  *   produce(ring, args, tile, n_blocks)   the producer thread's copies
- *   consume(ring, args, me, tile, n_blocks, O, L)   a consumer's K/V loop and its epilogue */
+ *   consume(WsContext)                    a consumer's K/V loop and its epilogue */
 #pragma once
 #include "mma_ops.cuh"
 #include "producer.cuh"
@@ -32,6 +32,18 @@ struct Consumer {
     __device__ Consumer(int wg, int i0)
         : c(wg - 1), lane(threadIdx.x % 32), warp((threadIdx.x / 32) % 4), g(lane / 4), t(lane % 4),
           first_row(i0 + 64 * c), row0(first_row + 16 * warp + g) {}
+};
+
+/* What a step's consumer works with: the ring, the launch, its place, the tile, the K/V
+ * blocks it visits, and where O_i and L_i go. */
+template <class Ring>
+struct WsContext {
+    const Ring &ring;
+    const WgArgs &args;
+    const Consumer &me;
+    const CtaTile &ct;
+    int n_blocks;
+    float *O, *L;
 };
 
 /* The fp16 steps' producer: Q_i, then every visited K/V block in order. */
@@ -79,7 +91,7 @@ fa2_ws_kernel(const __grid_constant__ WgArgs args)
     setmaxnreg_inc<S::CONSUMER_REGS>();
     const Consumer me(wg, ct.i0);
     mbar_wait(ring.q_full, 0);
-    S::consume(ring, args, me, ct, n_blocks, O, L);
+    S::consume(WsContext<Ring>{ring, args, me, ct, n_blocks, O, L});
 #else
     (void)args;
 #endif

@@ -11,7 +11,7 @@
 
 __device__ int dec_fdpp_redo_d;   /* rows recomputed since dec_gpu_fdpp_recomputed() last read it */
 
-/* FD++'s combine (decode_cpu.c's dec_fdpp_combine_row), one warp per query row: no max and
+/* FD++'s combine (decode_fdpp_cpu.c's dec_fdpp_combine_row), one warp per query row: no max and
  * no exponentials, O = (sum_s u_s) / (sum_s l_s), L = phi + log sum_s l_s. A row where a split
  * passed the window's top (l_s = +inf), or that has a key but where no split reached its
  * bottom (every l_s <= 0), is flagged in redo[] for dec_recompute_kernel (and counted); a row
@@ -63,7 +63,7 @@ dec_fdpp_combine_kernel(attn_problem_t p, const int *seqlens, int S, int nrows, 
     if (lane == 0) L[row] = has ? phi + logf(l) : INFINITY;
 }
 
-/* FD++'s fallback (decode_cpu.c's recompute_row): one block per query row, doing nothing
+/* FD++'s fallback (decode_fdpp_cpu.c's dec_recompute_row): one block per query row, doing nothing
  * unless the row is flagged; a flagged row is recomputed with the safe two-pass softmax over
  * all its visible keys (pass 1: the max; pass 2: the weights, 128 keys at a time through
  * shared memory, and O's columns, thread k owning column k). Rare by design, so written

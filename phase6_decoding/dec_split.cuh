@@ -96,7 +96,7 @@ __device__ __forceinline__ void dec_split_block(const DecArgs &a)
         ring_ahead<D, WR, Kv>(KVs, pid, a, r, tt, ntiles, k0, k1);
         const int jw = jt + wk * KWW;    /* this warp's KWW keys */
         if (jw >= k1) continue;          /* warp-uniform: past the range's end */
-        const __half *Kw = ring_stage<D>(KVs, st) + wk * KWW * LDH, *Vw = Kw + BK * LDH;
+        const __half *Kw = KVs + st * 2 * BK * LDH + wk * KWW * LDH, *Vw = Kw + BK * LDH;   /* ring_stage(st), keys wk KWW .. */
         float sc[NT][4], alpha[2];
         qk_tile<D, NT, QREG>(sc, qf, Qw, Kw);
         mask_tile<NT>(sc, jw, k1, lim, lim_min, t);

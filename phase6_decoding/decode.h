@@ -207,7 +207,8 @@ void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seq
  * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
 /* The decode kernels' variants, one row each: X(ID, name, file). name: the GPU row and
  * --kernel's name (main.c lists fa2-mma, then these; --help prints the list); file: the
- * header of this folder that holds what the variant adds, and opens with "variant: name". */
+ * header of this folder that holds what the variant adds; it opens with "variant NAME:" and
+ * the command that runs it (phase6_decoding/tests.sh checks both). */
 #define DEC_VARIANTS(X)                                  \
     X(SPLIT,      "split",      "dec_split.cuh")         \
     X(SPLIT_PACK, "split-pack", "dec_split_pack.cuh")    \
@@ -288,7 +289,7 @@ int dec_gpu_slots(int d, bool paged, int rows);
 int dec_gpu_sms(void);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
-/* FlashDecoding++ on the GPU (decode.cu's fdpp): split-pack with the unified max phi, the FD++
+/* FlashDecoding++ on the GPU (decode.cu, dec_fdpp.cuh): split-pack with the unified max phi, the FD++
  * combine, and the fallback for the rows that left the safe window; asynchronous. ws:
  * dec_gpu_fdpp_workspace_bytes(p, S) (u_s and the signed l_s, for S = 1 too). */
 void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_t *a, int S, float phi);

@@ -198,13 +198,26 @@ void dec_check_combine_gpu(drv_row_t *r);
 void dec_check_ragged_fp16(drv_row_t *r, const attn_inputs_t *in, const int *seqlens, const float *O,
                            const float *L, int check_rows);
 
-/* ---- the GPU half (decode.cu) --------------------------------------------------------
+/* ---- the GPU half (decode.cu and the dec_*.cuh headers) -------------------------------
  * GQA PACKING: the G = H / H_kv query heads that share a KV head are the rows of one
  * block (G x N_q rows, in row tiles of dec_gpu_block_rows), so K/V are read once per KV head. Its
  * bytes are the model's with the K/V (and block-table) reads of a KV head's G heads
  * counted once per row tile instead of once per head: dec_hbm_traffic_gpu(pack = true).
  * pack = false gives dec_hbm_traffic() exactly (the unpacked kernel is the model), except
  * that the GPU combine reads no seqlens_k (4 bytes per (b, h) fewer on a ragged cache). */
+/* The decode kernels' variants, one row each: X(ID, name, file). name: the GPU row and
+ * --kernel's name (main.c lists fa2-mma, then these; --help prints the list); file: the
+ * header of this folder that holds what the variant adds; it opens with "variant NAME:" and
+ * the command that runs it (phase6_decoding/tests.sh checks both). */
+#define DEC_VARIANTS(X)                                  \
+    X(SPLIT,      "split",      "dec_split.cuh")         \
+    X(SPLIT_PACK, "split-pack", "dec_split_pack.cuh")    \
+    X(FUSED,      "fused",      "dec_fused.cuh")         \
+    X(FDPP,       "fdpp",       "dec_fdpp.cuh")          \
+    X(PAGED,      "paged",      "dec_paged.cuh")         \
+    X(RAGGED,     "ragged",     "dec_ragged.cuh")
+/* The head dimensions the decode kernels are built for: X(d). */
+#define DEC_GPU_DS(X) X(32) X(64) X(128) X(256)
 #define DEC_GPU_ROWS  16      /* query rows of a block: one mma m-tile (FD++'s flat GEMM) */
 #define DEC_GPU_ROWS_WIDE 64  /* ... or four m-tiles, one a warp, when a group has more  */
 /* The rows of the split kernel's blocks on this problem: DEC_GPU_ROWS_WIDE when a group (a
@@ -276,7 +289,7 @@ int dec_gpu_slots(int d, bool paged, int rows);
 int dec_gpu_sms(void);
 /* split (+ combine when S > 1), asynchronous. Never called after dec_gpu_config != 0. */
 void dec_gpu_launch(const attn_problem_t *p, const dec_gpu_args_t *a, bool pack, int S);
-/* FlashDecoding++ on the GPU (decode.cu's fdpp): split-pack with the unified max phi, the FD++
+/* FlashDecoding++ on the GPU (decode.cu, dec_fdpp.cuh): split-pack with the unified max phi, the FD++
  * combine, and the fallback for the rows that left the safe window; asynchronous. ws:
  * dec_gpu_fdpp_workspace_bytes(p, S) (u_s and the signed l_s, for S = 1 too). */
 void dec_gpu_launch_fdpp(const attn_problem_t *p, const dec_gpu_args_t *a, int S, float phi);

@@ -4,12 +4,14 @@
  *
  * Plain C, fp32, every touch of an "HBM" array through the meter, every tile from an
  * sram_t. One work item per (batch b, head h, Q block i, split s), in turn here, one GPU
- * thread block each in the kernel; then one combine item per (b, h, i).
+ * thread block each in the kernel; then one combine item per (b, h, i). FlashDecoding++'s
+ * pieces are decode_fdpp_cpu.c's, the closed forms (bytes, splits) decode_bytes.c's.
  */
 #include "decode.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "decode_model.h"
 #include "fa2.h"
 #include "fp16.h"
 #include "online_softmax.h"
@@ -38,36 +40,6 @@ void dec_split_range(int n, int Bc, int S, int s, int *k0, int *k1)
     /* END EXERCISE */
     *k0 = (long)b0 * Bc < n ? b0 * Bc : n;
     *k1 = (long)b1 * Bc < n ? b1 * Bc : n;
-}
-
-int dec_gpu_block_rows(const attn_problem_t *p, bool pack)
-{
-    const int G = pack ? p->H / p->H_kv : 1;
-    return G * p->N_q > DEC_GPU_ROWS && p->d <= 128 ? DEC_GPU_ROWS_WIDE : DEC_GPU_ROWS;
-}
-
-/* The split kernel's blocks of one split for one sequence: its groups (heads, or with
- * packing KV heads) x the row tiles of a group's G x N_q rows. */
-static int blocks_per_split(const attn_problem_t *p, bool pack)
-{
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, rows = dec_gpu_block_rows(p, pack);
-    return groups * ((G * p->N_q + rows - 1) / rows);
-}
-
-int dec_gpu_done_ints(const attn_problem_t *p, bool pack) { return p->B * blocks_per_split(p, pack); }
-
-void dec_visits_want(drv_visits_t *v, const attn_problem_t *p, const int *seqlens, int Bc, bool pack, int S)
-{
-    const unsigned long long blocks = (unsigned long long)blocks_per_split(p, pack);
-    drv_visits_init(v, S, "split", "K/V tiles", "the split range", "dec.split_range_gpu");
-    for (int b = 0; b < p->B; b++) {
-        const int n = seqlens ? seqlens[b] : p->N_kv;
-        for (int s = 0; s < S; s++) {
-            int k0, k1;
-            REF(dec_split_range)(n, Bc, S, s, &k0, &k1);   /* the reference's, never the student's */
-            v->want[s] += blocks * ((k1 - k0 + DEC_GPU_TILE_KEYS - 1) / DEC_GPU_TILE_KEYS);
-        }
-    }
 }
 
 size_t dec_kv_row(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j)
@@ -105,30 +77,6 @@ void dec_combine_row(int S, int d, const float *Ls, const float *Os, float *o, f
     /* END EXERCISE */
 }
 
-/* The keys [0, n) Q block i (rows i0 .. i0 + qr - 1) can see, rounded up to whole Bc
- * blocks (as phase 4's fa2_kv_blocks) and capped at the sequence's n keys. */
-static int visible_keys(const attn_problem_t *p, int n, int i0, int qr, int Bc)
-{
-    long last = p->causal ? (long)(i0 + qr - 1) + (n - p->N_q) : (long)n - 1;   /* last row's last key */
-    if (last < 0) return 0;
-    if (last > n - 1) last = n - 1;
-    const long blocks = last / Bc + 1;
-    return blocks * Bc < n ? (int)(blocks * Bc) : n;
-}
-
-/* The key range split s of Q block i reads: [k0, k1), empty when it sees no key. */
-static void split_keys(const attn_problem_t *p, int n, int i0, int qr, attn_blocks_t bl, int S, int s,
-                       int *k0, int *k1)
-{
-    dec_split_range(n, bl.Bc, S, s, k0, k1);
-    const int kv = visible_keys(p, n, i0, qr, bl.Bc);
-    if (*k1 > kv) *k1 = kv;
-    if (*k1 < *k0) *k1 = *k0;
-}
-
-/* Pages a K/V block of keys [j0, j0 + kr) spans: the block-table entries it reads. */
-static int pages_spanned(int j0, int kr, int page) { return (j0 + kr - 1) / page - j0 / page + 1; }
-
 size_t dec_sram_bytes(int d, attn_blocks_t b, int S)
 {
     const size_t D = (size_t)d, Br = (size_t)b.Br, Bc = (size_t)b.Bc;
@@ -139,126 +87,13 @@ size_t dec_sram_bytes(int d, attn_blocks_t b, int S)
     return split > comb ? split : comb;
 }
 
-dec_traffic_t dec_hbm_traffic(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S)
-{
-    dec_traffic_t t;
-    memset(&t, 0, sizeof t);
-    const double d = p->d, H = p->H;
-    const int Tr = (p->N_q + bl.Br - 1) / bl.Br;
-    const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
-    for (int b = 0; b < p->B; b++) {
-        const int n = dec_seqlen(p, c, b);
-        for (int i = 0; i < Tr; i++) {
-            const int qr = p->N_q - i * bl.Br < bl.Br ? p->N_q - i * bl.Br : bl.Br;
-            for (int s = 0; s < S; s++) {
-                int k0, k1;
-                split_keys(p, n, i * bl.Br, qr, bl, S, s, &k0, &k1);
-                if (ragged) t.read_seqlens += H * 4.0;
-                if (k1 > k0) {
-                    t.read_q += H * 2.0 * qr * d;
-                    t.read_kv += H * 4.0 * (k1 - k0) * d;
-                    if (paged)
-                        for (int j0 = k0; j0 < k1; j0 += bl.Bc)
-                            t.read_table += H * 4.0 * pages_spanned(j0, k1 - j0 < bl.Bc ? k1 - j0 : bl.Bc, c->page);
-                }
-                if (S > 1) t.write_part += H * 4.0 * qr * (d + 1);
-            }
-            if (S > 1) {
-                if (ragged) t.read_seqlens += H * 4.0;
-                t.read_part += H * 4.0 * qr * S * (d + 1);
-            }
-            t.write_o += H * 4.0 * qr * (d + 1);
-        }
-    }
-    t.total = t.read_q + t.read_kv + t.read_table + t.read_seqlens + t.write_part + t.read_part + t.write_o;
-    return t;
-}
-
-double decode_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t b, int S)
-{
-    return dec_hbm_traffic(p, c, b, S).total;
-}
-
-/* The GPU kernels' bytes: the model's terms per block of the launch (decode.h). A block
- * holds dec_gpu_block_rows rows of a group (one query head, or with packing the G heads of a KV
- * head, N_q rows each) and the keys of its split; it reads Q's rows once and the split's
- * K/V rows once for all of them. The kernels take N_q <= DEC_GPU_MAX_NQ <= Br: one Q block,
- * which sees every key of its sequence (split_keys with i0 = 0, qr = N_q). */
-dec_traffic_t dec_hbm_traffic_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S, bool pack)
-{
-    dec_traffic_t t;
-    memset(&t, 0, sizeof t);
-    const double d = p->d;
-    const bool paged = c && c->page > 0, ragged = c && c->seqlens_k;
-    const int G = pack ? p->H / p->H_kv : 1, groups = pack ? p->H_kv : p->H, R = G * p->N_q;
-    const int rows = dec_gpu_block_rows(p, pack);
-    for (int b = 0; b < p->B; b++) {
-        const int n = dec_seqlen(p, c, b);
-        for (int grp = 0; grp < groups; grp++)
-            for (int r0 = 0; r0 < R; r0 += rows) {
-                const int nrows = R - r0 < rows ? R - r0 : rows;
-                for (int s = 0; s < S; s++) {
-                    int k0, k1;
-                    split_keys(p, n, 0, p->N_q, bl, S, s, &k0, &k1);
-                    if (ragged) t.read_seqlens += 4.0;
-                    if (k1 > k0) {
-                        t.read_q += 2.0 * nrows * d;
-                        t.read_kv += 4.0 * (k1 - k0) * d;
-                        if (paged)
-                            for (int j0 = k0; j0 < k1; j0 += bl.Bc)
-                                t.read_table += 4.0 * pages_spanned(j0, k1 - j0 < bl.Bc ? k1 - j0 : bl.Bc, c->page);
-                    }
-                    if (S > 1) t.write_part += 4.0 * nrows * (d + 1);
-                }
-                if (S > 1) t.read_part += 4.0 * nrows * S * (d + 1);
-                t.write_o += 4.0 * nrows * (d + 1);
-            }
-    }
-    t.total = t.read_q + t.read_kv + t.read_table + t.read_seqlens + t.write_part + t.read_part + t.write_o;
-    return t;
-}
-
-static double recomputed_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl,
-                               const uint8_t *recomputed, long *n_recomputed);
-
-double dec_fdpp_hbm_bytes_gpu(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S, const uint8_t *flags)
-{
-    double bytes = dec_hbm_traffic_gpu(p, c, bl, S, true).total;
-    if (S == 1) bytes += 2.0 * 4.0 * p->B * p->H * p->N_q * (p->d + 1);   /* u_1, l_1 written and read */
-    return bytes + recomputed_bytes(p, c, bl, flags, NULL);
-}
-
-int dec_num_splits_heuristic(int work, int slots, int n_blocks, int max_splits)
-{
-    if (work >= 0.8 * slots) return 1;   /* one split already nearly fills the GPU */
-    if (max_splits > slots) max_splits = slots;
-    if (max_splits > n_blocks) max_splits = n_blocks;
-    double best = 0.0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int S = 1; S <= max_splits; S++) {
-            /* a split count that gives every split as many blocks as S - 1 did only adds
-             * empty splits */
-            if (S > 1 && (n_blocks + S - 1) / S == (n_blocks + S - 2) / (S - 1)) continue;
-            const double waves = (double)work * S / slots, eff = waves / ceil(waves);
-            if (pass == 0 && eff > best) best = eff;
-            if (pass == 1 && eff >= DEC_SPLIT_EFF * best) return S;
-        }
-    return 1;
-}
-
-int dec_num_splits(const attn_problem_t *p, bool pack, int slots)
-{
-    const int Bc = fa2_mma_blocks(p->d).Bc;
-    return dec_num_splits_heuristic(p->B * blocks_per_split(p, pack), slots, (p->N_kv + Bc - 1) / Bc, 128);
-}
-
 /* Key rows [j0, j0 + kr) of sequence b, KV head g, into Kj, Vj (fp16 -> fp32, metered): a
  * paged cache's table entry is read at the block's first key and at each page boundary
  * inside it; a row outside the pool (a wrong lookup) reads as zeros, counted in faults and
  * in the bytes it would have read. */
-static void load_kv_block(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j0, int kr,
-                          const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Kj, float *Vj,
-                          hbm_meter_t *meter)
+void dec_load_kv_block(const attn_problem_t *p, const dec_cache_t *c, int b, int g, int j0, int kr,
+                       const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Kj, float *Vj,
+                       hbm_meter_t *meter)
 {
     const int d = p->d;
     const bool paged = c && c->page > 0;
@@ -278,49 +113,6 @@ static void load_kv_block(const attn_problem_t *p, const dec_cache_t *c, int b, 
     }
 }
 
-/* FD++'s step for one key (Sec. 3.1): the weight against the unified phi (held in s->m, which
- * never moves), no running max and no rescale; flags records the safe window's two tests
- * (decode.h). A masked key (x = -inf) adds nothing. */
-enum { FDPP_REACHED = 1, FDPP_PASSED = 2 };
-static void fdpp_push(online_state_t *s, int *flags, float x, const float *v, int d)
-{
-    if (x == -INFINITY) return;
-    const float z = x - s->m;                        /* x - phi */
-    if (z > DEC_PHI_ABOVE) *flags |= FDPP_PASSED;    /* e^z would not fit P's fp16 */
-    if (z >= -DEC_PHI_BELOW) *flags |= FDPP_REACHED; /* the row's weights are not all tiny */
-    const float w = expf(z);
-    s->l += w;
-    for (int k = 0; k < d; k++) s->o[k] += w * v[k];
-}
-
-/* A split's l_s as written, carrying its window flags in its value (decode.h). */
-static float fdpp_signed_l(float l, int flags)
-{
-    if (flags & FDPP_PASSED) return INFINITY;
-    return (flags & FDPP_REACHED) ? l : -l;          /* -0.0f for a split with no key */
-}
-
-int dec_fdpp_combine_row(int S, int d, float phi, bool has_keys, const float *ls, const float *us,
-                         float *o, float *L)
-{
-    float l = 0;
-    bool reached = false;
-    for (int s = 0; s < S; s++) {
-        if (ls[s] == INFINITY) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 0; }   /* passed the top */
-        reached |= ls[s] > 0;
-        l += fabsf(ls[s]);
-    }
-    if (!has_keys) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 1; }   /* no key: O = 0, L = +inf */
-    if (!reached) { memset(o, 0, sizeof(float) * (size_t)d); *L = INFINITY; return 0; }  /* every weight tiny */
-    for (int k = 0; k < d; k++) {   /* per column, so that o may be us itself when S = 1 */
-        float u = 0;
-        for (int s = 0; s < S; s++) u += us[(size_t)s * d + k];
-        o[k] = u / l;
-    }
-    *L = phi + logf(l);
-    return 1;
-}
-
 static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
                           const float *phi, float *O, float *L, hbm_meter_t *meter, uint8_t *redo);
 
@@ -337,81 +129,6 @@ size_t dec_cpu_fdpp(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t
     const size_t peak = dec_cpu_run(in, c, bl, S, &phi, O, L, meter, redo);
     if (!recomputed) free(redo);
     return peak;
-}
-
-/* Does row `row` of a sequence of n keys see any key (causal: bottom-right aligned)? */
-static bool row_has_keys(const attn_problem_t *p, int n, int row)
-{
-    return n > 0 && (!p->causal || (long)row + (n - p->N_q) >= 0);
-}
-
-/* FD++'s fallback for one row: Flash-Decoding's synchronised path, one split over all its
- * keys with the online softmax (chapter 2's running max), written over the combine's O, L.
- * Qi, Kj, Vj, st: SRAM tiles of the caller (Qi one row; it takes O's row at the end). */
-static void recompute_row(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int b, int h, int row,
-                          const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Qi, float *Kj, float *Vj,
-                          online_state_t *st, float *O, float *L, hbm_meter_t *meter)
-{
-    const attn_problem_t *p = &in->p;
-    const int d = p->d, Bc = bl.Bc, n = dec_seqlen(p, c, b), g = attn_kv_head(p, h);
-    attn_problem_t pb = *p;
-    pb.N_kv = n;
-    if (c && c->seqlens_k) hbm_read(meter, sizeof(int));   /* seqlens_k[b] */
-    const int kv = visible_keys(p, n, row, 1, Bc);
-    REF(online_state_init)(st, d);
-    if (kv > 0) hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)row * d, (size_t)d);
-    for (int j0 = 0; j0 < kv; j0 += Bc) {
-        const int kr = kv - j0 < Bc ? kv - j0 : Bc;
-        load_kv_block(p, c, b, g, j0, kr, Kh, Vh, pool, Kj, Vj, meter);
-        for (int cc = 0; cc < kr; cc++) {
-            float x = -INFINITY;
-            if (attn_visible(&pb, row, j0 + cc)) {
-                float acc = 0;
-                for (int k = 0; k < d; k++) acc += Qi[k] * Kj[(size_t)cc * d + k];
-                x = acc * p->scale;
-            }
-            REF(online_state_push)(st, x, Vj + (size_t)cc * d, d);
-        }
-    }
-    float Lr;
-    REF(online_state_finish)(st, d, Qi, &Lr);   /* Q_i's tile takes the O row */
-    hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)row * d, Qi, (size_t)d);
-    hbm_store_f32(meter, L + attn_l_offset(p, b, h) + row, &Lr, 1);
-}
-
-double dec_recompute_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int bseq, int row)
-{
-    const int d = p->d, Bc = bl.Bc, n = dec_seqlen(p, c, bseq), kv = visible_keys(p, n, row, 1, Bc);
-    double bytes = (c && c->seqlens_k ? 4.0 : 0.0) + (kv > 0 ? 2.0 * d : 0.0) + 4.0 * d * kv + 4.0 * (d + 1);
-    if (c && c->page > 0)   /* a table entry at each block's first key and each page boundary inside it */
-        for (int j0 = 0; j0 < kv; j0 += Bc) {
-            const int kr = kv - j0 < Bc ? kv - j0 : Bc;
-            bytes += 4.0 * (1 + pages_spanned(j0, kr, c->page) - 1);
-        }
-    return bytes;
-}
-
-/* The bytes of every row recomputed marks ([B][H][N_q]; NULL: none), and their number. */
-static double recomputed_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl,
-                               const uint8_t *recomputed, long *n_recomputed)
-{
-    double bytes = 0;
-    long n = 0;
-    for (int b = 0; recomputed && b < p->B; b++)
-        for (int h = 0; h < p->H; h++)
-            for (int row = 0; row < p->N_q; row++)
-                if (recomputed[attn_l_offset(p, b, h) + row]) {
-                    n++;
-                    bytes += dec_recompute_bytes(p, c, bl, b, row);
-                }
-    if (n_recomputed) *n_recomputed = n;
-    return bytes;
-}
-
-double dec_fdpp_hbm_bytes(const attn_problem_t *p, const dec_cache_t *c, attn_blocks_t bl, int S,
-                          const uint8_t *recomputed, long *n_recomputed)
-{
-    return decode_hbm_bytes(p, c, bl, S) + recomputed_bytes(p, c, bl, recomputed, n_recomputed);
 }
 
 static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int S,
@@ -451,7 +168,7 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
                 const int i0 = i * Br, qr = p->N_q - i0 < Br ? p->N_q - i0 : Br;
                 for (int s = 0; s < S; s++) {
                     int k0, k1;
-                    split_keys(p, n, i0, qr, bl, S, s, &k0, &k1);
+                    dec_split_keys(p, n, i0, qr, bl, S, s, &k0, &k1);
                     if (ragged) hbm_read(meter, sizeof(int));            /* seqlens_k[b] */
                     for (int r = 0; r < qr; r++) {
                         REF(online_state_init)(&st[r], d);
@@ -462,7 +179,7 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
                         hbm_load_f16(meter, Qi, in->q_h + attn_q_offset(p, b, h) + (size_t)i0 * d, (size_t)qr * d);
                     for (int j0 = k0; j0 < k1; j0 += Bc) {            /* phase 4's inner loop */
                         const int kr = k1 - j0 < Bc ? k1 - j0 : Bc;
-                        load_kv_block(p, c, b, g, j0, kr, Kh, Vh, pool, Kj, Vj, meter);
+                        dec_load_kv_block(p, c, b, g, j0, kr, Kh, Vh, pool, Kj, Vj, meter);
                         for (int r = 0; r < qr; r++)
                             for (int cc = 0; cc < kr; cc++) {
                                 float x = -INFINITY;
@@ -473,7 +190,7 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
                                 }
                                 if (phi) {
                                     int flags = (int)Lt[r];
-                                    fdpp_push(&st[r], &flags, x, Vj + (size_t)cc * d, d);
+                                    dec_fdpp_push(&st[r], &flags, x, Vj + (size_t)cc * d, d);
                                     Lt[r] = (float)flags;
                                 } else {
                                     REF(online_state_push)(&st[r], x, Vj + (size_t)cc * d, d);
@@ -487,11 +204,11 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
                     for (int r = 0; r < qr; r++) {
                         if (phi) {
                             memcpy(Ot + (size_t)r * d, st[r].o, sizeof(float) * (size_t)d);
-                            Lt[r] = fdpp_signed_l(st[r].l, (int)Lt[r]);
+                            Lt[r] = dec_fdpp_signed_l(st[r].l, (int)Lt[r]);
                             if (S == 1) {
                                 const float ls = Lt[r];
                                 const size_t lo = attn_l_offset(p, b, h) + (size_t)(i0 + r);
-                                redo[lo] = !dec_fdpp_combine_row(1, d, *phi, row_has_keys(p, n, i0 + r), &ls,
+                                redo[lo] = !dec_fdpp_combine_row(1, d, *phi, dec_row_has_keys(p, n, i0 + r), &ls,
                                                                  Ot + (size_t)r * d, Ot + (size_t)r * d, &Lt[r]);
                             }
                             continue;
@@ -538,7 +255,7 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
                         }
                         if (phi) {
                             const int bnk = dec_seqlen(p, c, b);
-                            redo[lo] = !dec_fdpp_combine_row(S, d, *phi, row_has_keys(p, bnk, i0 + r), Ls, Os, o, Lr);
+                            redo[lo] = !dec_fdpp_combine_row(S, d, *phi, dec_row_has_keys(p, bnk, i0 + r), Ls, Os, o, Lr);
                         } else {
                             dec_combine_row(S, d, Ls, Os, o, Lr);
                         }
@@ -562,7 +279,7 @@ static size_t dec_cpu_run(const attn_inputs_t *in, const dec_cache_t *c, attn_bl
             for (int h = 0; h < p->H; h++)
                 for (int row = 0; row < p->N_q; row++)
                     if (redo[attn_l_offset(p, b, h) + row])
-                        recompute_row(in, c, bl, b, h, row, Kh, Vh, pool, Q1, K1, V1, s1, O, L, meter);
+                        dec_recompute_row(in, c, bl, b, h, row, Kh, Vh, pool, Q1, K1, V1, s1, O, L, meter);
         if (sram.peak > peak) peak = sram.peak;
         sram_give_f32(&sram, (float *)(void *)s1, sizeof(online_state_t) / sizeof(float));
         sram_give_f32(&sram, V1, (size_t)Bc * d);
@@ -626,44 +343,3 @@ void dec_paged_free(dec_paged_t *pg)
     memset(pg, 0, sizeof *pg);
 }
 
-static int cmp_float(const void *a, const void *b)
-{
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-float dec_phi_calibrate(const attn_inputs_t *in, const dec_cache_t *c)
-{
-    enum { ROWS = 64, KEYS = 1024 };
-    const attn_problem_t *p = &in->p;
-    const int d = p->d;
-    const bool paged = c && c->page > 0;
-    const uint16_t *Kh = paged ? c->k_pool : in->k_h;
-    const size_t pool = paged ? (size_t)c->n_pages * p->H_kv * c->page * d : 0;
-    const long R = (long)p->B * p->H * p->N_q;
-    const int rows = R < ROWS ? (int)R : ROWS;
-    float best[ROWS], q[P2_MAX_D];
-    int n_best = 0;
-    for (int t = 0; t < rows; t++) {
-        const long idx = (long)t * R / rows;              /* rows spread through (b, h, row) */
-        const int b = (int)(idx / ((long)p->H * p->N_q)), h = (int)(idx / p->N_q % p->H), row = (int)(idx % p->N_q);
-        const int n = dec_seqlen(p, c, b);
-        if (!row_has_keys(p, n, row)) continue;
-        const long last = p->causal ? (long)row + (n - p->N_q) : n - 1;   /* its last visible key */
-        const int keys = last + 1 < KEYS ? (int)(last + 1) : KEYS;
-        for (int k = 0; k < d; k++) q[k] = f16_to_f32(in->q_h[attn_q_offset(p, b, h) + (size_t)row * d + k]);
-        float m = -INFINITY;
-        for (int u = 0; u < keys; u++) {
-            const int j = (int)((long)u * (last + 1) / keys);   /* keys spread through the cache */
-            const size_t kr = dec_kv_row(p, c, b, attn_kv_head(p, h), j);
-            if (paged && kr + d > pool) continue;   /* a wrong page lookup: the splits count it */
-            float acc = 0;
-            for (int k = 0; k < d; k++) acc += q[k] * f16_to_f32(Kh[kr + k]);
-            m = fmaxf(m, acc * p->scale);
-        }
-        best[n_best++] = m;
-    }
-    if (n_best == 0) return 0.0f;
-    qsort(best, (size_t)n_best, sizeof best[0], cmp_float);
-    return best[n_best / 2];
-}

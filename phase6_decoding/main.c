@@ -46,7 +46,9 @@
 
 #define PHASE DEC_PHASE
 
-static const char *const KERNELS[] = {"fa2-mma", "split", "split-pack", "fused", "fdpp", "paged", "ragged", NULL};
+#define DEC_NAME(id, name, file) name,
+static const char *const KERNELS[] = {"fa2-mma", DEC_VARIANTS(DEC_NAME) NULL};   /* decode.h's variants */
+#undef DEC_NAME
 /* CSV columns 1..22 (plot.gp reads them by number) */
 static const char *const CSV_COLS[] = {"kernel", "device", "sweep", "B", "H", "H_kv", "N_q", "N_kv",
     "d", "causal", "Br", "Bc", "time_ms", "hbm_model", "hbm_formula", "max_abs", "rel_l2", "L_max_abs",

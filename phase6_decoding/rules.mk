@@ -1,7 +1,7 @@
 # phase6_decoding - Flash-Decoding (split the KV cache, combine by log-sum-exp). Included
 # by the top Makefile.
-phase6_LIB  := phase6_decoding/decode_cpu.c phase6_decoding/decode_check.c phase6_decoding/decode_rows.c \
-               phase6_decoding/decode_sweep.c
+phase6_LIB  := phase6_decoding/decode_cpu.c phase6_decoding/decode_fdpp_cpu.c phase6_decoding/decode_bytes.c \
+               phase6_decoding/decode_check.c phase6_decoding/decode_rows.c phase6_decoding/decode_sweep.c
 phase6_MAIN := phase6_decoding/main.c
 phase6_TEST := phase6_decoding/test_phase6.c
 phase6_CU   := phase6_decoding/decode.cu

@@ -1,9 +1,9 @@
 # phase6_decoding/tests.sh - phase 6's tests (sourced by tools/run_tests.sh): the CPU
 # model's, then the GPU kernels' (skipped, with the reason, without a GPU).
 t_units "$BUILD/test_phase6"
-# The decode kernels' code without a GPU: decode.cu's split, split-pack, paged, ragged, the
-# combine and FlashDecoding++ (its combine and fallback) on emulated ldmatrix, mma.sync,
-# cp.async and warp shuffles (tools/mma_emu), against an fp64 attention, at d = 32 and 256
+# The decode kernels' code without a GPU: the dec_*.cuh headers' split, split-pack, fused,
+# paged, ragged, the combine and FlashDecoding++ (its combine and fallback) on emulated
+# ldmatrix, mma.sync, cp.async and warp shuffles (tools/mma_emu), against an fp64 attention, at d = 32 and 256
 # (the tiles that differ most: one K/V stage and Q from shared memory at 256); and a
 # planted mistake in FD++'s merge of the warps (the last warp's l kept, not the sum) FAILs, and
 # so does one in the 64-row block (each warp's causal limits taken from the block's first m-tile)
@@ -29,6 +29,17 @@ fi
 
 P6="$BUILD/phase6"
 T6=$(mktemp -d "${TMPDIR:-/tmp}/phase6-tests.XXXXXX")
+# decode.h's variant table (DEC_VARIANTS): --help lists its names after fa2-mma, and each
+# row's file opens with "variant NAME:" and names the command that runs it
+t_run "phase6 variant table: --help lists DEC_VARIANTS, each file opens with its variant and command" bash -c '
+    rows=$(sed -n "s/^ *X([A-Z_]*, *\"\([a-z-]*\)\", *\"\([a-z_]*\.cuh\)\").*/\1 \2/p" phase6_decoding/decode.h)
+    [ "$(wc -l <<<"$rows")" -eq 6 ] || { echo "want 6 rows in DEC_VARIANTS, got: $rows"; exit 1; }
+    want="kernels: fa2-mma $(cut -d" " -f1 <<<"$rows" | paste -sd" ") all"
+    "$0" --help 2>&1 | grep -qxF "  $want" || { echo "--help does not say: $want"; exit 1; }
+    while read -r name file; do
+        head -1 "phase6_decoding/$file" | grep -q "variant $name:" && grep -q "build/phase6 --kernel $name" "phase6_decoding/$file" ||
+            { echo "phase6_decoding/$file does not open with variant $name and its command"; exit 1; }
+    done <<<"$rows"' "$P6"
 # the decode shape list on the CPU: N_q = 1, 4, 16 against L = 1, 7, 1000, 4097 keys,
 # causal and not (every row: splits, paged 16/64/256 in a shuffled pool, ragged with a
 # zero-length sequence, against the oracle and phase 4's model, bytes == formula)

@@ -18,7 +18,7 @@
 
 # Write DIR/ex/FILE: FILE with each "K EDIT" applied to the K-th reference line of EX.
 mutant_write() {   # FILE EX DIR K EDIT [K EDIT ...]
-    local file=$1 ex=$2 dir=$3 k line n script="" lines=(); shift 3
+    local file=$1 ex=$2 dir=$3 k line n src script="" lines=(); shift 3
     while [ $# -ge 2 ]; do
         k=$1
         line=$("$BUILD/mkexercise" --only "$ex" --solutions "$file" | sed -n "${k}p")
@@ -29,6 +29,11 @@ mutant_write() {   # FILE EX DIR K EDIT [K EDIT ...]
     done
     mkdir -p "$dir/ex/$(dirname "$file")"
     sed "$script" "$file" >"$dir/ex/$file"
+    case "$file" in *.h|*.cuh)   # read only by the sources beside it that include it (exercises.sh cut): copy them
+        for src in "$(dirname "$file")"/*.c "$(dirname "$file")"/*.cu; do
+            [ -f "$src" ] && grep -q "#include \"$(basename "$file")\"" "$src" && cp "$src" "$dir/ex/$src"
+        done ;;
+    esac
     for n in "${lines[@]}"; do   # every edit must change its line
         [ "$(sed -n "${n}p" "$file")" != "$(sed -n "${n}p" "$dir/ex/$file")" ] || { echo "an edit changed nothing (line $n of $file)"; return 3; }
     done
@@ -89,12 +94,17 @@ mutant_gpu() {
         "CUDA_ARCH=${EX_CUDA_ARCH:-sm_90}" "$@"
 }
 mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]
-    local file=$1 ex=$2 dir; shift 2
+    local file=$1 ex=$2 dir cu n=0; shift 2
     dir=$(mktemp -d "${TMPDIR:-/tmp}/mutant-cu.XXXXXX")
     mutant_write "$file" "$ex" "$dir" "$@" || return 3
-    # shellcheck disable=SC2046  # one -I a phase folder
-    "${NVCC:-nvcc}" -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -DEX_BUILD=1 \
-        -c "$dir/ex/$file" -o "$dir/x.o"
+    for cu in "$dir/ex/$(dirname "$file")"/*.cu; do   # the file, or the sources that include the header
+        [ -f "$cu" ] || continue
+        n=$((n + 1))
+        # shellcheck disable=SC2046  # one -I a phase folder
+        "${NVCC:-nvcc}" -std=c++17 -arch=sm_90 -Icommon $(printf -- '-I%s ' phase*_*) -DHAVE_CUDA=1 -DEX_BUILD=1 \
+            -c "$cu" -o "$dir/x.o" || return 1
+    done
+    [ $n -gt 0 ]
 }
 
 # ---- phase 5: the FA2 backward model (bwd_cpu.c) --------------------------------------
@@ -108,16 +118,15 @@ mutant "bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's|scale \* s|s|'
 mutant "bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's|+=|=|'
 mutant "bwd.causal_range off by one block" phase5 $F5 bwd.causal_range 4 's|row / Br|row / Br + 1|'
 
-# ---- phase 6: Flash-Decoding (decode_cpu.c, decode.cu) --------------------------------
+# ---- phase 6: Flash-Decoding (decode_cpu.c, dec_*.cuh) --------------------------------
 F6=phase6_decoding/decode_cpu.c
 mutant "dec.combine weighting by exp(L_s), no max subtracted" phase6 $F6 dec.combine 6 's|expf(Ls\[s\] - m)|expf(Ls[s])|' 7 's|m + logf(l)|logf(l)|'
 mutant "dec.page_lookup with / and % swapped" phase6 $F6 dec.page_lookup 1 's|j / c->page|j % c->page|' 2 's|(j % c->page)|(j / c->page)|'
 mutant "dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's|\*L = INFINITY|*L = -INFINITY|'
 mutant "dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc / S > 0 ? Tc / S : 1)|'
-FCU6=phase6_decoding/decode.cu
-mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 $FCU6 dec.combine_gpu \
+mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 phase6_decoding/dec_combine.cuh dec.combine_gpu \
     9 's|expf(Lpart\[(size_t)s \* nrows + row\] - lmax)|expf(Lpart[(size_t)s * nrows + row])|' 12 's|lmax + logf(sum)|logf(sum)|'
-mutant_gpu "dec.page_lookup_gpu with / and % swapped" phase6 $FCU6 dec.page_lookup_gpu 1 's|(j >> page_shift(a))|(j \& (a.page - 1))|'
+mutant_gpu "dec.page_lookup_gpu with / and % swapped" phase6 phase6_decoding/dec_paged.cuh dec.page_lookup_gpu 1 's|(j >> page_shift(a))|(j \& (a.page - 1))|'
 
 # ---- phase 5's GPU kernels (bwd_simple.cu, bwd_mma.cu) ---------------------------------
 mutant_gpu "bwd.recompute_P_gpu as exp(S) / exp(L) (overflows past 88)" phase5 phase5_backward/bwd_simple.cu bwd.recompute_P_gpu \

@@ -1,5 +1,6 @@
-/* tools/mma_emu/dec_emu.cpp - phase 6's decode kernels (phase6_decoding/decode.cu) on the
- * CPU (run.sh decode): split, split-pack, paged, ragged, the combine, and FlashDecoding++
+/* tools/mma_emu/dec_emu.cpp - phase 6's decode kernels (phase6_decoding/dec_*.cuh, the same
+ * headers decode.cu launches) on the CPU (run.sh decode): split, split-pack, fused, paged,
+ * ragged, the combine, and FlashDecoding++
  * (the split with the unified max, its combine, its fallback), every d of the four, on small
  * problems, every thread block in turn as 128 host threads, against an fp64 attention: O rel
  * L2 < 3e-3 (the GPU rows' bound), L within 5e-3, a row with no key O = 0 and L = +inf, and
@@ -14,7 +15,7 @@
 #include <string>
 
 #include "warp_emu.h"
-#include "kernel_decode.inc"
+#include "dec_kernels.cuh"
 
 struct Case { int B, H, Hkv, Nq, Nkv, S; bool causal, pack; int page; bool ragged; };
 
@@ -46,6 +47,14 @@ static void reference(const attn_problem_t &p, const std::vector<__half> &Q, con
         for (int e = 0; e < D; e++) O[row * D + e] /= l;
         L[row] = mx + log(l);
     }
+}
+
+/* the split kernel of (D, WR, Sm) on the cache's policy over the grid, block by block */
+template <int D, int WR, class Sm>
+static void split_blocks(const emu_dim3 &grid, const DecArgs &a, bool paged)
+{
+    const auto kernel = paged ? SplitKernel<D, WR, PagedKv, Sm>::fn : SplitKernel<D, WR, ContigKv, Sm>::fn;
+    emu_blocks(grid, DTHREADS, DCfg<D, WR>::SMEM, [&] { kernel(a); });
 }
 
 /* one case: the split kernels (fdpp = false) or FD++ with phi (want_redo: rows it must
@@ -100,21 +109,15 @@ static int run(const Case &c, bool fdpp, float phi, int want_redo, bool fused = 
     std::vector<int> done(fused ? (size_t)grid.y * grid.z : 0, 0);
     a.done = fused && c.S > 1 ? done.data() : nullptr;
     dec_fdpp_redo_d = 0;
-    auto split = [&](auto kernel, size_t smem) { emu_blocks(grid, DTHREADS, smem, [&] { kernel(a); }); };
-    constexpr int W4 = D <= 128 ? 4 : 1;   /* no 64-row block at d = 256 */
-    const size_t sm1 = DCfg<D>::SMEM, sm4 = DCfg<D, W4>::SMEM;
-    if (wide) {
-        if (fdpp) c.page ? split(dec_split_kernel<D, true, true, W4>, sm4) : split(dec_split_kernel<D, false, true, W4>, sm4);
-        else c.page ? split(dec_split_kernel<D, true, false, W4>, sm4) : split(dec_split_kernel<D, false, false, W4>, sm4);
-    } else {
-        if (fdpp) c.page ? split(dec_split_kernel<D, true, true>, sm1) : split(dec_split_kernel<D, false, true>, sm1);
-        else c.page ? split(dec_split_kernel<D, true, false>, sm1) : split(dec_split_kernel<D, false, false>, sm1);
-    }
+    constexpr int W4 = wide_wr<D>();   /* no 64-row block at d = 256 */
+    const bool paged = c.page != 0;
+    if (wide) fdpp ? split_blocks<D, W4, FdppSm>(grid, a, paged) : split_blocks<D, W4, OnlineSm>(grid, a, paged);
+    else fdpp ? split_blocks<D, 1, FdppSm>(grid, a, paged) : split_blocks<D, 1, OnlineSm>(grid, a, paged);
     const emu_dim3 rows_grid = {(unsigned)((nq + DWARPS - 1) / DWARPS), 1, 1};
     if (fdpp) {
         emu_blocks(rows_grid, DTHREADS, 0, [&] { dec_fdpp_combine_kernel<D>(p, a.seqlens, c.S, (int)nq, phi, a.Opart, a.Lpart, O.data(), L.data(), redo.data()); });
         emu_blocks(emu_dim3{(unsigned)nq, 1, 1}, DTHREADS, 0, [&] {
-            if (c.page) dec_recompute_kernel<D, true>(a, redo.data()); else dec_recompute_kernel<D, false>(a, redo.data()); });
+            if (c.page) dec_recompute_kernel<D, PagedKv>(a, redo.data()); else dec_recompute_kernel<D, ContigKv>(a, redo.data()); });
     } else if (c.S > 1 && !a.done) {
         emu_blocks(rows_grid, DTHREADS, 0, [&] { dec_combine_kernel<D>(c.S, (int)nq, a.Opart, a.Lpart, O.data(), L.data()); });
     }

@@ -156,13 +156,21 @@ def device_half(path, end, var, extra=()):
     f = f.replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
     return plant(f, var, path)
 
-# phase 6's decode.cu up to its host side: split, split-pack, paged, ragged, the combine and
-# FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp; EMU_MUTATE_DECODE).
-# Static __shared__ arrays become function statics: the emulation runs one block at a time.
-open(os.path.join(out, 'kernel_decode.inc'), 'w').write(device_half(
-    'phase6_decoding/decode.cu', '/* Shared memory: the layout must fit', 'EMU_MUTATE_DECODE',
-    (('__device__ int dec_fdpp_redo_d;', 'inline int dec_fdpp_redo_d;'), ('__shared__ ', 'static '),
-     ('#ifndef DEC_KV_PLAIN', '#if 0  /* the emulated cp.async: no L2 hint */'))))
+# phase 6's decode kernels: split, split-pack, fused, paged, ragged, the combine and
+# FlashDecoding++ (fdpp, its combine and fallback) run here (dec_emu.cpp). The device code is
+# phase6_decoding's headers, written for g++ too (dec_cfg.cuh: without __CUDACC__ the block-
+# shared arrays are statics, the dynamic shared memory the block's host buffer); they are
+# copied into OUT as they are, where their own #includes find the stand-ins above first.
+# EMU_MUTATE_DECODE='old=>new' plants one mistake: old must occur once in all of them.
+dec_dir = os.path.join(root, 'phase6_decoding')
+dec = {n: rd('phase6_decoding/' + n) for n in sorted(os.listdir(dec_dir)) if n.endswith('.cuh')}
+dmut = os.environ.get('EMU_MUTATE_DECODE')
+if dmut:
+    old, new = dmut.split('=>')
+    assert sum(t.count(old) for t in dec.values()) == 1, 'EMU_MUTATE_DECODE: %r must occur once in phase6_decoding/*.cuh' % old
+    dec = {n: t.replace(old, new) for n, t in dec.items()}
+for n, t in dec.items():
+    open(os.path.join(out, n), 'w').write(t)
 
 # phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here
 # (fa2_mask_emu.cpp; EMU_MUTATE_FA2)

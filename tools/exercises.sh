@@ -34,7 +34,7 @@ copy_includers() {   # HEADER OUT
 }
 
 generate_into() {   # DIR
-    local out=$1 f
+    local out=$1 f src
     for f in $(marked_files); do
         mkdir -p "$out/$(dirname "$f")"
         "$MK" "$f" >"$out/$f"

@@ -1,4 +1,4 @@
-/* tools/mma_emu/fa2_mask_emu.cpp - phase 4's fa2-mma with a FlashMask mask (fa2_mma.cu's
+/* tools/mma_emu/fa2_mask_emu.cpp - phase 4's fa2-mma with a FlashMask mask (fa2_mma_kernel.cuh's
  * MASKED path) on the CPU (run.sh mask): the kernel's own code on emulated ldmatrix, mma.sync,
  * cp.async and warp shuffles, every thread block in turn, after common/mask_gpu.cu's two
  * kernels (the eight min/max values a column block; the Q blocks longest first with each Q
@@ -20,7 +20,9 @@
 /* mask_gpu.h's L1 prefetch is a hint to the cache: nothing to do here */
 template <int BC> inline void mask_prefetch_columns(const int32_t *, int, int, int) {}
 
-#include "kernel_fa2_mma.inc"
+/* the kernel's dynamic shared memory: the block's host buffer (emu_blocks) */
+#define FA2_MMA_SMEM(name) unsigned char *name = g_smem
+#include "fa2_mma_kernel.cuh"   /* phase4_fa2's, or the copy gen.py plants a mistake in */
 #include "kernel_mask_gpu.inc"
 
 typedef std::function<bool(int i, int j)> visible_fn;   /* row i (of N_q) sees key j */

@@ -172,10 +172,14 @@ if dmut:
 for n, t in dec.items():
     open(os.path.join(out, n), 'w').write(t)
 
-# phase 4's fa2_mma.cu up to its launchers: its FlashMask path (MASKED) runs here
-# (fa2_mask_emu.cpp; EMU_MUTATE_FA2)
-open(os.path.join(out, 'kernel_fa2_mma.inc'), 'w').write(device_half(
-    'phase4_fa2/fa2_mma.cu', '/* What must hold for every row of FA2_MMA_TABLE', 'EMU_MUTATE_FA2'))
+# phase 4's fa2-mma: fa2_mask_emu.cpp includes its device code, phase4_fa2/fa2_mma_kernel.cuh,
+# as it is (its FlashMask path, MASKED, runs there). EMU_MUTATE_FA2 plants its one mistake in
+# a copy of that header in OUT, which the emulator's include path (OUT first) finds instead.
+fa2k = os.path.join(out, 'fa2_mma_kernel.cuh')
+if os.environ.get('EMU_MUTATE_FA2'):
+    open(fa2k, 'w').write(plant(rd('phase4_fa2/fa2_mma_kernel.cuh'), 'EMU_MUTATE_FA2', 'phase4_fa2/fa2_mma_kernel.cuh'))
+elif os.path.exists(fa2k):
+    os.remove(fa2k)   # an earlier mutant's copy
 
 # common/mask_gpu.cu's two kernels (the preprocessing pass and the order with each Q block's
 # range), cut from its host code, and common/warp_reduce.cuh as it is: fa2_mask_emu.cpp runs

@@ -61,20 +61,20 @@ set_fwd() {
     pair fa2_fwd64    'flash_fwd_kernel'   $PEER fwd flash 4,32,32,4096,4096,64,0
     pair ours_fwd128  'fa2_mma_kernel<\(int\)128,' build/phase4 --kernel mma --B 4 --H 16 --N 4096 --d 128 $(q)
     pair fa2_fwd128   'flash_fwd_kernel'   $PEER fwd flash 4,16,16,4096,4096,128,0
-    pair ours_wgmma128 'fa2_wgmma_kernel<\(int\)128,' build/phase4 --kernel wgmma --B 4 --H 16 --N 4096 --d 128 $(q)
+    pair ours_wgmma128 'fa2_wgmma_kernel<\(int\)128>' build/phase4 --kernel wgmma --B 4 --H 16 --N 4096 --d 128 $(q)
     pair ours_fwd256  'fa2_mma_kernel<\(int\)256,' build/phase4 --kernel mma --B 4 --H 8 --N 4096 --d 256 $(q)
     pair fa2_fwd256   'flash_fwd_kernel'   $PEER fwd flash 4,8,8,4096,4096,256,0
     table fwd ours_fwd64 fa2_fwd64 ours_fwd128 fa2_fwd128 ours_wgmma128 ours_fwd256 fa2_fwd256
 }
 set_dec() {
-    pair ours_contig  'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
-    pair ours_paged   'dec_split_kernel<\(int\)128, \(bool\)1' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
-    pair ours_mha     'dec_split_kernel<\(int\)128, \(bool\)0' build/phase6 --kernel split --B 1 --H 32 --Nkv 16384 $(q)
+    pair ours_contig  'dec_split_kernel<\(int\)128,' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
+    pair ours_paged   'dec_paged_kernel<\(int\)128,' build/phase6 --kernel paged --B 1 --H 32 --Hkv 8 --Nkv 16384 $(q)
+    pair ours_mha     'dec_split_kernel<\(int\)128,' build/phase6 --kernel split --B 1 --H 32 --Nkv 16384 $(q)
     pair fa2_mha      'flash_fwd_splitkv_kernel'    $PEER fwd flash 1,32,32,1,16384,128,0
     table dec ours_contig ours_paged ours_mha fa2_mha
 }
 set_deccudnn() {   # the N_q = 1 points where cuDNN leads (B = 8 MHA, B = 1 GQA; L = 64k)
-    local ours='dec_split_kernel<\(int\)128, \(bool\)0' cud='cudnn|sdpa|fprop|fmha'
+    local ours='dec_split_kernel<\(int\)128,' cud='cudnn|sdpa|fprop|fmha'
     pair ours_b8mha   "$ours" build/phase6 --kernel split-pack --B 8 --H 32 --Hkv 32 --Nkv 65536 $(q)
     pair cudnn_b8mha  "$cud"  $PEER fwd cudnn 8,32,32,1,65536,128,0
     pair ours_b1gqa   "$ours" build/phase6 --kernel split-pack --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
@@ -82,24 +82,26 @@ set_deccudnn() {   # the N_q = 1 points where cuDNN leads (B = 8 MHA, B = 1 GQA;
     table deccudnn ours_b8mha cudnn_b8mha ours_b1gqa cudnn_b1gqa
 }
 set_hopper() {
-    local wg='fa2_wgmma_kernel<\(int\)' ws='fa2_wgmma_ws_kernel<\(int\)' f8='fa2_wgmma_fp8_kernel<\(int\)'
+    # the kernels' names: hopper/steps.cuh (fa2_wgmma_tma_kernel for step 2; fa2_ws_kernel<D, StepN<D, ...>> for the
+    # warp-specialised steps, FP8's Step7 among them)
+    local wg='fa2_wgmma_tma_kernel<\(int\)' ws='fa2_ws_kernel<\(int\)' f8='fa2_ws_kernel<\(int\)'
     local s128="--B 4 --H 16 --N 4096 --d 128" s64="--B 4 --H 32 --N 4096 --d 64"
-    pair tma128       "${wg}128,"  build/phase4 --kernel wgmma-tma      $s128 $(q)
+    pair tma128       "${wg}128>"  build/phase4 --kernel wgmma-tma      $s128 $(q)
     pair ws128        "${ws}128,"  build/phase4 --kernel wgmma-ws       $s128 $(q)
     pair pingpong128  "${ws}128,"  build/phase4 --kernel wgmma-pingpong $s128 $(q)
     pair overlap128   "${ws}128,"  build/phase4 --kernel wgmma-overlap  $s128 $(q)
     pair fa3order128  "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s128 $(q)
     pair fa3_128      "${ws}128,"  build/phase4 --kernel wgmma-fa3      $s128 $(q)
-    pair fp8_128      "${f8}128,"  build/phase4 --kernel wgmma-fp8      $s128 $(q)
+    pair fp8_128      "${f8}128, Step7"  build/phase4 --kernel wgmma-fp8      $s128 $(q)
     pair cudnn128     'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,16,16,4096,4096,128,0
-    pair tma64        "${wg}64,"   build/phase4 --kernel wgmma-tma      $s64 $(q)
+    pair tma64        "${wg}64>"   build/phase4 --kernel wgmma-tma      $s64 $(q)
     pair ws64         "${ws}64,"   build/phase4 --kernel wgmma-ws       $s64 $(q)
     pair fa3order64   "${ws}64,"   build/phase4 --kernel wgmma-fa3order $s64 $(q)
     pair cudnn64      'cudnn|sdpa|fprop|fmha' $PEER fwd cudnn 4,32,32,4096,4096,64,0
     table hopper tma128 ws128 pingpong128 overlap128 fa3order128 fa3_128 fp8_128 cudnn128 tma64 ws64 fa3order64 cudnn64
 }
 set_hopper10() {   # step 10 beside step 8 (N = 4096), and step 8 beside cuDNN at N = 2048, where it trails most
-    local ws='fa2_wgmma_ws_kernel<\(int\)' s128="--B 4 --H 16 --N 4096 --d 128" s2k="--B 8 --H 16 --N 2048 --d 128"
+    local ws='fa2_ws_kernel<\(int\)' s128="--B 4 --H 16 --N 4096 --d 128" s2k="--B 8 --H 16 --N 2048 --d 128"
     pair fa3order128  "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s128 $(q)
     pair store128     "${ws}128,"  build/phase4 --kernel wgmma-store    $s128 $(q)
     pair fa3order2k   "${ws}128,"  build/phase4 --kernel wgmma-fa3order $s2k $(q)

@@ -126,7 +126,7 @@ set_masks() {
     local s="--B 1 --H 16 --N 8192 --d 128" m n
     for m in random_eviction:7 sliding:1024; do
         n=${m%%:*}
-        pair ws_$n   'fa2_wgmma_ws_kernel<\(int\)128, \(bool\)1, \(int\)0, \(int\)128, \(bool\)1>' \
+        pair ws_$n   'fa2_wgmma_ws_mask_kernel<\(int\)128>' \
             build/phase4 --kernel wgmma-ws $s --mask "$m" $(q)
         pair mma_$n  'fa2_mma_kernel<\(int\)128,.*\(bool\)1, \(bool\)1>' build/phase4 --kernel mma $s --mask "$m" $(q)
         pair flex_$n 'triton_tem' env MASK_PEERS_MODES=fwd MASK_PEERS_IMPLS=flex MAP=build/mask_map \

@@ -157,6 +157,9 @@ include $(foreach p,$(WRITTEN),$(call dir_of,$(p))/rules.mk)
 # exercise copy) without debug information, all into one object whose global symbols f
 # are renamed ref_f. An exercise build links it; a handout ships it prebuilt in ref/.
 REF_SRC      := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.c)) /dev/null)
+# ... and the CPU sources those call into without a region of their own (a phase's rules.mk
+# names them in REF_SRC_EXTRA: phase 6's closed forms and FD++ pieces beside decode_cpu.c)
+REF_SRC      += $(REF_SRC_EXTRA)
 REF_PREBUILT := $(wildcard ref/libfa_ref.a)
 REF_LIB      := $(or $(REF_PREBUILT),$(BUILD)/ref/libfa_ref.a)
 REF_OBJS     := $(patsubst %.c,$(BUILD)/ref/%.o,$(REF_SRC))

@@ -30,3 +30,6 @@ phase6_PROFILE    := default problem
 phase6_SAN_ARGS   := --B 1 --H 8 --Hkv 2 --N 4 --Nkv 1000 --causal --iters 1 --quiet
 phase6_SAN_RUNS   := memcheck:32::FA_SPLITS=3 memcheck:64::FA_SPLITS=3 memcheck:256::FA_SPLITS=3 memcheck:128::FA_SPLITS=1 memcheck:128::FA_SPLITS=3 \
                      racecheck:128::FA_SPLITS=3 initcheck:128::FA_SPLITS=3
+
+# decode_cpu.c's exercises call these: the reference library (the Makefile's REF_SRC) holds them too
+REF_SRC_EXTRA += phase6_decoding/decode_bytes.c phase6_decoding/decode_fdpp_cpu.c

@@ -22,6 +22,12 @@
 #include "problem.h"
 #include "mma.cuh"   /* cp_async_tile, cp_async4 (and __half) */
 
+/* The block's dynamic shared memory, as a kernel declares it. tools/mma_emu defines it first,
+ * as the emulated block's host buffer. */
+#ifndef BWD_DYNAMIC_SMEM
+#define BWD_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 /* The first of the Q blocks [first, Tr) that K/V block j (keys j Bc ..) must visit, Tr =
  * ceil(N_q / Br): 0 without a mask; Tr when no row sees the block (its dK_j, dV_j are 0). */
 __device__ __forceinline__ int bwd_first_q_block(const attn_problem_t &p, int j, int Br, int Bc)

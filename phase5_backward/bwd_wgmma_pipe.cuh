@@ -12,15 +12,17 @@
 
 /* The 128-byte swizzle acts on address bits 4-9 (common/wgmma.cuh): a swizzled tile starts on
  * a multiple of 1024 bytes. The dynamic block is 16-aligned; a layout asks for SW_ALIGN more
- * bytes and starts at align_swizzle(raw). */
+ * bytes and starts at raw + swizzle_pad(raw). (The kernel adds the pad to its own shared
+ * array: a pointer this function returned would leave the compiler unsure it points into
+ * shared memory, and the code it generates would change.) */
 #define SW_ALIGN 1024
 #define SW_ROW 128               /* bytes of a swizzled tile row: 64 fp16 */
 #define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
 #define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
 
-__device__ __forceinline__ unsigned char *align_swizzle(unsigned char *raw)
+__device__ __forceinline__ uint32_t swizzle_pad(const void *raw)
 {
-    return raw + ((SW_ALIGN - (smem_u32(raw) & (SW_ALIGN - 1))) & (SW_ALIGN - 1));   /* still a shared pointer */
+    return (SW_ALIGN - (smem_u32(raw) & (SW_ALIGN - 1))) & (SW_ALIGN - 1);
 }
 
 /* Steps 3-4's named barriers between the two MMA warpgroups (ids 1-15; 0 is __syncthreads) */

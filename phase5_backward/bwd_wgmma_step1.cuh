@@ -128,7 +128,7 @@ bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
     using DqPath = WgDqPath<C>;
     constexpr int THREADS = C::THREADS, HALVES = C::HALVES;
     BWD_DYNAMIC_SMEM(smem_raw);
-    const WgSmem<C> sm(align_swizzle(smem_raw));
+    const WgSmem<C> sm(smem_raw + swizzle_pad(smem_raw));   /* still a shared pointer */
     const int wg = threadIdx.x / WGB_THREADS, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int key0 = 64 * wg + 16 * warp + g;   /* this thread's keys of the block: key0, key0 + 8 */

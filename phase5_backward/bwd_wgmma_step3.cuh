@@ -17,11 +17,10 @@
 
 #if FA_HAVE_WGMMA
 /* The order in which the K/V blocks add their dQ_i into the same rows: any (step 3, below),
- * or a fixed one (step 4, WsDqOrder<C, true>: bwd_wgmma_step4.cuh). kv_block: the grid's
- * block x as a K/V block; wait_turn before the adds of (query head, Q block i), added after. */
+ * or a fixed one (step 4, WsDqOrder<C, true>: bwd_wgmma_step4.cuh). wait_turn before the
+ * adds of (query head, Q block i), added after them. */
 template <class C, bool DET>
 struct WsDqOrder {
-    static __device__ __forceinline__ int kv_block(int) { return (int)blockIdx.x; }
     __device__ __forceinline__ WsDqOrder(const WsBwdArgs &, size_t, int, int, int) {}
     __device__ __forceinline__ void wait_turn(int) const { __syncwarp(); }
     __device__ __forceinline__ void added(int) const
@@ -35,7 +34,7 @@ struct WsDqOrder {
  * the ring, up to STAGES steps ahead of the MMA warpgroups */
 template <class C>
 __device__ __forceinline__ void ws_producer(const WsBwdArgs &args, const WsSmem<C> &sm, const bwd_steps_t &sched,
-                                            int j0, int b, int kvh, int lane)
+                                            int j0, int b, int kvh, int G, int lane)
 {
     const attn_problem_t &p = args.p;
     if (lane == 0) tma_load_kv<C::D, C::BC>(sm.Ks, sm.Vs, &args.tk, &args.tv, sm.kv_full, j0, b * p.H_kv + kvh);
@@ -44,7 +43,7 @@ __device__ __forceinline__ void ws_producer(const WsBwdArgs &args, const WsSmem<
         ring.wait_empty();   /* step st - STAGES is done with the slot */
         int i; size_t l_off;
         sched.at(st, C::BR, i, l_off);
-        const int valid = p.N_q - i * C::BR, head = b * p.H + kvh * (p.H / p.H_kv) + st / sched.per_head;
+        const int valid = p.N_q - i * C::BR, head = b * p.H + kvh * G + st / sched.per_head;
         const size_t at = ring.slot() * C::Q_TILE;
         if (lane == 0)
             tma_load_q_do<C::D, C::BR>(sm.Qs + at, sm.dOs + at, &args.tq, &args.tdo, ring.full + ring.slot(), i, head);
@@ -53,46 +52,26 @@ __device__ __forceinline__ void ws_producer(const WsBwdArgs &args, const WsSmem<
     }
 }
 
-/* The dQ writer warp (Alg. 2 l.15's adds): each step's tile from shared memory to HBM, one
- * bulk reduce a row, in the order DET picks; the tile handed back as soon as it is read */
-template <class C, bool DET>
-__device__ __forceinline__ void ws_dq_writer(const WsBwdArgs &args, const WsSmem<C> &sm, const bwd_steps_t &sched,
-                                             int j, int Tc, int lane)
-{
-    BwdRing<C::DQ_STAGES> dq(sm.dq_full, sm.dq_empty);
-    for (int st = 0; st < sched.count; st++, dq.advance()) {
-        const unsigned char *tile = sm.dQs + dq.slot() * C::DQ::TILE;
-        dq.wait_full();
-        int i; size_t l_off;
-        sched.at(st, C::BR, i, l_off);
-        const int valid = args.p.N_q - i * C::BR;
-        const WsDqOrder<C, DET> order(args, l_off, i, j, Tc);
-        order.wait_turn(lane);
-        for (int row = lane; row < C::BR && row < valid; row += 32)   /* rows past N_q: not added */
-            bulk_reduce_add_f32(args.dQ + (l_off + row) * C::D, tile + row * C::DQ::PITCH, C::D * sizeof(float));
-        bulk_commit();
-        order.added(lane);
-        if (lane == 0) dq.release();
-    }
-    bulk_wait<0>();   /* the adds are done before the block's shared memory goes */
-}
 #endif
 
 #include "bwd_wgmma_ws_mma.cuh"   /* the MMA warpgroups' step */
 
+#define WS_BAR_DS 1
+#define WS_BAR_DQ 2
 template <int D, int BR, int BC, bool DET, bool MASKED>
 __global__ void __launch_bounds__(WsBwdCfg<D, BR, BC>::THREADS, 1)
 bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
 {
-    static_assert(!(DET && MASKED), "wgmma-det has no mask path (its turn order; bwd_wgmma_ws.cu)");
+    static_assert(!(DET && MASKED), "wgmma-det has no mask path (its turn order: bwd_wgmma_step4.cuh)");
 #if FA_HAVE_WGMMA
     using C = WsBwdCfg<D, BR, BC>;
     const attn_problem_t &p = args.p;
     BWD_DYNAMIC_SMEM(smem_raw);
-    const WsSmem<C> sm(align_swizzle(smem_raw));
+    const WsSmem<C> sm(smem_raw + swizzle_pad(smem_raw));   /* still a shared pointer */
 
-    const int Tc = (p.N_kv + BC - 1) / BC, j = WsDqOrder<C, DET>::kv_block(Tc);
-    const int b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
+    /* DET (step 4): the K/V blocks of a head run last first, the order of its turns */
+    const int Tc = (p.N_kv + BC - 1) / BC, j = DET ? Tc - 1 - (int)blockIdx.x : (int)blockIdx.x;
+    const int b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv, G = p.H / p.H_kv;
     const int j0 = j * BC;
     const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
@@ -115,14 +94,36 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
     if (wg == 0) {
         setmaxnreg_dec<WS_PRODUCER_REGS>();
         const int warp = threadIdx.x / 32;
-        if (warp == 0 && steps > 0) ws_producer<C>(args, sm, sched, j0, b, kvh, lane);
-        else if (warp == 1 && steps > 0) ws_dq_writer<C, DET>(args, sm, sched, j, Tc, lane);
+        if (warp == 0 && steps > 0) {
+            ws_producer<C>(args, sm, sched, j0, b, kvh, G, lane);
+        } else if (warp == 1 && steps > 0) {   /* the dQ writer (Alg. 2 l.15's adds): each step's tile
+                                                  to HBM, one bulk reduce a row, in the order DET picks;
+                                                  the tile handed back as soon as it is read. (Here, not
+                                                  in a function: so it stays in its 24 registers.) */
+            BwdRing<C::DQ_STAGES> dq(sm.dq_full, sm.dq_empty);
+            for (int st = 0; st < steps; st++, dq.advance()) {
+                const unsigned char *tile = sm.dQs + dq.slot() * C::DQ::TILE;
+                dq.wait_full();
+                int i; size_t l_off;
+                sched.at(st, BR, i, l_off);
+                const int valid = p.N_q - i * BR;
+                const WsDqOrder<C, DET> order(args, l_off, i, j, Tc);
+                order.wait_turn(lane);
+                for (int row = lane; row < BR && row < valid; row += 32)   /* rows past N_q: not added */
+                    bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tile + row * C::DQ::PITCH, D * sizeof(float));
+                bulk_commit();
+                order.added(lane);
+                if (lane == 0) dq.release();
+            }
+            bulk_wait<0>();   /* the adds are done before the block's shared memory goes */
+        }
         return;
     }
-    setmaxnreg_inc<WS_MMA_REGS>();
+    setmaxnreg_inc<WS_MMA_REGS>();   /* the MMA warpgroups */
     ws_mma_warpgroups<C, MASKED>(args, sm, sched, wg - 1, j, j0, kv_off, lane);
 #else
     (void)args;
 #endif
 }
+
 #endif

@@ -17,13 +17,12 @@
  * turn: the counter of (query head, i) reaching jl - j. Last first, because a causal block j
  * starts at its first Q block, where the blocks after it (the diagonal's) have already been:
  * ascending, block j would wait at its first Q block for block 0 to get there. The grid runs
- * the blocks of a head last first too (blockIdx.x 0 is block Tc - 1), so that a block never
- * waits for one not yet started. */
+ * the blocks of a head last first too (blockIdx.x 0 is block Tc - 1: the kernel's j), so that a
+ * block never waits for one not yet started. */
 template <class C>
 struct WsDqOrder<C, true> {
     int *turn;     /* (query head, Q block i)'s counter: the K/V blocks that have added */
     int mine;      /* jl - j: the count at which it is this block's turn */
-    static __device__ __forceinline__ int kv_block(int Tc) { return Tc - 1 - (int)blockIdx.x; }
     __device__ __forceinline__ WsDqOrder(const WsBwdArgs &args, size_t l_off, int i, int j, int Tc)
     {
         const attn_problem_t &p = args.p;

@@ -117,11 +117,12 @@ __device__ __forceinline__ void ws_mma_warpgroups(const WsBwdArgs &args, const W
         int i; size_t l_off;
         sched.at(st, BR, i, l_off);
         const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);   /* tails (and causal: the diagonal) */
+        const bool partial = MASKED && sched.partial(st);         /* FlashMask: the element test */
         float sc[QH][32], dp[QH][32];
         uint32_t pa[BR / 16][4], dsa[BR / 16][4];
         ws_issue_s_dp<C>(sc, dp, sm.Ks + c * 64 * SW_ROW, sm.Vs + c * 64 * SW_ROW, Qi, dOi);     /* l.10, l.12 */
-        ws_recompute_p<C, MASKED>(sc, pa, sm.Ls + ring.slot() * BR, p, i * BR, key0, j0, mask,
-                                  MASKED && sched.partial(st), mrun, sl2, t);                   /* l.11 */
+        ws_recompute_p<C, MASKED>(sc, pa, sm.Ls + ring.slot() * BR, p, i * BR, key0, j0, mask, partial, mrun, sl2,
+                                  t);                                                           /* l.11 */
         /* l.13: dV_j += P^T dO_i. At Br = 128 it is issued at once (FA3's order) and runs while
          * dP^T finishes and dS^T is computed; at Br = 64 (d = 128) after dS^T, the order that
          * measured 2-3% faster there (the dV group would otherwise queue behind dP^T's). */

@@ -183,10 +183,8 @@ bwd_mma2d_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __h
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
-    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
-    const int j0 = j * BC;
+    const auto [j, b, kvh, j0, kv_off] = bwd_kv_block(p, BC, D);
     const float sl2 = p.scale * BWD_LOG2E;
-    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
     /* the warp's place in the three grids (the picture above) */
     const int s_r = (warp % SM) * C::S_ROWS, s_c = (warp / SM) * C::S_COLS;      /* S, dP   */
     const int kv_r = (warp % KN) * C::KV_ROWS, kv_c = (warp / KN) * C::KV_COLS;  /* dK, dV  */

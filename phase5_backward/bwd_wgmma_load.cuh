@@ -46,34 +46,23 @@ __device__ __forceinline__ void load_step_sw(const bwd_steps_t &sched, int st, u
     bwd_load_ld<BR, THREADS>(Ls, Ds, Lg, Dg, l_off, valid);
 }
 
-/* Steps 3-4, Alg. 2 l.6, one thread: K_j, V_j (keys j0 .. of KV head kv_head) by the copy
- * engine in boxes of 64 rows x 64 columns (rows past N_kv: zeros), completing on bar */
-template <int D, int BC>
-__device__ __forceinline__ void tma_load_kv(unsigned char *Ks, unsigned char *Vs, const CUtensorMap *tk,
-                                            const CUtensorMap *tv, uint64_t *bar, int j0, int kv_head)
+/* Steps 3-4, one thread: ROWS rows (from row0) of two [heads][rows][D] fp16 tensors of head
+ * `head` into two swizzled tiles, by the copy engine, in boxes of 64 rows x 64 columns (rows
+ * past the tensor's end: zeros), completing on bar, whose bytes it announces first (so that no
+ * other arrival completes the phase before them); ARRIVE: with this thread's arrival, the only
+ * one bar waits for. K_j, V_j once (Alg. 2 l.6, ARRIVE), and each step's Q_i, dO_i into a ring
+ * slot (l.9: the producer warp's lanes arrive when their L_i, D_i land). */
+template <int ROWS, int D, bool ARRIVE>
+__device__ __forceinline__ void tma_load_pair(unsigned char *dst0, unsigned char *dst1, const CUtensorMap *map0,
+                                              const CUtensorMap *map1, uint64_t *bar, int row0, int head)
 {
-    mbar_arrive_expect_tx(bar, 2 * (uint32_t)((size_t)BC * D * 2));
-    for (int sub = 0; sub < BC / 64; sub++)
-        for (int a = 0; a < D / 64; a++) {
-            const size_t at = (size_t)a * BC * SW_ROW + (size_t)sub * 64 * SW_ROW;
-            tma_load_3d(Ks + at, tk, bar, 64 * a, j0 + 64 * sub, kv_head);
-            tma_load_3d(Vs + at, tv, bar, 64 * a, j0 + 64 * sub, kv_head);
-        }
-}
-
-/* Steps 3-4, Alg. 2 l.9, one thread: Q_i, dO_i (Q block i of query head `head`) into a ring
- * slot in 64-row boxes (rows past N_q: zeros); the bytes announced on full first, before any
- * lane's L_i, D_i arrival can complete its phase */
-template <int D, int BR>
-__device__ __forceinline__ void tma_load_q_do(unsigned char *Qs, unsigned char *dOs, const CUtensorMap *tq,
-                                              const CUtensorMap *tdo, uint64_t *full, int i, int head)
-{
-    mbar_expect_tx(full, 2 * (uint32_t)((size_t)BR * D * 2));
+    if (ARRIVE) mbar_arrive_expect_tx(bar, 2 * (uint32_t)((size_t)ROWS * D * 2));
+    else mbar_expect_tx(bar, 2 * (uint32_t)((size_t)ROWS * D * 2));
     for (int a = 0; a < D / 64; a++)
-        for (int qh = 0; qh < BR / 64; qh++) {
-            const size_t at = (size_t)a * BR * SW_ROW + (size_t)qh * 64 * SW_ROW;
-            tma_load_3d(Qs + at, tq, full, 64 * a, i * BR + 64 * qh, head);
-            tma_load_3d(dOs + at, tdo, full, 64 * a, i * BR + 64 * qh, head);
+        for (int sub = 0; sub < ROWS / 64; sub++) {
+            const size_t at = (size_t)a * ROWS * SW_ROW + (size_t)sub * 64 * SW_ROW;
+            tma_load_3d(dst0 + at, map0, bar, 64 * a, row0 + 64 * sub, head);
+            tma_load_3d(dst1 + at, map1, bar, 64 * a, row0 + 64 * sub, head);
         }
 }
 

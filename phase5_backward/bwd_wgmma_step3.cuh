@@ -37,7 +37,8 @@ __device__ __forceinline__ void ws_producer(const WsBwdArgs &args, const WsSmem<
                                             int j0, int b, int kvh, int G, int lane)
 {
     const attn_problem_t &p = args.p;
-    if (lane == 0) tma_load_kv<C::D, C::BC>(sm.Ks, sm.Vs, &args.tk, &args.tv, sm.kv_full, j0, b * p.H_kv + kvh);
+    if (lane == 0)   /* l.6: K_j, V_j once */
+        tma_load_pair<C::BC, C::D, true>(sm.Ks, sm.Vs, &args.tk, &args.tv, sm.kv_full, j0, b * p.H_kv + kvh);
     BwdRing<C::STAGES> ring(sm.full, sm.empty);
     for (int st = 0; st < sched.count; st++, ring.advance()) {
         ring.wait_empty();   /* step st - STAGES is done with the slot */
@@ -46,7 +47,8 @@ __device__ __forceinline__ void ws_producer(const WsBwdArgs &args, const WsSmem<
         const int valid = p.N_q - i * C::BR, head = b * p.H + kvh * G + st / sched.per_head;
         const size_t at = ring.slot() * C::Q_TILE;
         if (lane == 0)
-            tma_load_q_do<C::D, C::BR>(sm.Qs + at, sm.dOs + at, &args.tq, &args.tdo, ring.full + ring.slot(), i, head);
+            tma_load_pair<C::BR, C::D, false>(sm.Qs + at, sm.dOs + at, &args.tq, &args.tdo, ring.full + ring.slot(),
+                                              i * C::BR, head);
         cp_async_ld_arrive<C::BR>(sm.Ls + ring.slot() * C::BR, sm.Ds + ring.slot() * C::BR, args.L, args.D, l_off, valid,
                                   ring.full + ring.slot(), lane);
     }

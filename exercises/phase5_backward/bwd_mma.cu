@@ -189,16 +189,8 @@ __device__ __forceinline__ void accum_dkdv(float (&dv)[D / 8][4], float (&dk)[D 
         uint32_t ap[4], as[4];
         c_pair_to_a(ap, s[2 * kk], s[2 * kk + 1]);
         c_pair_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-        for (int n2 = 0; n2 < D / 16; n2++) {
-            uint32_t bf[4];
-            load_b_kn_trans(bf, dOi + kk * 16 * LDH + n2 * 16, LDH);
-            mma_16816(dv[2 * n2], ap, bf);
-            mma_16816(dv[2 * n2 + 1], ap, bf + 2);
-            load_b_kn_trans(bf, Qi + kk * 16 * LDH + n2 * 16, LDH);
-            mma_16816(dk[2 * n2], as, bf);
-            mma_16816(dk[2 * n2 + 1], as, bf + 2);
-        }
+        mma_a_bkn<D / 8, LDH>(dv, ap, dOi + kk * 16 * LDH);
+        mma_a_bkn<D / 8, LDH>(dk, as, Qi + kk * 16 * LDH);
         if constexpr (DQ) {
             __half2 *lo = (__half2 *)(dSs + (warp * 16 + g) * LDS + kk * 16 + 2 * t);
             __half2 *hi = (__half2 *)(dSs + (warp * 16 + g + 8) * LDS + kk * 16 + 2 * t);
@@ -221,13 +213,7 @@ __device__ __forceinline__ void dq_product(float (&q)[C::NT][4], const __half *d
     for (int kk = 0; kk < BC / 16; kk++) {
         uint32_t a[4];
         load_a_trans(a, dSs + kk * 16 * C::LDS + mt * 16, C::LDS);
-#pragma unroll
-        for (int n2 = 0; n2 < C::NT / 2; n2++) {
-            uint32_t bf[4];
-            load_b_kn_trans(bf, Ks + kk * 16 * C::LDH + dn * C::NT * 8 + n2 * 16, C::LDH);
-            mma_16816(q[2 * n2], a, bf);
-            mma_16816(q[2 * n2 + 1], a, bf + 2);
-        }
+        mma_a_bkn<C::NT, C::LDH>(q, a, Ks + kk * 16 * C::LDH + dn * C::NT * 8);
     }
 }
 
@@ -296,13 +282,12 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
     const MmaTiles<D, BR, BC> tile(smem);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
-    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
-    const int j0 = j * BC;
+    const auto [j, b, kvh, j0, kv_off] = bwd_kv_block(p, BC, D);
+    const int key0 = j0 + warp * 16 + g;   /* the thread's keys: key0, key0 + 8 */
     const float sl2 = p.scale * BWD_LOG2E;
-    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
     int4 mrun[2];   /* MASKED: the two runs of the thread's keys */
-    const bwd_steps_t sched = mma_schedule<BR, BC, SKIP, MASKED>(p, smem + C::SMEM, mcols, mblk, vis, j, b, kvh, j0 + warp * 16 + g, mrun);
+    const bwd_steps_t sched = mma_schedule<BR, BC, SKIP, MASKED>(p, smem + C::SMEM, mcols, mblk, vis, j, b, kvh, key0, mrun);
     const int steps = sched.count;
     if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_visits_want() */
 
@@ -336,7 +321,7 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
         mma_rows_bt<D, BR, LDH>(s, Kw, Qi);                                   /* l.10: S^T = K_j Q_i^T */
         const bool mask = (!SKIP && p.causal) || bwd_block_needs_mask(p, i, j, BR, BC);
-        recompute_p<BR, MASKED>(s, tile.L(stage), p, i, j0 + warp * 16 + g, t, sl2, mask, MASKED && sched.partial(st), mrun);   /* l.11 */
+        recompute_p<BR, MASKED>(s, tile.L(stage), p, i, key0, t, sl2, mask, MASKED && sched.partial(st), mrun);   /* l.11 */
         mma_rows_bt<D, BR, LDH>(dp, Vw, dOi);                                 /* l.12: dP^T = V_j dO_i^T */
         ds_from_dp<BR>(s, dp, tile.Dv(stage), t);                             /* l.14 */
         accum_dkdv<D, BR, LDH, C::LDS, DQ>(dv, dk, s, dp, dOi, Qi, tile.dSs, warp, g, t);   /* l.13, 16 */
@@ -348,7 +333,7 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
             add_dq_share<D, BR, C::NT>(dQg + l_off * D, q, p, i, mt, dn, g, t);
         }
     }
-    store_dkdv_rows<D>(dKg, dVg, dk, dv, p, kv_off, j0 + warp * 16 + g, t);                 /* l.18 */
+    store_dkdv_rows<D>(dKg, dVg, dk, dv, p, kv_off, key0, t);                 /* l.18 */
 }
 
 /* Pass 2 of the deterministic variant: dQ with the Q blocks outer, as the forward's loop.
@@ -455,13 +440,7 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
         for (int kk = 0; kk < BC / 16; kk++) {   /* dQ_i += dS K_j: dS is the A operand as it is */
             uint32_t a[4];
             c_pair_to_a(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-            for (int n2 = 0; n2 < D / 16; n2++) {
-                uint32_t bf[4];
-                load_b_kn_trans(bf, Kj + kk * 16 * LDH + n2 * 16, LDH);
-                mma_16816(dq[2 * n2], a, bf);
-                mma_16816(dq[2 * n2 + 1], a, bf + 2);
-            }
+            mma_a_bkn<D / 8, LDH>(dq, a, Kj + kk * 16 * LDH);
         }
     }
 #pragma unroll

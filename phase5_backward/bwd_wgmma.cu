@@ -84,7 +84,7 @@
  * Why Br = 64, Bc = 128 at both d (BWD_WGMMA_TABLE, bwd_blocks.h): a warpgroup's wgmma is 64
  * rows of M, so a warpgroup owns 64 keys; two warpgroups hold Bc = 128 keys. Per thread
  * (d = 128): dK_j, dV_j 2 x 64 floats for the whole loop, S^T and dP^T 2 x 32 (Br = 64 as
- * N), the P^T and dS^T fragments 2 x 16, dQ 32: 253 registers (ptxas, below) of the 255 that
+ * N), the P^T and dS^T fragments 2 x 16, dQ 32: 251 registers (ptxas, below) of the 255 that
  * __launch_bounds__(256, 1) allows; Br = 128 would double S^T and dP^T to 2 x 64 and spill.
  * FA3 picks the same blocks at d = 128 (64 x 128, two MMA warpgroups). d = 64 keeps them:
  * its accumulators are half as big, and Br = 64 keeps one code path (dS^T rows of exactly
@@ -99,7 +99,7 @@
  * swizzle decoded from the PTX ISA's layouts; the same emulation first reproduces phase 4's
  * fa2-wgmma, which PASSed on an H100) against an fp64 backward.
  *
- * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 214 registers   d = 128: 253 registers
+ * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 214 registers   d = 128: 251 registers
  * (wgmma-dq: 213 and 250)
  */
 #include <cuda_fp16.h>

@@ -8,10 +8,21 @@
  *           double-buffered with cp.async, dQ_i added to HBM with fp32 atomics.
  *                                          build/phase5 --kernel wgmma [--causal]   (sm_90a)
  *
- * The ladder (chapter 5b; each step a --kernel row beside this one): 2 dQ through shared
- * memory and one bulk reduce a row (FA3's dQ path, wgmma-dq, this file's BULK) instead of
- * element atomics; 3 the copy engine (TMA), a producer warp, a dQ writer warp and two MMA
- * warpgroups (wgmma-ws, bwd_wgmma_ws.cu); 4 dQ added in a fixed order (wgmma-det).
+ * The ladder (chapter 5b), one header a step, each a --kernel row, each holding what it adds:
+ *   step 1  bwd_wgmma_step1.cuh  wgmma      this kernel        build/phase5 --kernel wgmma
+ *   step 2  bwd_wgmma_step2.cuh  wgmma-dq   dQ through shared memory and one bulk reduce a
+ *                                           row (FA3's dQ path) instead of element atomics
+ *                                                              build/phase5 --kernel wgmma-dq
+ *   step 3  bwd_wgmma_step3.cuh  wgmma-ws   the copy engine (TMA), a producer warp, a dQ
+ *                                           writer warp, two MMA warpgroups (bwd_wgmma_ws.cu)
+ *                                                              build/phase5 --kernel wgmma-ws
+ *   step 4  bwd_wgmma_step4.cuh  wgmma-det  dQ added in a fixed order
+ *                                                              build/phase5 --kernel wgmma-det
+ * and the parts they share: bwd_wgmma.cuh (the products, P^T, dS^T), bwd_wgmma_pipe.cuh (the
+ * alignment, the ring, the named barriers), bwd_wgmma_load.cuh (the loads),
+ * bwd_wgmma_epilogue.cuh (dQ's adds, dK_j and dV_j), bwd_wgmma_ws_layout.cuh and
+ * bwd_wgmma_ws_mma.cuh (steps 3-4's layout and MMA warpgroups). This file launches steps 1
+ * and 2 (BWD_WGMMA_TABLE), bwd_wgmma_ws.cu steps 3 and 4 (BWD_WGMMA_WS_TABLE).
  *
  * Keys are the M dimension (as FA3 lays it out): warpgroup w owns keys 64 w .. 64 w + 63 of
  * the block, and computes the TRANSPOSED scores, S^T = K_j Q_i^T and dP^T = V_j dO_i^T. Its
@@ -73,7 +84,7 @@
  * Why Br = 64, Bc = 128 at both d (BWD_WGMMA_TABLE, bwd_blocks.h): a warpgroup's wgmma is 64
  * rows of M, so a warpgroup owns 64 keys; two warpgroups hold Bc = 128 keys. Per thread
  * (d = 128): dK_j, dV_j 2 x 64 floats for the whole loop, S^T and dP^T 2 x 32 (Br = 64 as
- * N), the P^T and dS^T fragments 2 x 16, dQ 32: 253 registers (ptxas, below) of the 255 that
+ * N), the P^T and dS^T fragments 2 x 16, dQ 32: 251 registers (ptxas, below) of the 255 that
  * __launch_bounds__(256, 1) allows; Br = 128 would double S^T and dP^T to 2 x 64 and spill.
  * FA3 picks the same blocks at d = 128 (64 x 128, two MMA warpgroups). d = 64 keeps them:
  * its accumulators are half as big, and Br = 64 keeps one code path (dS^T rows of exactly
@@ -88,221 +99,17 @@
  * swizzle decoded from the PTX ISA's layouts; the same emulation first reproduces phase 4's
  * fa2-wgmma, which PASSed on an H100) against an fp64 backward.
  *
- * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 214 registers   d = 128: 253 registers
+ * ptxas, CUDA 13.0, sm_90a, no spills:   d = 64: 214 registers   d = 128: 251 registers
  * (wgmma-dq: 213 and 250)
  */
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
 #include "cuda_check.cuh"
-#include "mma.cuh"
-#include "wgmma.cuh"
 #include "bwd.h"
-#include "bwd_gpu.cuh"
-#include "bwd_wgmma.cuh"   /* the products, P^T and dS^T, the dQ tile: shared with bwd_wgmma_ws.cu */
-#include "visits.cuh"
-
-/* D: head dimension; BR x BC the block (BC / 64 warpgroups, one per 64 keys); BULK: dQ_i
- * through shared memory and bulk reductions (wgmma-dq) instead of float2 atomics. */
-template <int D, int BR, int BC, bool BULK = false>
-struct WgBwdCfg {
-    static constexpr int WGS = BC / 64, THREADS = WGS * WGB_THREADS;
-    static constexpr int HALVES = D / 64;                  /* 64-column halves of a row   */
-    static constexpr size_t KV_TILE = (size_t)BC * D * 2, Q_TILE = (size_t)BR * D * 2;
-    static constexpr size_t K_OFF = 0, V_OFF = KV_TILE;
-    static constexpr size_t Q_OFF = 2 * KV_TILE;           /* 2 stages                     */
-    static constexpr size_t DO_OFF = Q_OFF + 2 * Q_TILE;   /* 2 stages                     */
-    static constexpr size_t DS_OFF = DO_OFF + 2 * Q_TILE;  /* dS^T: BC x BR fp16           */
-    static constexpr size_t L_OFF = DS_OFF + (size_t)BC * BR * 2;   /* L, D: 2 stages each */
-    static constexpr size_t DQ_OFF = L_OFF + 4 * sizeof(float) * BR;   /* BULK: dQ tiles      */
-    /* dQ = dS K_j split over the warpgroups (WgDqSplit: by halves of d at d = 128, by keys
-     * at d = 64). BULK: a stage holds its DQ_TILES fp32 tiles of padded rows; two stages, so
-     * that step st writes one while step st - 1's bulk reduce still reads the other */
-    using DQ = WgDqSplit<D, BC>;
-    static constexpr bool DQ_BY_KEYS = DQ::BY_KEYS;
-    static constexpr int DQ_HALVES = DQ::NH;
-    static constexpr int DQ_TILES = BULK ? DQ::TILES : 0;
-    static constexpr int DQ_PITCH = DQ::PITCH;
-    static constexpr size_t DQ_TILE = DQ::TILE;
-    static constexpr size_t SMEM = DQ_OFF + 2 * DQ_TILES * DQ_TILE + 1024;  /* + room to align */
-    static_assert(DQ_OFF % 16 == 0, "wgmma bwd: bulk reduce rows 16-byte aligned");
-    static_assert(BR == 64, "wgmma bwd: S^T's N and a dS^T row are 64 queries (one swizzled row)");
-    static_assert(BC % 64 == 0 && D % 64 == 0, "wgmma bwd: whole 64-row warpgroups, 64-column halves");
-};
-
-#if FA_HAVE_WGMMA
-/* byte offset of element (r, c) of a swizzled tile of ROWS rows (halves of 64 columns) */
-template <int ROWS>
-__device__ __forceinline__ uint32_t tile_off(int r, int c)
-{
-    return (uint32_t)((c / 64) * ROWS * SW_ROW) + sw128_offset(r, c % 64);
-}
-
-/* ROWS rows of D fp16 columns, global -> swizzled shared with cp.async (rows at or past
- * valid zero-filled, not read) */
-template <int ROWS, int D, int THREADS>
-__device__ __forceinline__ void load_tile_sw(unsigned char *dst, const __half *src, int valid)
-{
-    constexpr int CH = D / 8;   /* 16-byte chunks a row */
-#pragma unroll
-    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
-        const int r = c / CH, ch = c % CH;
-        const bool ok = r < valid;
-        cp_async16(dst + tile_off<ROWS>(r, ch * 8), ok ? src + (size_t)r * D + ch * 8 : src, ok);
-    }
-}
-
-/* dQ_i += scale dS K_j in HBM (fp32 atomics: the other K/V blocks of the head add to the
- * same rows): accumulator rows are queries 16 warp + g (+ 8), columns 64 a + 8 n8 + 2 t. */
-template <int D, int NH>
-__device__ __forceinline__ void add_dq(float *dQi, const float (&dq)[NH][32], int a0, int warp, int g, int t,
-                                       int valid, float scale)
-{
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        const int row = 16 * warp + g + 8 * x;
-        if (row >= valid) continue;   /* rows past N_q */
-#pragma unroll
-        for (int h = 0; h < NH; h++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++) {
-                float *out = dQi + (size_t)row * D + 64 * (a0 + h) + 8 * n8 + 2 * t;
-                const float v0 = dq[h][4 * n8 + 2 * x] * scale, v1 = dq[h][4 * n8 + 2 * x + 1] * scale;
-                atomicAdd(reinterpret_cast<float2 *>(out), make_float2(v0, v1));
-            }
-    }
-}
-
-#endif
-
-template <int D, int BR, int BC, bool BULK>
-__global__ void __launch_bounds__(WgBwdCfg<D, BR, BC, BULK>::THREADS, 1)   /* up to 255 registers: dK_j, dV_j */
-bwd_wgmma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half *Vg, const __half *dOg,
-                 const float *Lg, const float *Dg, float *dQg, float *dKg, float *dVg, gpu_visits_t vis)
-{
-#if FA_HAVE_WGMMA
-    using C = WgBwdCfg<D, BR, BC, BULK>;
-    constexpr int THREADS = C::THREADS, HALVES = C::HALVES;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    /* the 128-byte swizzle acts on address bits 4-9: tiles must be 1024-aligned */
-    unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);   /* still a shared pointer */
-    unsigned char *Ks = smem + C::K_OFF, *Vs = smem + C::V_OFF, *Qs = smem + C::Q_OFF, *dOs = smem + C::DO_OFF;
-    unsigned char *dSs = smem + C::DS_OFF;
-    float *Ls = (float *)(smem + C::L_OFF), *Ds = Ls + 2 * BR;
-    unsigned char *dQs = smem + C::DQ_OFF;   /* BULK: 2 stages x DQ_TILES tiles */
-    /* BULK: thread bulk_row < DQ_TILES x Br adds row bulk_row % Br of tile bulk_row / Br */
-    const bool bulk_issuer = BULK && (int)threadIdx.x < C::DQ_TILES * BR;
-
-    const int wg = threadIdx.x / WGB_THREADS, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int key0 = 64 * wg + 16 * warp + g;   /* this thread's keys of the block: key0, key0 + 8 */
-    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
-    const int j0 = j * BC;
-    const float sl2 = p.scale * BWD_LOG2E;
-    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
-
-    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads */
-    const bwd_steps_t sched = bwd_steps(p, j, b, kvh, BR, BC, !visit_all(vis));
-    const int steps = sched.count;
-    if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_q_block_first() */
-
-    /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
-    auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
-        sched.at(st, BR, i, l_off);
-        q_off = l_off * D;
-    };
-    auto load_step = [&](int st, int stage) {   /* Q_i, dO_i, L_i, D_i into a stage */
-        int i; size_t q_off, l_off;
-        step_at(st, i, q_off, l_off);
-        const int valid = p.N_q - i * BR;
-        load_tile_sw<BR, D, THREADS>(Qs + stage * C::Q_TILE, Qg + q_off, valid);
-        load_tile_sw<BR, D, THREADS>(dOs + stage * C::Q_TILE, dOg + q_off, valid);
-        bwd_load_ld<BR, THREADS>(Ls + stage * BR, Ds + stage * BR, Lg, Dg, l_off, valid);   /* rows past N_q: 0 */
-    };
-
-    /* Alg. 2 l.6: K_j, V_j into shared memory (rows past N_kv zero), and the first step */
-    load_tile_sw<BC, D, THREADS>(Ks, Kg + kv_off + (size_t)j0 * D, p.N_kv - j0);
-    load_tile_sw<BC, D, THREADS>(Vs, Vg + kv_off + (size_t)j0 * D, p.N_kv - j0);
-    if (steps > 0) load_step(0, 0);
-    cp_async_commit();
-
-    float dk[HALVES][32], dv[HALVES][32];   /* l.7: this warpgroup's 64 rows of dK_j, dV_j */
-#pragma unroll
-    for (int a = 0; a < HALVES; a++)
-#pragma unroll
-        for (int e = 0; e < 32; e++) dk[a][e] = dv[a][e] = 0.0f;
-
-    for (int st = 0; st < steps; st++) {                                      /* l.8 */
-        const int stage = st % 2;
-        if (bulk_issuer) bulk_wait_read<1>();   /* step st - 2's reduce has read this stage's dQ tile */
-        cp_async_wait<0>();
-        fence_proxy_async();   /* the tiles were written by ordinary (cp.async) copies; the
-                                  tensor cores read them next */
-        __syncthreads();   /* this step's tiles landed and are visible to all; every warpgroup's
-                              products of the last step (the other stage, dS^T) are complete */
-        if (st + 1 < steps) { load_step(st + 1, 1 - stage); cp_async_commit(); }   /* l.9 */
-        const unsigned char *Qi = Qs + stage * C::Q_TILE, *dOi = dOs + stage * C::Q_TILE;
-        const float *Li = Ls + stage * BR, *Di = Ds + stage * BR;
-        int i; size_t q_off, l_off;
-        step_at(st, i, q_off, l_off);
-        const bool mask = bwd_block_needs_mask(p, i, j, BR, BC);
-
-        /* l.10-14: S^T, dP^T (tensor cores), then P^T, dS^T (registers), dS^T to shared */
-        float s[32], dp[32];
-        wgmma_fence();
-        issue_nt<D, BR, BC>(s, Ks + wg * 64 * SW_ROW, Qi);
-        issue_nt<D, BR, BC>(dp, Vs + wg * 64 * SW_ROW, dOi);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_regs(s);
-        wgmma_fence_regs(dp);
-        uint32_t pa[BR / 16][4], dsa[BR / 16][4];
-        bwd_p<BR>(s, pa, Li, p, i * BR, key0, j0, mask, sl2, t);
-        bwd_ds<BR>(s, dp, dsa, dSs, Di, key0, t);
-        fence_proxy_async();   /* dS^T was written by ordinary stores; the tensor cores read it */
-
-        /* l.13, l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i (A from the registers) */
-        wgmma_fence();
-        issue_rs<D, BR>(dv, pa, dOi);
-        issue_rs<D, BR>(dk, dsa, Qi);
-        wgmma_commit();
-        __syncthreads();   /* both warpgroups' dS^T rows are in shared memory */
-
-        /* l.15: dQ_i += scale dS K_j */
-        float dq[C::DQ_HALVES][32];
-        issue_dq<D, BR, BC>(dq, dSs, Ks, wg);
-        wgmma_wait<0>();   /* dV, dK and dQ's groups */
-#pragma unroll
-        for (int a = 0; a < HALVES; a++) { wgmma_fence_regs(dv[a]); wgmma_fence_regs(dk[a]); }
-#pragma unroll
-        for (int h = 0; h < C::DQ_HALVES; h++) wgmma_fence_regs(dq[h]);
-#pragma unroll
-        for (int kk = 0; kk < BR / 16; kk++) { wgmma_hold_a(pa[kk]); wgmma_hold_a(dsa[kk]); }
-        if constexpr (BULK) {   /* FA3's dQ path: the tile to shared memory, one bulk add a row */
-            unsigned char *tiles = dQs + stage * C::DQ_TILES * C::DQ_TILE;
-            store_dq<D, C::DQ_HALVES, C::DQ_PITCH>(tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0), dq,
-                                                   C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t, p.scale);
-            fence_proxy_async();   /* ordinary stores; the copy engine reads the tile next */
-            __syncthreads();       /* every warpgroup's share of the tile is in */
-            if (bulk_issuer) {
-                const int row = threadIdx.x % BR, tile = threadIdx.x / BR;
-                if (row < p.N_q - i * BR)   /* rows past N_q: not added */
-                    bulk_reduce_add_f32(dQg + q_off + (size_t)row * D, tiles + tile * C::DQ_TILE + row * C::DQ_PITCH,
-                                        D * sizeof(float));
-                bulk_commit();
-            }
-        } else {
-            add_dq<D, C::DQ_HALVES>(dQg + q_off, dq, C::DQ_BY_KEYS ? 0 : wg * C::DQ_HALVES, warp, g, t,
-                                    p.N_q - i * BR, p.scale);
-        }
-    }
-    if (bulk_issuer) bulk_wait<0>();   /* the last reduces done before the block's shared memory goes */
-    cp_async_wait<0>();   /* steps = 0: K_j, V_j's copies land before the block exits */
-    store_dkdv<D>(dKg, dVg, dk, dv, p, kv_off, j0, key0, t);   /* l.18 */
-#else
-    (void)p; (void)Qg; (void)Kg; (void)Vg; (void)dOg; (void)Lg; (void)Dg; (void)dQg; (void)dKg; (void)dVg; (void)vis;
-#endif
-}
+#include "bwd_gpu.cuh"   /* here first: an exercise build's copy beside this file is the one the kernel sees */
+#include "bwd_wgmma_step1.cuh"   /* step 1: the kernel, dQ by atomics */
+#include "bwd_wgmma_step2.cuh"   /* step 2: dQ through a shared tile and bulk reduces */
 
 /* What must hold for every row of BWD_WGMMA_TABLE (bwd_blocks.h), both dQ paths */
 #define BWDWG_ASSERT_ROW(D_, BR_, BC_)                                                                         \

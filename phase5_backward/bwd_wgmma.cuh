@@ -1,18 +1,16 @@
-/* bwd_wgmma.cuh - the pieces of FA2's backward on Hopper's warpgroup MMA that both Hopper
- * kernel files share: bwd_wgmma.cu (step 1, and wgmma-dq's dQ path) and bwd_wgmma_ws.cu
- * (the copy engine and warp specialisation). Layouts and the reasons for them: the head
- * comment of bwd_wgmma.cu (keys as M, P^T and dS^T as register A, dS^T through shared
- * memory for dQ, 128-byte swizzled tiles in 64-column halves).
+/* bwd_wgmma.cuh - the products of FA2's backward on Hopper's warpgroup MMA and the register
+ * work between them (P^T, dS^T), which every Hopper step (bwd_wgmma_step1.cuh to _step4.cuh)
+ * shares. Layouts and the reasons for them: the head comment of bwd_wgmma.cu (keys as M, P^T
+ * and dS^T as register A, dS^T through shared memory for dQ, 128-byte swizzled tiles in
+ * 64-column halves). The family's other shared parts: bwd_wgmma_pipe.cuh (shared memory's
+ * alignment, the ring, the named barriers), bwd_wgmma_load.cuh (the producer loads),
+ * bwd_wgmma_epilogue.cuh (dQ_i's adds, dK_j and dV_j).
  */
 #ifndef PHASE5_BWD_WGMMA_CUH
 #define PHASE5_BWD_WGMMA_CUH
 #include "wgmma.cuh"
 #include "bwd_gpu.cuh"
-
-#define WGB_THREADS 128          /* a warpgroup */
-#define SW_ROW 128               /* bytes of a swizzled tile row: 64 fp16 */
-#define SW_GROUP (8 * SW_ROW)    /* 8 rows: one swizzle atom, the descriptors' stride offset */
-#define K16_ROWS_MN (16 * SW_ROW)   /* the next k16 slice of an MN-major operand: 16 rows on */
+#include "bwd_wgmma_pipe.cuh"   /* WGB_THREADS, the swizzled tile's SW_ROW, SW_GROUP */
 
 /* dQ_i = dS K_j (BR query rows x D) split over the BC / 64 warpgroups, three ways:
  *   BY_ROWS (BR = 128, d = 64: wgmma-ws): each warpgroup its 64 query rows, every column,
@@ -199,51 +197,5 @@ __device__ __forceinline__ void bwd_ds_p16(const uint32_t (&pa)[BR / 16][4], flo
     bwd_ds_impl<BR, true>(nullptr, &pa[0][0], dp, dsa, dSs, Di, key0, t);
 }
 
-/* This warpgroup's dQ_i share (scaled) into a shared fp32 tile of padded rows
- * (WgDqSplit::PITCH): accumulator rows are queries 16 warp + g (+ 8), columns 64 (a0 + h) +
- * 8 n8 + 2 t; the bulk reduce adds the tile's rows to HBM. ADD: added to what the tile holds
- * (another warpgroup's partial sum of the same columns, written before a barrier): read,
- * add, write back, each element by its owner. */
-template <int D, int NH, int PITCH, bool ADD = false>
-__device__ __forceinline__ void store_dq(unsigned char *tile, const float (&dq)[NH][32], int a0, int warp, int g, int t,
-                                         float scale)
-{
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        unsigned char *row = tile + (16 * warp + g + 8 * x) * PITCH;
-#pragma unroll
-        for (int h = 0; h < NH; h++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++) {
-                float2 *at = (float2 *)(row + 4 * (64 * (a0 + h) + 8 * n8 + 2 * t));
-                const float2 o = ADD ? *at : make_float2(0.0f, 0.0f);
-                *at = make_float2(fmaf(dq[h][4 * n8 + 2 * x], scale, o.x), fmaf(dq[h][4 * n8 + 2 * x + 1], scale, o.y));
-            }
-    }
-}
-
-/* Alg. 2 l.18: this thread's rows of dK_j = scale dS^T Q and dV_j, written once (keys
- * key0, key0 + 8 of the block; those past N_kv not written); a block no query row sees
- * (no steps) writes zeros */
-template <int D>
-__device__ __forceinline__ void store_dkdv(float *dKg, float *dVg, const float (&dk)[D / 64][32],
-                                           const float (&dv)[D / 64][32], const attn_problem_t &p, size_t kv_off,
-                                           int j0, int key0, int t)
-{
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        const int key = j0 + key0 + 8 * x;
-        if (key >= p.N_kv) continue;
-        const size_t at = kv_off + (size_t)key * D + 2 * t;
-#pragma unroll
-        for (int a = 0; a < D / 64; a++)
-#pragma unroll
-            for (int n8 = 0; n8 < 8; n8++) {
-                const int c = 64 * a + 8 * n8;
-                *(float2 *)(dKg + at + c) = make_float2(dk[a][4 * n8 + 2 * x] * p.scale, dk[a][4 * n8 + 2 * x + 1] * p.scale);
-                *(float2 *)(dVg + at + c) = make_float2(dv[a][4 * n8 + 2 * x], dv[a][4 * n8 + 2 * x + 1]);
-            }
-    }
-}
 #endif
 #endif

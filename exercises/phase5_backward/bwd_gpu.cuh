@@ -22,6 +22,12 @@
 #include "problem.h"
 #include "mma.cuh"   /* cp_async_tile, cp_async4 (and __half) */
 
+/* The block's dynamic shared memory, as a kernel declares it. tools/mma_emu defines it first,
+ * as the emulated block's host buffer. */
+#ifndef BWD_DYNAMIC_SMEM
+#define BWD_DYNAMIC_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 /* The first of the Q blocks [first, Tr) that K/V block j (keys j Bc ..) must visit, Tr =
  * ceil(N_q / Br): 0 without a mask; Tr when no row sees the block (its dK_j, dV_j are 0). */
 __device__ __forceinline__ int bwd_first_q_block(const attn_problem_t &p, int j, int Br, int Bc)
@@ -56,6 +62,18 @@ __device__ __forceinline__ bool bwd_block_needs_mask(const attn_problem_t &p, in
     const long last_key = (long)(j + 1) * Bc - 1;
     return last_key >= p.N_kv || (long)(i + 1) * Br > p.N_q ||
            (p.causal && last_key > (long)i * Br + (p.N_kv - p.N_q));
+}
+
+/* The K/V block a K/V-outer thread block holds (mma, mma2d: grid (Tc, B x H_kv)): block j,
+ * keys j0 = j Bc .., of KV head kvh of batch b; kv_off, that head's offset in K, V, dK, dV */
+struct bwd_kv_block_t {
+    int j, b, kvh, j0;
+    size_t kv_off;
+};
+__device__ __forceinline__ bwd_kv_block_t bwd_kv_block(const attn_problem_t p, int Bc, int D)
+{
+    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
+    return {j, b, kvh, j * Bc, ((size_t)b * p.H_kv + kvh) * p.N_kv * D};
 }
 
 /* Alg. 2 l.8, the inner loop of a K/V-outer thread block (mma, mma2d, wgmma): under GQA the
@@ -149,6 +167,22 @@ __device__ __forceinline__ int4 bwd_mask_column(const int32_t *mcols, int key, i
     return key < N_kv ? __ldg(reinterpret_cast<const int4 *>(mcols) + key) : make_int4(0, 0, 0, 0);
 }
 #endif
+
+/* acc (a warp's 16 rows x NT n-tiles of 8 columns) += a b: a the A fragment of a k16 slice
+ * (mma.cuh's layout), b the slice's 16 rows of a K x N tile stored row-major, LDH halves apart
+ * (read transposed by ldmatrix: load_b_kn_trans). The backward's products whose B is Q_i, dO_i
+ * or K_j as they lie in shared memory: dV += P^T dO_i, dK += dS^T Q_i, dQ += dS K_j. */
+template <int NT, int LDH>
+__device__ __forceinline__ void mma_a_bkn(float (&acc)[NT][4], const uint32_t (&a)[4], const __half *b)
+{
+#pragma unroll
+    for (int n2 = 0; n2 < NT / 2; n2++) {
+        uint32_t bf[4];
+        load_b_kn_trans(bf, b + n2 * 16, LDH);
+        mma_16816(acc[2 * n2], a, bf);
+        mma_16816(acc[2 * n2 + 1], a, bf + 2);
+    }
+}
 
 /* L_i and D_i of a step (its rows from l_off, `valid` of them before N_q) into one stage's
  * Ls, Ds with cp.async; the rows past N_q get 0 (the mask hides them). */

@@ -79,6 +79,187 @@ __device__ __forceinline__ void mma_rows_bt(float (&acc)[N / 8][4], const __half
     }
 }
 
+/* The kernel's steps below, each a small function named for its line of Alg. 2. They take
+ * the problem by value, as the kernel does: the compiler may then read its fields ahead of a
+ * branch, which through a reference it may not (the code it generates would change). */
+
+/* The tiles of a step in shared memory (Cfg's layout): K_j, V_j for the whole loop, Q_i, dO_i,
+ * L_i, D_i in two cp.async stages, dS^T for dQ. */
+template <int D, int BR, int BC>
+struct MmaTiles {
+    using C = Cfg<D, BR, BC>;
+    __half *Ks, *Vs, *Qs, *dOs, *dSs;
+    float *Ls, *Ds;
+    __device__ __forceinline__ explicit MmaTiles(unsigned char *smem)
+        : Ks((__half *)(smem + C::K_OFF)), Vs((__half *)(smem + C::V_OFF)), Qs((__half *)(smem + C::Q_OFF)),
+          dOs((__half *)(smem + C::DO_OFF)), dSs((__half *)(smem + C::DS_OFF)), Ls((float *)(smem + C::L_OFF)),
+          Ds(Ls + 2 * BR) {}
+    __device__ __forceinline__ const __half *Q(int stage) const { return Qs + stage * BR * C::LDH; }
+    __device__ __forceinline__ const __half *dO(int stage) const { return dOs + stage * BR * C::LDH; }
+    __device__ __forceinline__ const float *L(int stage) const { return Ls + stage * BR; }
+    __device__ __forceinline__ const float *Dv(int stage) const { return Ds + stage * BR; }
+    /* Q_i, dO_i, L_i, D_i of step st into a stage (Alg. 2 l.9) */
+    __device__ __forceinline__ void load_step(const bwd_steps_t &s, int st, int stage, const __half *Qg,
+                                              const __half *dOg, const float *Lg, const float *Dg) const
+    {
+        bwd_load_step<D, C::LDH, BR, C::THREADS>(s, st, Qs + stage * BR * C::LDH, dOs + stage * BR * C::LDH,
+                                                 Ls + stage * BR, Ds + stage * BR, Qg, dOg, Lg, Dg);
+    }
+};
+
+/* Alg. 2 l.5-6: the Q blocks K/V block j visits, for each of the G query heads: the causal
+ * range (SKIP: from its first Q block), or with a FlashMask mask (MASKED) the list of tiles
+ * not fully masked, which warp 0 writes past the tiles (list_at: its length, then the list),
+ * and mrun, the two runs of the thread's keys key0, key0 + 8 (the same at every step). */
+template <int BR, int BC, bool SKIP, bool MASKED>
+__device__ __forceinline__ bwd_steps_t mma_schedule(const attn_problem_t p, unsigned char *list_at,
+                                                    const int32_t *mcols, const int32_t *mblk, gpu_visits_t vis,
+                                                    int j, int b, int kvh, int key0, int4 (&mrun)[2])
+{
+    if constexpr (MASKED) {
+        int *n_vis = (int *)list_at;
+        uint16_t *list = (uint16_t *)(list_at + 16);
+        if (threadIdx.x < 32) {   /* warp 0 lists the Q blocks (a ballot per 32 of them) */
+            const int n = bwd_mask_q_blocks(mblk, gridDim.x, j, p.N_q, BR, visit_all(vis), list);
+            if (threadIdx.x % 32 == 0) *n_vis = n;
+        }
+#pragma unroll
+        for (int x = 0; x < 2; x++) mrun[x] = bwd_mask_column(mcols, key0 + 8 * x, p.N_kv);
+        __syncthreads();   /* the list and its length are in shared memory */
+        return bwd_steps_masked(p, b, kvh, list, *n_vis);
+    } else {
+        return bwd_steps(p, j, b, kvh, BR, BC, SKIP && !visit_all(vis));
+    }
+}
+
+/* Alg. 2 l.11: P^T = e^(scale S^T - L) in place of S^T (the warp's 16 keys x BR queries), L
+ * one per query column; masked entries 0. key0: the thread's first key (j Bc + 16 warp + g).
+ * With a FlashMask mask p.causal is false: `mask` is then the tails alone, and `partial` the
+ * mask's element test against mrun, after the exercise's lines. */
+template <int BR, bool MASKED>
+__device__ __forceinline__ void recompute_p(float (&s)[BR / 8][4], const float *Li, const attn_problem_t p, int i,
+                                            int key0, int t, float sl2, bool mask, bool partial, const int4 (&mrun)[2])
+{
+#pragma unroll
+    for (int n = 0; n < BR / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int col = n * 8 + 2 * t + e % 2;   /* query row of Q_i           */
+            const int key = key0 + 8 * (e / 2);
+            /* TODO EXERCISE bwd.recompute_P_mma: P^T from the forward's L (Alg. 2 l.11), in registers
+             * HINT: s[n][e] is the raw score of (key, query row i BR + col); Li[col] is that
+             * HINT: row's L (natural log). P = e^(scale s - L) = 2^(s sl2 - L log2 e): sfu_ex2,
+             * HINT: BWD_LOG2E. When mask is set, an entry whose key is past N_kv, whose row is
+             * HINT: past N_q, or that the causal rule hides (attn_visible) is 0. */
+            s[n][e] = 0.0f; (void)col; (void)key; (void)mask; (void)sl2;
+            /* FlashMask's element test (partial tiles only): row i BR + col in one of key's
+             * two runs. A row that sees no key has L = +inf: P = 2^-inf = 0 already. */
+            if (MASKED && partial && !mask_row_visible(mrun[e / 2].x, mrun[e / 2].y, mrun[e / 2].z, mrun[e / 2].w,
+                                                       i * BR + col))
+                s[n][e] = 0.0f;
+        }
+}
+
+/* Alg. 2 l.14: dS^T = P^T * (dP^T - D) in place of dP^T, D one per query column */
+template <int BR>
+__device__ __forceinline__ void ds_from_dp(const float (&s)[BR / 8][4], float (&dp)[BR / 8][4], const float *Di, int t)
+{
+#pragma unroll
+    for (int n = 0; n < BR / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            /* TODO EXERCISE bwd.dS_mma: dS^T = P^T (dP^T - D_i), elementwise in registers (Alg. 2 l.14)
+             * HINT: s[n][e] holds P^T, dp[n][e] dP^T of the same (key, query) entry; the query
+             * HINT: is column n * 8 + 2 t + e % 2 of Q_i, and Di[] holds D of every row of Q_i.
+             * HINT: Leave dS^T in dp[n][e]. */
+            dp[n][e] = 0.0f;
+        }
+}
+
+/* Alg. 2 l.13 and l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i; P^T and dS^T are the A fragments
+ * of their k16 slices of queries as they are (mma.cuh). DQ: dS^T also to shared memory (its
+ * rows: the warp's 16 keys; fp16, as the mma takes it) for dQ. */
+template <int D, int BR, int LDH, int LDS, bool DQ>
+__device__ __forceinline__ void accum_dkdv(float (&dv)[D / 8][4], float (&dk)[D / 8][4], const float (&s)[BR / 8][4],
+                                           const float (&dp)[BR / 8][4], const __half *dOi, const __half *Qi,
+                                           __half *dSs, int warp, int g, int t)
+{
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; kk++) {
+        uint32_t ap[4], as[4];
+        c_pair_to_a(ap, s[2 * kk], s[2 * kk + 1]);
+        c_pair_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
+        mma_a_bkn<D / 8, LDH>(dv, ap, dOi + kk * 16 * LDH);
+        mma_a_bkn<D / 8, LDH>(dk, as, Qi + kk * 16 * LDH);
+        if constexpr (DQ) {
+            __half2 *lo = (__half2 *)(dSs + (warp * 16 + g) * LDS + kk * 16 + 2 * t);
+            __half2 *hi = (__half2 *)(dSs + (warp * 16 + g + 8) * LDS + kk * 16 + 2 * t);
+            *(uint32_t *)lo = as[0];         /* (key g,     queries 2t, 2t+1)     */
+            *(uint32_t *)hi = as[1];         /* (key g + 8, ...)                  */
+            *(uint32_t *)(lo + 4) = as[2];   /* (key g,     queries 8+2t, 8+2t+1) */
+            *(uint32_t *)(hi + 4) = as[3];
+        }
+    }
+}
+
+/* Alg. 2 l.15, the product: q = (dS K_j) for warp (mt, dn)'s tile of dQ_i, rows mt 16 .. and
+ * NT n-tiles of d from dn NT 8, dS read transposed from dS^T in shared memory */
+template <class C, int BC>
+__device__ __forceinline__ void dq_product(float (&q)[C::NT][4], const __half *dSs, const __half *Ks, int mt, int dn)
+{
+#pragma unroll
+    for (int n = 0; n < C::NT; n++) q[n][0] = q[n][1] = q[n][2] = q[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; kk++) {
+        uint32_t a[4];
+        load_a_trans(a, dSs + kk * 16 * C::LDS + mt * 16, C::LDS);
+        mma_a_bkn<C::NT, C::LDH>(q, a, Ks + kk * 16 * C::LDH + dn * C::NT * 8);
+    }
+}
+
+/* Alg. 2 l.15, the add: dQ_i += scale q in HBM (dQi: row 0 of Q block i, column 0), the rows
+ * of the thread past N_q left out */
+template <int D, int BR, int NT>
+__device__ __forceinline__ void add_dq_share(float *dQi, const float (&q)[NT][4], const attn_problem_t p, int i,
+                                             int mt, int dn, int g, int t)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        const int row = mt * 16 + g + 8 * x;
+        if (i * BR + row >= p.N_q) continue;
+        float *dq = dQi + (size_t)row * D + dn * NT * 8 + 2 * t;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            /* TODO EXERCISE bwd.dQ_mma: add this K/V block's share of dQ_i to HBM (Alg. 2 l.15)
+             * HINT: q[n][2x], q[n][2x + 1] are (dS K_j) at this row, columns n * 8 + 2 t and
+             * HINT: + 1 from dq; other thread blocks (the other K/V blocks) add to the same
+             * HINT: elements at the same time, so a plain store loses their work: atomicAdd.
+             * HINT: dQ = scale dS K. */
+            (void)dq;
+        }
+    }
+}
+
+/* Alg. 2 l.18: dK_j = scale dS^T Q, dV_j of the thread's keys key0, key0 + 8 written once
+ * (keys past N_kv not written) */
+template <int D>
+__device__ __forceinline__ void store_dkdv_rows(float *dKg, float *dVg, const float (&dk)[D / 8][4],
+                                                const float (&dv)[D / 8][4], const attn_problem_t p, size_t kv_off,
+                                                int key0, int t)
+{
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+        const int key = key0 + 8 * x;
+        if (key >= p.N_kv) continue;
+        float *dK = dKg + kv_off + (size_t)key * D + 2 * t, *dV = dVg + kv_off + (size_t)key * D + 2 * t;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            *(float2 *)(dK + n * 8) = make_float2(dk[n][2 * x] * p.scale, dk[n][2 * x + 1] * p.scale);
+            *(float2 *)(dV + n * 8) = make_float2(dv[n][2 * x], dv[n][2 * x + 1]);
+        }
+    }
+}
+
 /* DQ: compute dQ (the atomic pass) or not (pass 1 of two). SKIP: start at the causal
  * range's first Q block and mask only the blocks that need it.
  * MASKED: a FlashMask mask (common/mask.h) instead of the causal rule, FlashMask Sec. 4 from
@@ -96,56 +277,24 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                const int32_t *mcols, const int32_t *mblk)
 {
     using C = Cfg<D, BR, BC>;
-    constexpr int LDH = C::LDH, LDS = C::LDS, THREADS = C::THREADS;
+    constexpr int LDH = C::LDH, THREADS = C::THREADS;
     extern __shared__ __align__(16) unsigned char smem[];
-    __half *Ks = (__half *)(smem + C::K_OFF), *Vs = (__half *)(smem + C::V_OFF);
-    __half *Qs = (__half *)(smem + C::Q_OFF), *dOs = (__half *)(smem + C::DO_OFF);
-    float *Ls = (float *)(smem + C::L_OFF), *Ds = Ls + 2 * BR;
-    __half *dSs = (__half *)(smem + C::DS_OFF);
-
+    const MmaTiles<D, BR, BC> tile(smem);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
-    const int j = blockIdx.x, b = blockIdx.y / p.H_kv, kvh = blockIdx.y % p.H_kv;
-    const int j0 = j * BC;
+    const auto [j, b, kvh, j0, kv_off] = bwd_kv_block(p, BC, D);
+    const int key0 = j0 + warp * 16 + g;   /* the thread's keys: key0, key0 + 8 */
     const float sl2 = p.scale * BWD_LOG2E;
-    const size_t kv_off = ((size_t)b * p.H_kv + kvh) * p.N_kv * D;
 
-    /* Alg. 2 l.5-6: the Q blocks this K/V block visits, for each of the G query heads: the
-     * causal range, or with a mask the list of tiles not fully masked (warp 0 writes it past
-     * the tiles, its length first) */
-    bwd_steps_t sched;
-    int4 mrun[2];   /* MASKED: the two runs of this thread's keys g, g + 8 of the warp */
-    if constexpr (MASKED) {
-        int *n_vis = (int *)(smem + C::SMEM);
-        uint16_t *list = (uint16_t *)(smem + C::SMEM + 16);
-        if (threadIdx.x < 32) {   /* warp 0 lists the Q blocks (a ballot per 32 of them) */
-            const int n = bwd_mask_q_blocks(mblk, gridDim.x, j, p.N_q, BR, visit_all(vis), list);
-            if (lane == 0) *n_vis = n;
-        }
-#pragma unroll
-        for (int x = 0; x < 2; x++) mrun[x] = bwd_mask_column(mcols, j0 + warp * 16 + g + 8 * x, p.N_kv);
-        __syncthreads();   /* the list and its length are in shared memory */
-        sched = bwd_steps_masked(p, b, kvh, list, *n_vis);
-    } else {
-        sched = bwd_steps(p, j, b, kvh, BR, BC, SKIP && !visit_all(vis));
-    }
+    int4 mrun[2];   /* MASKED: the two runs of the thread's keys */
+    const bwd_steps_t sched = mma_schedule<BR, BC, SKIP, MASKED>(p, smem + C::SMEM, mcols, mblk, vis, j, b, kvh, key0, mrun);
     const int steps = sched.count;
     if (threadIdx.x == 0) visit_count(vis, j, steps);   /* the driver holds it to bwd_visits_want() */
 
-    /* step st -> (query head h, Q block i); its rows' offset in Q, dO, dQ and in L, D */
-    auto step_at = [&](int st, int &i, size_t &q_off, size_t &l_off) {
-        sched.at(st, BR, i, l_off);
-        q_off = l_off * D;
-    };
-    auto load_step = [&](int st, int stage) {   /* Q_i, dO_i, L_i, D_i into a stage */
-        bwd_load_step<D, LDH, BR, THREADS>(sched, st, Qs + stage * BR * LDH, dOs + stage * BR * LDH,
-                                           Ls + stage * BR, Ds + stage * BR, Qg, dOg, Lg, Dg);
-    };
-
     /* Alg. 2 l.6: K_j, V_j into shared memory (rows past N_kv zero), and the first step */
-    cp_async_tile<D, LDH, THREADS>(Ks, Kg + kv_off + (size_t)j0 * D, BC, p.N_kv - j0);
-    cp_async_tile<D, LDH, THREADS>(Vs, Vg + kv_off + (size_t)j0 * D, BC, p.N_kv - j0);
-    if (steps > 0) load_step(0, 0);
+    cp_async_tile<D, LDH, THREADS>(tile.Ks, Kg + kv_off + (size_t)j0 * D, BC, p.N_kv - j0);
+    cp_async_tile<D, LDH, THREADS>(tile.Vs, Vg + kv_off + (size_t)j0 * D, BC, p.N_kv - j0);
+    if (steps > 0) tile.load_step(sched, 0, 0, Qg, dOg, Lg, Dg);
     cp_async_commit();
 
     float dk[D / 8][4], dv[D / 8][4];   /* l.7: dK_j, dV_j of the warp's 16 keys, on chip */
@@ -154,135 +303,37 @@ bwd_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
 #pragma unroll
         for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
 
-    const __half *Kw = Ks + warp * 16 * LDH, *Vw = Vs + warp * 16 * LDH;
+    const __half *Kw = tile.Ks + warp * 16 * LDH, *Vw = tile.Vs + warp * 16 * LDH;
     for (int st = 0; st < steps; st++) {                                      /* l.8 */
         const int stage = st % 2;
-        int i; size_t q_off, l_off;
-        step_at(st, i, q_off, l_off);
+        int i; size_t l_off;
+        sched.at(st, BR, i, l_off);
         cp_async_wait<0>();
         __syncthreads();   /* this step's tiles landed and are visible; every warp is done
                               with the other stage and with dS^T of the last step */
-        if (st + 1 < steps) { load_step(st + 1, 1 - stage); cp_async_commit(); }   /* l.9 */
-        const __half *Qi = Qs + stage * BR * LDH, *dOi = dOs + stage * BR * LDH;
-        const float *Li = Ls + stage * BR, *Di = Ds + stage * BR;
+        if (st + 1 < steps) { tile.load_step(sched, st + 1, 1 - stage, Qg, dOg, Lg, Dg); cp_async_commit(); }   /* l.9 */
+        const __half *Qi = tile.Q(stage), *dOi = tile.dO(stage);
 
-        /* l.10: S^T = K_j Q_i^T, the warp's 16 keys x BR queries (BR/8 n-tiles) */
         float s[BR / 8][4], dp[BR / 8][4];
 #pragma unroll
         for (int n = 0; n < BR / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-        mma_rows_bt<D, BR, LDH>(s, Kw, Qi);
-        /* l.11: P^T = e^(scale S^T - L), L one per query column; masked entries 0 (with a
-         * FlashMask mask, p.causal is false: `mask` is then the tails alone, and `partial` the
-         * mask's element test, after the exercise's lines) */
+        mma_rows_bt<D, BR, LDH>(s, Kw, Qi);                                   /* l.10: S^T = K_j Q_i^T */
         const bool mask = (!SKIP && p.causal) || bwd_block_needs_mask(p, i, j, BR, BC);
-        const bool partial = MASKED && sched.partial(st);
-#pragma unroll
-        for (int n = 0; n < BR / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int col = n * 8 + 2 * t + e % 2;   /* query row of Q_i           */
-                const int key = j0 + warp * 16 + g + 8 * (e / 2);
-                /* TODO EXERCISE bwd.recompute_P_mma: P^T from the forward's L (Alg. 2 l.11), in registers
-                 * HINT: s[n][e] is the raw score of (key, query row i BR + col); Li[col] is that
-                 * HINT: row's L (natural log). P = e^(scale s - L) = 2^(s sl2 - L log2 e): sfu_ex2,
-                 * HINT: BWD_LOG2E. When mask is set, an entry whose key is past N_kv, whose row is
-                 * HINT: past N_q, or that the causal rule hides (attn_visible) is 0. */
-                s[n][e] = 0.0f; (void)col; (void)key; (void)mask; (void)sl2;
-                /* FlashMask's element test (partial tiles only): row i BR + col in one of key's
-                 * two runs. A row that sees no key has L = +inf: P = 2^-inf = 0 already. */
-                if (MASKED && partial && !mask_row_visible(mrun[e / 2].x, mrun[e / 2].y, mrun[e / 2].z, mrun[e / 2].w,
-                                                           i * BR + col))
-                    s[n][e] = 0.0f;
-            }
-        /* l.12: dP^T = V_j dO_i^T */
-        mma_rows_bt<D, BR, LDH>(dp, Vw, dOi);
-        /* l.14: dS^T = P^T * (dP^T - D), D one per query column */
-#pragma unroll
-        for (int n = 0; n < BR / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                /* TODO EXERCISE bwd.dS_mma: dS^T = P^T (dP^T - D_i), elementwise in registers (Alg. 2 l.14)
-                 * HINT: s[n][e] holds P^T, dp[n][e] dP^T of the same (key, query) entry; the query
-                 * HINT: is column n * 8 + 2 t + e % 2 of Q_i, and Di[] holds D of every row of Q_i.
-                 * HINT: Leave dS^T in dp[n][e]. */
-                dp[n][e] = 0.0f;
-            }
-        /* l.13 and l.16: dV_j += P^T dO_i, dK_j += dS^T Q_i; P^T and dS^T are the A
-         * fragments of their k16 slices of queries as they are (mma.cuh) */
-#pragma unroll
-        for (int kk = 0; kk < BR / 16; kk++) {
-            uint32_t ap[4], as[4];
-            c_pair_to_a(ap, s[2 * kk], s[2 * kk + 1]);
-            c_pair_to_a(as, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-            for (int n2 = 0; n2 < D / 16; n2++) {
-                uint32_t bf[4];
-                load_b_kn_trans(bf, dOi + kk * 16 * LDH + n2 * 16, LDH);
-                mma_16816(dv[2 * n2], ap, bf);
-                mma_16816(dv[2 * n2 + 1], ap, bf + 2);
-                load_b_kn_trans(bf, Qi + kk * 16 * LDH + n2 * 16, LDH);
-                mma_16816(dk[2 * n2], as, bf);
-                mma_16816(dk[2 * n2 + 1], as, bf + 2);
-            }
-            if constexpr (DQ) {   /* dS^T to shared memory for dQ (fp16, as the mma takes it) */
-                __half2 *lo = (__half2 *)(dSs + (warp * 16 + g) * LDS + kk * 16 + 2 * t);
-                __half2 *hi = (__half2 *)(dSs + (warp * 16 + g + 8) * LDS + kk * 16 + 2 * t);
-                *(uint32_t *)lo = as[0];         /* (key g,     queries 2t, 2t+1)     */
-                *(uint32_t *)hi = as[1];         /* (key g + 8, ...)                  */
-                *(uint32_t *)(lo + 4) = as[2];   /* (key g,     queries 8+2t, 8+2t+1) */
-                *(uint32_t *)(hi + 4) = as[3];
-            }
-        }
+        recompute_p<BR, MASKED>(s, tile.L(stage), p, i, key0, t, sl2, mask, MASKED && sched.partial(st), mrun);   /* l.11 */
+        mma_rows_bt<D, BR, LDH>(dp, Vw, dOi);                                 /* l.12: dP^T = V_j dO_i^T */
+        ds_from_dp<BR>(s, dp, tile.Dv(stage), t);                             /* l.14 */
+        accum_dkdv<D, BR, LDH, C::LDS, DQ>(dv, dk, s, dp, dOi, Qi, tile.dSs, warp, g, t);   /* l.13, 16 */
         if constexpr (DQ) {
             __syncthreads();   /* every warp's dS^T rows are in shared memory */
-            /* l.15: dQ_i += scale dS K_j: warp (mt, dn) takes rows mt*16.. and NT n-tiles of d */
-            const int mt = warp % C::WM, dn = warp / C::WM;
+            const int mt = warp % C::WM, dn = warp / C::WM;   /* the warp's tile of dQ_i (Cfg) */
             float q[C::NT][4];
-#pragma unroll
-            for (int n = 0; n < C::NT; n++) q[n][0] = q[n][1] = q[n][2] = q[n][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < BC / 16; kk++) {
-                uint32_t a[4];
-                load_a_trans(a, dSs + kk * 16 * LDS + mt * 16, LDS);
-#pragma unroll
-                for (int n2 = 0; n2 < C::NT / 2; n2++) {
-                    uint32_t bf[4];
-                    load_b_kn_trans(bf, Ks + kk * 16 * LDH + dn * C::NT * 8 + n2 * 16, LDH);
-                    mma_16816(q[2 * n2], a, bf);
-                    mma_16816(q[2 * n2 + 1], a, bf + 2);
-                }
-            }
-#pragma unroll
-            for (int x = 0; x < 2; x++) {
-                const int row = mt * 16 + g + 8 * x;
-                if (i * BR + row >= p.N_q) continue;
-                float *dq = dQg + q_off + (size_t)row * D + dn * C::NT * 8 + 2 * t;
-#pragma unroll
-                for (int n = 0; n < C::NT; n++) {
-                    /* TODO EXERCISE bwd.dQ_mma: add this K/V block's share of dQ_i to HBM (Alg. 2 l.15)
-                     * HINT: q[n][2x], q[n][2x + 1] are (dS K_j) at this row, columns n * 8 + 2 t and
-                     * HINT: + 1 from dq; other thread blocks (the other K/V blocks) add to the same
-                     * HINT: elements at the same time, so a plain store loses their work: atomicAdd.
-                     * HINT: dQ = scale dS K. */
-                    (void)dq;
-                }
-            }
+            dq_product<C, BC>(q, tile.dSs, tile.Ks, mt, dn);                  /* l.15 */
+            add_dq_share<D, BR, C::NT>(dQg + l_off * D, q, p, i, mt, dn, g, t);
         }
     }
-    /* l.18: dK_j = scale dS^T Q, dV_j written once (keys past N_kv not written) */
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-        const int key = j0 + warp * 16 + g + 8 * x;
-        if (key >= p.N_kv) continue;
-        float *dK = dKg + kv_off + (size_t)key * D + 2 * t, *dV = dVg + kv_off + (size_t)key * D + 2 * t;
-#pragma unroll
-        for (int n = 0; n < D / 8; n++) {
-            *(float2 *)(dK + n * 8) = make_float2(dk[n][2 * x] * p.scale, dk[n][2 * x + 1] * p.scale);
-            *(float2 *)(dV + n * 8) = make_float2(dv[n][2 * x], dv[n][2 * x + 1]);
-        }
-    }
+    store_dkdv_rows<D>(dKg, dVg, dk, dv, p, kv_off, key0, t);                 /* l.18 */
 }
 
 /* Pass 2 of the deterministic variant: dQ with the Q blocks outer, as the forward's loop.
@@ -389,13 +440,7 @@ bwd_dq_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __half
         for (int kk = 0; kk < BC / 16; kk++) {   /* dQ_i += dS K_j: dS is the A operand as it is */
             uint32_t a[4];
             c_pair_to_a(a, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-            for (int n2 = 0; n2 < D / 16; n2++) {
-                uint32_t bf[4];
-                load_b_kn_trans(bf, Kj + kk * 16 * LDH + n2 * 16, LDH);
-                mma_16816(dq[2 * n2], a, bf);
-                mma_16816(dq[2 * n2 + 1], a, bf + 2);
-            }
+            mma_a_bkn<D / 8, LDH>(dq, a, Kj + kk * 16 * LDH);
         }
     }
 #pragma unroll

@@ -4,7 +4,13 @@
  * against the causal range. Exit 1 on any FAIL. */
 #include "prelude.h"
 #include "mma.cuh"
-#include "kernel.inc"
+/* phase 5's own header as it is: its dynamic shared memory the block's host buffer, its
+ * device functions plain inline ones (the stand-ins' way) */
+#define BWD_DYNAMIC_SMEM(name) unsigned char *name = g_smem
+#undef __forceinline__
+#define __forceinline__ inline
+#include "bwd.h"          /* BWD_MMA2D_TABLE */
+#include "bwd_mma2d.cuh"
 #include "bwd_emu_check.h"
 
 template <int D, int BR, int BC, int SM, int KN, int QM>

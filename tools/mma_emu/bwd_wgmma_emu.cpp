@@ -8,7 +8,15 @@
 #include <cstdlib>
 #include "mma.cuh"
 #include "wgmma.cuh"
-#include "kernel_wgmma.inc"
+/* phase 5's own headers as they are (EMU_MUTATE: gen.py's mutated copy of one of them hides
+ * it): their dynamic shared memory the block's host buffer, their device functions plain
+ * inline ones (the stand-ins' way) */
+#define BWD_DYNAMIC_SMEM(name) unsigned char *name = g_smem
+#undef __forceinline__
+#define __forceinline__ inline
+#include "bwd.h"          /* BWD_WGMMA_TABLE */
+#include "bwd_wgmma_step1.cuh"
+#include "bwd_wgmma_step2.cuh"
 #include "bwd_emu_check.h"
 
 template <int D, int BR, int BC, bool BULK>

@@ -4,11 +4,12 @@
 Writes into OUT: mma.cuh (common/mma.cuh's loaders as they are, over an emulated ldmatrix and
 mma.sync: a warp's 32 lanes are 32 std::threads that meet at a barrier, and every lane
 computes its fragment from the PTX ISA's layouts, written here independently of mma.cuh's
-pictures; its sfu_ex2's ex2.approx as exp2f), bwd_gpu.cuh, visits.cuh, cuda_check.cuh, and kernel.inc
-(phase5_backward/bwd_mma2d.cu up to its launchers, dynamic shared memory as a host buffer);
-for Hopper wgmma.cuh (wgmma_emu.h under common/wgmma.cuh's host half), kernel_wgmma.inc
-(bwd_wgmma.cu) with the bwd_wgmma.cuh it includes (phase 4's Hopper ladder, phase4_fa2/hopper/,
-whose step 1 PASSed on an H100, is included by its emulators as it is); kernel_decode.inc (phase 6's decode kernels, dec_emu.cpp)."""
+pictures; its sfu_ex2's ex2.approx as exp2f), bwd_gpu.cuh, visits.cuh, cuda_check.cuh (phase 5's
+mma2d kernel, bwd_mma2d.cuh, is included as it is); for Hopper wgmma.cuh (wgmma_emu.h under
+common/wgmma.cuh's host half), phase 5's Hopper headers as they are (EMU_MUTATE: the one
+mutated copy), phase 4's Hopper ladder (phase4_fa2/hopper/, whose step 1 PASSed on an H100:
+the emulation's check against the hardware) as it is (EMU_MUTATE_HOPPER: mutated copies), and
+phase 6's decode headers (dec_emu.cpp; EMU_MUTATE_DECODE)."""
 import os, sys
 out = sys.argv[1]
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
@@ -83,37 +84,39 @@ open(os.path.join(out, 'visits.cuh'), 'w').write('''#pragma once
 inline bool visit_all(const gpu_visits_t &v) { return v.visit_all != 0; }
 inline void visit_count(const gpu_visits_t &v, int tile, int n) { atomicAdd(v.counts + tile, (unsigned long long)n); }
 ''')
-k = rd('phase5_backward/bwd_mma2d.cu')
-k = k[:k.index('/* What must hold for every row')]
-shared = 'extern __shared__ __align__(16) unsigned char smem[];'
-assert shared in k
-k = k.replace(shared, 'unsigned char *smem = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
-open(os.path.join(out, 'kernel.inc'), 'w').write(k)
 
 # Hopper: common/wgmma.cuh's host-portable half as it is (sw128_offset, the descriptor
 # builder, over an emulated shared-address space: offsets from the block's buffer), its
-# device half replaced by wgmma_emu.h; kernel_wgmma.inc is phase5_backward/bwd_wgmma.cu up
-# to its launchers. EMU_MUTATE='old=>new' plants one mistake in that kernel (run.sh
-# wgmma-mutant: the emulation must FAIL it).
+# device half replaced by wgmma_emu.h.
 w = rd('common/wgmma.cuh')
 cut = '#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)'
 assert cut in w and '__cvta_generic_to_shared(smem)' in w
 w = w[:w.index(cut)].replace('__host__ ' + dev, 'inline').replace(dev, 'inline')
 w = w.replace('__cvta_generic_to_shared(smem)', '(size_t)((const unsigned char *)smem - g_smem)')
 open(os.path.join(out, 'wgmma.cuh'), 'w').write(w + '#define FA_HAVE_WGMMA 1\n#include "wgmma_emu.h"\n#endif\n')
-k = rd('phase5_backward/bwd_wgmma.cu')
-k = k[:k.index('/* What must hold for every row of BWD_WGMMA_TABLE')]
-shared = 'extern __shared__ __align__(16) unsigned char smem_raw[];'
-assert shared in k
-k = k.replace(shared, 'unsigned char *smem_raw = g_smem;').replace(dev, 'inline').replace('#include <cuda_fp16.h>', '#include "prelude.h"')
-h = rd('phase5_backward/bwd_wgmma.cuh').replace(dev, 'inline')   # its shared pieces
+
+# phase 5's kernels are the real headers (bwd_mma2d.cuh; bwd_wgmma_step1.cuh, _step2.cuh and
+# the family's parts they include), which the emulations include as they are; nothing is cut.
+# EMU_MUTATE='old=>new' plants one mistake in the Hopper backward (run.sh wgmma-mutant: the
+# emulation must FAIL it): old must occur once in those headers. They are then all copied
+# here, the one that holds it mutated, and hide the real ones (OUT comes first on the include
+# path, and a header's own folder first for the headers it includes: so all of them).
+BWD_WGMMA_HEADERS = ['phase5_backward/' + f for f in ('bwd_wgmma_step1.cuh', 'bwd_wgmma_step2.cuh', 'bwd_wgmma.cuh',
+                                                        'bwd_wgmma_pipe.cuh', 'bwd_wgmma_load.cuh', 'bwd_wgmma_epilogue.cuh')]
+for path in BWD_WGMMA_HEADERS:   # a copy a mutant left here must not hide the real header in the next run
+    stale = os.path.join(out, os.path.basename(path))
+    if os.path.exists(stale):
+        os.remove(stale)
+for name in ('kernel.inc', 'kernel_wgmma.inc'):   # what earlier versions of this script cut
+    if os.path.exists(os.path.join(out, name)):
+        os.remove(os.path.join(out, name))
 mut = os.environ.get('EMU_MUTATE')
 if mut:
     old, new = mut.split('=>')
-    assert k.count(old) + h.count(old) == 1, 'EMU_MUTATE: %r must occur once in bwd_wgmma.cu and .cuh' % old
-    k, h = k.replace(old, new), h.replace(old, new)
-open(os.path.join(out, 'kernel_wgmma.inc'), 'w').write(k)
-open(os.path.join(out, 'bwd_wgmma.cuh'), 'w').write(h)
+    texts = {path: rd(path) for path in BWD_WGMMA_HEADERS}
+    assert sum(t.count(old) for t in texts.values()) == 1, 'EMU_MUTATE: %r must occur once in %s' % (old, ', '.join(texts))
+    for path, t in texts.items():
+        open(os.path.join(out, os.path.basename(path)), 'w').write(t.replace(old, new))
 
 # phase 4's Hopper ladder: the emulators include phase4_fa2/hopper/'s headers themselves
 # (fa2_wgmma_emu.cpp, fa3_fp8_emu.cpp). EMU_MUTATE_HOPPER='old=>new' plants one mistake: the

@@ -6,7 +6,8 @@
 # turn (before, after, before, after ...: AB_ROUNDS rounds), each run its phase's own checked,
 # CUDA-event-timed row (median of --iters). Writes OUTDIR/ab_table.txt (a row a kernel and
 # shape: the medians of the rounds, after / before) and OUTDIR/ab_sass.txt (each kernel's SASS
-# instruction count and local-memory accesses in both builds, tools/sass_count.sh). AB_ONLY
+# instruction count and local-memory accesses in both builds, tools/sass_count.sh). A kernel
+# only one tree has (a new row) is timed there alone: its ratio is nan. AB_ONLY
 # (a grep -E pattern) keeps the runs whose names match.
 set -u
 base=$(cd "$1" && pwd); out=$2; here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +23,8 @@ RUNS=(
   "fwd d256|phase4|--kernel wgmma --B 4 --H 8 --N 4096 --d 256"
   "fp8 d128|phase4|--kernel wgmma-fp8 --B 4 --H 16 --N 4096 --d 128"
   "fp8 d256|phase4|--kernel wgmma-fp8 --B 4 --H 8 --N 4096 --d 256"
+  "fp8 pp d128|phase4|--kernel wgmma-fp8-pingpong --B 4 --H 16 --N 4096 --d 128"
+  "fp8 fma d128|phase4|--kernel wgmma-fp8-fmaex2 --B 4 --H 16 --N 4096 --d 128"
   "bwd d128|phase5|--kernel wgmma --B 4 --H 16 --N 4096 --d 128 --causal"
   "bwd-ws d128|phase5|--kernel wgmma-ws --B 4 --H 16 --N 4096 --d 128 --causal"
   "bwd-ws d64|phase5|--kernel wgmma-ws --B 4 --H 32 --N 4096 --d 64 --causal"

@@ -55,11 +55,12 @@ __device__ __forceinline__ void fa3_order_loop(RowTile<D> &tile, const Ring &rin
     ops.p_to_a(pa, s);
     for (int j = 1; j < n_blocks; j++) {
         const Pos at{j}, prev{j - 1};
+        const int slot = at.slot(), prev_slot = prev.slot();   /* both before the wait, off its path */
         ops.load_scales(j);   /* under the wait */
         ring.wait_full(at);
         turns.take();
-        ops.issue_s(s, Qt, ring.k_slot(at.slot()));           /* S_j */
-        ops.issue_pv(tile, pa, ring.v_slot(prev.slot()));     /* O~ += P~_(j-1) V_(j-1) */
+        ops.issue_s(s, Qt, ring.k_slot(slot));                 /* S_j */
+        ops.issue_pv(tile, pa, ring.v_slot(prev_slot));        /* O~ += P~_(j-1) V_(j-1) */
         turns.hand_over();
         wgmma_wait<1>();                                      /* S_j landed; P~ V may still run */
         for (int sub = 0; sub < BC / 64; sub++) wgmma_fence_regs(s[sub]);

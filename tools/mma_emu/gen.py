@@ -6,8 +6,8 @@ mma.sync: a warp's 32 lanes are 32 std::threads that meet at a barrier, and ever
 computes its fragment from the PTX ISA's layouts, written here independently of mma.cuh's
 pictures; its sfu_ex2's ex2.approx as exp2f), bwd_gpu.cuh, visits.cuh, cuda_check.cuh (phase 5's
 mma2d kernel, bwd_mma2d.cuh, is included as it is); for Hopper wgmma.cuh (wgmma_emu.h under
-common/wgmma.cuh's host half), phase 5's Hopper headers as they are (EMU_MUTATE: the one
-mutated copy) and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
+common/wgmma.cuh's host half), with EMU_MUTATE copies of phase 5's Hopper headers (one
+mutated) and kernel_fa2_wgmma.inc (phase 4's fa2_wgmma.cu, whose step 1 PASSed on an H100:
 the emulation's check against the hardware); kernel_decode.inc (phase 6's decode kernels, dec_emu.cpp)."""
 import os, sys
 out = sys.argv[1]

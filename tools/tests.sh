@@ -8,6 +8,20 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/tools-tests.XXXXXX")   # under testlib's run fold
 # --- exercises: up to date; each cut compiles and FAILS its phase's check ----------
 t_run "exercises/ up to date with the markers" bash tools/exercises.sh check
 
+# --- the kernel families read in one sitting (docs/design.md): function, file, step sizes ----
+if command -v ctags >/dev/null 2>&1; then
+    t_run "code sizes: phases 4-6, every .cu/.cuh function <= 120 lines, every file <= 600, every step file <= 200" \
+        bash tools/code_sizes.sh
+    t_fail "code sizes: a function of 121 lines fails" bash -c "d=\$(mktemp -d) && mkdir -p \$d/x && \
+        { echo 'void f() {'; for i in \$(seq 119); do echo '  ;'; done; echo '}'; } >\$d/x/long.cu && bash tools/code_sizes.sh \$d/x"
+else
+    t_skip "code sizes: phases 4-6" "ctags not found (apt-get install universal-ctags)"
+fi
+# the families' tables read back by the C preprocessor (tools/kernels.sh): every row a name
+t_run "kernels.sh: the Hopper ladder's 9 fp16 steps, its 4 FP8 rows, the 6 decode variants" bash -c \
+    "[ \$(bash tools/kernels.sh phase4-hopper --names | wc -l) -eq 9 ] && [ \$(bash tools/kernels.sh phase4-fp8 --names | wc -l) -eq 4 ] && \
+     [ \$(bash tools/kernels.sh phase6-decode --names | wc -l) -eq 6 ]"
+
 phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }      # phase1_naive/x.cu -> phase1
 
 # Build one phase from a cut tree and expect `make <phase> run EX=1` on it to FAIL: the

@@ -14,7 +14,7 @@ decimals (ratios: the ratio of the CSV values, rounded). Usage: check_chapters.p
 exits 1 when any fails. Standard library only.
 """
 import csv
-import os
+import os, subprocess
 import re
 import sys
 
@@ -25,6 +25,15 @@ H200 = os.path.join(ROOT, "docs/results/h200")
 failures = 0
 checks = 0
 
+
+
+def hopper_steps():
+    """The Hopper forward ladder's fp16 steps in order, read from their table by tools/kernels.sh
+    (the C preprocessor on phase4_fa2/hopper/steps.h): the list the launcher is generated from."""
+    out = subprocess.run(["bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.sh"), "phase4-hopper", "--names"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert len(out) >= 9, out
+    return out
 
 def rows(path):
     with open(path) as f:
@@ -314,8 +323,7 @@ def chapter_4b():
           span([P4[("cudnn",) + p] / P4[("flash",) + p] for p in pts4]))
     # the Hopper sweep of record and each point's peers (hopper_sweep_record says whose)
     T, P = hopper_sweep_record()
-    steps = ["wgmma", "wgmma-tma", "wgmma-ws", "wgmma-pingpong", "wgmma-overlap", "wgmma-persist",
-             "wgmma-fa3order", "wgmma-fa3", "wgmma-store"]
+    steps = hopper_steps()   # the ladder's fp16 steps, from its table (phase4_fa2/hopper/steps.h)
     big = [(d, c, n) for d in (128, 64) for c in (0, 1) for n in (2048, 4096, 8192, 16384)]
 
     def best_kernel(p):

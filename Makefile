@@ -183,7 +183,8 @@ $(BUILD)/ref/libfa_ref.a: $(REF_OBJS)
 # where another phase's GPU kernels may be cut: a handout (ref/libfa_ref_gpu.a, shipped
 # when it was made with nvcc) and a repository exercise build that cuts more than one
 # phase (make run EX=1); one that cuts one phase borrows the others' own (REF_GPU_SOLVED).
-REF_CU_SRC   := $(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.cu)) /dev/null)
+# (and every .cu whose exercise regions sit in a header beside it: tools/ref_cu_src.sh)
+REF_CU_SRC   := $(if $(wildcard tools/ref_cu_src.sh),$(shell bash tools/ref_cu_src.sh $(PHASE_DIRS)),$(shell grep -l -E '^[[:space:]]*/\* EXERCISE ' $(foreach d,$(PHASE_DIRS),$(wildcard $(d)/*.cu)) /dev/null))
 REF_GPU_OBJS := $(patsubst %.cu,$(BUILD)/ref/%.o,$(REF_CU_SRC))
 # The phases whose sources this exercise build cuts (their copies under EXDIR):
 CUT_PHASE_DIRS := $(foreach d,$(filter-out common,$(EX_DIRS)),$(if $(wildcard $(EXDIR)/$(d)/*),$(d)))

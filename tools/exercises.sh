@@ -131,14 +131,20 @@ leaks)
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     tar -xzf "$tarball" -C "$tmp"
     leaked=0
+    # the code a handout ships anyway: every marked file outside its regions (its fill-in
+    # version) and every source without a region, as it is
+    public="$tmp/public"; : >"$public"
+    for f in $(marked_files); do "$MK" "$f" >>"$public"; done
+    git ls-files -- 'common/*' 'phase*_*/*' 2>/dev/null | grep -E '\.(c|h|cu|cuh)$' | grep -vxF -f <(marked_files) |
+        while IFS= read -r f; do cat "$f"; done >>"$public"
     for f in $(marked_files); do
-        # a solution line counts when it is long enough to be specific and does not
-        # also appear outside the regions of the fill-in version (a lone "}" would)
-        "$MK" "$f" >"$tmp/fillin"
+        # a solution line counts when it is long enough to be specific and does not also
+        # appear in code the handout ships anyway (a lone "}" would, and so would a loop
+        # header that a file without regions holds too)
         while IFS= read -r line; do
             key=$(echo "$line" | sed -E 's/^[[:space:]]+//; s/[[:space:]]+$//')
             [ ${#key} -ge 12 ] || continue
-            grep -qF -- "$key" "$tmp/fillin" && continue
+            grep -qF -- "$key" "$public" && continue
             if grep -rqF -- "$key" "$tmp/flash-attention-from-scratch"; then
                 echo "solution line of $f found in the handout: $key"; leaked=1
             fi

@@ -6,19 +6,23 @@
 #include "turns.cuh"
 
 #if FA_HAVE_WGMMA
-/* S = Q_i K_j^T: D / 16 wgmma's per 64 keys, each a k16 slice (32 bytes further in its
- * atom); issued and committed as one group, not waited for */
-template <int D, int BC>
+/* S = Q_i K_j^T, issued and committed as one group, not waited for. A k-slice is 32 bytes of
+ * a row (16 fp16 or 32 e4m3 values, ELEM_BYTES = 2 or 1), 32 bytes further in its 128-byte
+ * swizzle atom each, so D * ELEM_BYTES / 32 wgmma's per 64 keys. */
+template <int D, int BC, int ELEM_BYTES = 2>
 __device__ __forceinline__ void issue_s(float (&s)[BC / 64][32], const unsigned char *Qt, const unsigned char *Kj)
 {
+    static_assert(D * ELEM_BYTES % 128 == 0, "a K row is whole 128-byte swizzle atoms");
+    constexpr size_t ROWS64 = (size_t)(D * ELEM_BYTES / 128) * ATOM_BYTES;   /* 64 keys of D values */
     wgmma_fence();
 #pragma unroll
     for (int sub = 0; sub < BC / 64; sub++)
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
+        for (int kk = 0; kk < D * ELEM_BYTES / 32; kk++) {
             const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            const uint64_t dk = wgmma_desc_sw128(Kj + sub * tile64_bytes<D>() + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            wgmma_m64n64k16_ss<0>(s[sub], dq, dk, kk > 0);
+            const uint64_t dk = wgmma_desc_sw128(Kj + sub * ROWS64 + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
+            if constexpr (ELEM_BYTES == 2) wgmma_m64n64k16_ss<0>(s[sub], dq, dk, kk > 0);
+            else wgmma_m64n64k32_e4m3_ss(s[sub], dq, dk, kk > 0);
         }
     wgmma_commit();
 }
@@ -85,23 +89,6 @@ __device__ __forceinline__ void p_to_a_e4m3(uint32_t (&pa)[BC / 32][4], const fl
         pa[kk][2] = e4m3x4_pack(c[8], c[9], c[12], c[13]);     /* row g:     keys 16+2t, .., 24+2t, 25+2t */
         pa[kk][3] = e4m3x4_pack(c[10], c[11], c[14], c[15]);   /* row g + 8 */
     }
-}
-
-/* S = Q_i K_j^T in e4m3: d / 32 k32 slices a 64-key half, 32 bytes further in the atom each */
-template <int D, int BC>
-__device__ __forceinline__ void issue_s_e4m3(float (&s)[BC / 64][32], const unsigned char *Qt, const unsigned char *Kj)
-{
-    constexpr size_t ROWS64 = (size_t)(D / 128) * ATOM_BYTES;   /* 64 rows of d bytes */
-    wgmma_fence();
-#pragma unroll
-    for (int sub = 0; sub < BC / 64; sub++)
-#pragma unroll
-        for (int kk = 0; kk < D / 32; kk++) {
-            const uint64_t dq = wgmma_desc_sw128(Qt + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            const uint64_t dk = wgmma_desc_sw128(Kj + sub * ROWS64 + (kk / 4) * ATOM_BYTES, 16, 1024) + 2 * (kk % 4);
-            wgmma_m64n64k32_e4m3_ss(s[sub], dq, dk, kk > 0);
-        }
-    wgmma_commit();
 }
 
 /* O~ += P~ V_j in e4m3: V^T_j's 64-row atom a gives O's columns 64 a .. 64 a + 63; k32 slice

@@ -33,13 +33,7 @@ struct Step3 : Fp16Step<D, FA2_WS_BC(D, false)> {
         const float sl2 = p.scale * FA_LOG2E;
         RowTile<D> tile;
         Turn turn(x.me.c, 2 * x.n_blocks);   /* step 4: a turn a product */
-        for (int j = 0; j < x.n_blocks; j++) {
-            const typename Ring::Pos at{j};
-            x.ring.wait_full(at);
-            attend_block<D, true, Ring::BC, false>(tile, x.ring.q_tile(x.me.c), x.ring.k_slot(at.slot()), x.ring.v_slot(at.slot()),
-                                                   j, x.me.row0, x.me.first_row, p, sl2, x.me.t, turn);
-            x.ring.release(at);
-        }
+        for (int j = 0; j < x.n_blocks; j++) attend_from_ring<D>(tile, x.ring, x.me, {j}, j, p, sl2, turn);
         RegisterEpilogue::finish<D>(tile, x);
     }
 #endif

@@ -79,16 +79,13 @@ fa2_wgmma_ws_mask_kernel(const __grid_constant__ WgArgs args)
         write_rows_without_keys<D>(O, L, ct.i0, WS_BR, p.N_q, WS_THREADS);
         return;
     }
-    const int wg = warpgroup_idx();
-    if (wg == 0) {   /* ---- producer ---- */
-        setmaxnreg_dec<WS_PRODUCER_REGS>();
-        if (threadIdx.x == 0) masked_produce<D, BC>(ring, args, ct, tile_class, Tc, q_first, q_end);
-        return;
-    }
-    setmaxnreg_inc<WS_CONSUMER_REGS>();   /* ---- consumers ---- */
-    const Consumer me(wg, ct.i0);
-    mbar_wait(ring.q_full, 0);
-    masked_consume<D, BC>(ring, args, me, tile_class, Tc, q_first, q_end, O, L);
+    split_roles<WS_PRODUCER_REGS, WS_CONSUMER_REGS>(
+        [&] { masked_produce<D, BC>(ring, args, ct, tile_class, Tc, q_first, q_end); },
+        [&](int wg) {
+            const Consumer me(wg, ct.i0);
+            mbar_wait(ring.q_full, 0);
+            masked_consume<D, BC>(ring, args, me, tile_class, Tc, q_first, q_end, O, L);
+        });
 #else
     (void)args;
 #endif

@@ -83,13 +83,7 @@ __device__ __forceinline__ void persist_consume(const WsRing<D, BC> &ring, const
         }
         const Consumer me(wg, ct.i0);
         RowTile<D> tile;
-        for (int j = 0; j < n_blocks; j++) {
-            const typename WsRing<D, BC>::Pos at{v++};
-            ring.wait_full(at);
-            attend_block<D, true, BC>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j, me.row0,
-                                      me.first_row, p, sl2, me.t);
-            ring.release(at);
-        }
+        for (int j = 0; j < n_blocks; j++) attend_from_ring<D>(tile, ring, me, {v++}, j, p, sl2);   /* ring fill v */
         mbar_arrive(ring.q_empty);   /* attend_block waited for its products: Q_i and the number are free */
         finish_rows<D>(tile, O, L, me.row0, p, me.t);
     }
@@ -110,14 +104,8 @@ fa2_wgmma_persist_kernel(const __grid_constant__ WgArgs args)
     const PersistentTiles tiles{Tr, Tr * p.B * p.H, p.causal};
     if (threadIdx.x == 0) ring.init_barriers(true);
     __syncthreads();   /* the only block-wide barrier */
-    const int wg = warpgroup_idx();
-    if (wg == 0) {   /* ---- producer ---- */
-        setmaxnreg_dec<WS_PRODUCER_REGS>();
-        if (threadIdx.x == 0) persist_produce<D, Ring::BC>(ring, args, tiles, tile_no);
-        return;
-    }
-    setmaxnreg_inc<WS_CONSUMER_REGS>();   /* ---- consumers ---- */
-    persist_consume<D, Ring::BC>(ring, args, tiles, tile_no, wg);
+    split_roles<WS_PRODUCER_REGS, WS_CONSUMER_REGS>([&] { persist_produce<D, Ring::BC>(ring, args, tiles, tile_no); },
+                                                   [&](int wg) { persist_consume<D, Ring::BC>(ring, args, tiles, tile_no, wg); });
 #else
     (void)args;
 #endif

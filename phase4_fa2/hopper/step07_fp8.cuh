@@ -58,7 +58,7 @@ struct Fp8Ops {
 #if FA_HAVE_WGMMA
     __device__ __forceinline__ void issue_s(float (&s)[BC / 64][32], const unsigned char *Qt, const unsigned char *Kj) const
     {
-        issue_s_e4m3<D, BC>(s, Qt, Kj);
+        ::issue_s<D, BC, 1>(s, Qt, Kj);   /* e4m3: one byte a value */
     }
     __device__ __forceinline__ void issue_pv(RowTile<D> &t, const PA &pa, const unsigned char *Vt) const { issue_pv_e4m3<D, BC>(t, pa, Vt); }
     __device__ __forceinline__ void p_to_a(PA &pa, const float (&s)[BC / 64][32]) const { p_to_a_e4m3<BC>(pa, s); }

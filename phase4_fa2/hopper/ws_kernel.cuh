@@ -34,6 +34,24 @@ struct Consumer {
           first_row(i0 + 64 * c), row0(first_row + 16 * warp + g) {}
 };
 
+/* The roles (the picture above): warpgroup 0 gives registers back and its first thread runs
+ * produce(); the consumer warpgroups take them and run consume(wg). Every kernel with a
+ * producer warpgroup (steps 3-10, the mask's and the persistent one) splits here. */
+template <int PRODUCER_REGS, int CONSUMER_REGS, class Produce, class Consume>
+__device__ __forceinline__ void split_roles(const Produce &produce, const Consume &consume)
+{
+#if FA_HAVE_WGMMA
+    const int wg = warpgroup_idx();
+    if (wg == 0) {   /* ---- producer ---- */
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (threadIdx.x == 0) produce();
+        return;
+    }
+    setmaxnreg_inc<CONSUMER_REGS>();   /* ---- consumers ---- */
+    consume(wg);
+#endif
+}
+
 /* What a step's consumer works with: the ring, the launch, its place, the tile, the K/V
  * blocks it visits, and where O_i and L_i go. */
 template <class Ring>
@@ -45,6 +63,19 @@ struct WsContext {
     int n_blocks;
     float *O, *L;
 };
+
+/* A consumer's K/V block j from the ring's slot at, in order: wait for its fill, attend it
+ * (attend_block: S, softmax, P~ V, each product waited for), free the slot (steps 3, 4, 6). */
+template <int D, class Ring, class Turn = NoTurns>
+__device__ __forceinline__ void attend_from_ring(RowTile<D> &tile, const Ring &ring, const Consumer &me,
+                                                 typename Ring::Pos at, int j, const attn_problem_t &p, float sl2,
+                                                 Turn &&turn = Turn())
+{
+    ring.wait_full(at);
+    attend_block<D, true, Ring::BC, false>(tile, ring.q_tile(me.c), ring.k_slot(at.slot()), ring.v_slot(at.slot()), j,
+                                           me.row0, me.first_row, p, sl2, me.t, static_cast<Turn &&>(turn));
+    ring.release(at);
+}
 
 /* The fp16 steps' producer: Q_i, then every visited K/V block in order. */
 template <int D, int BC_>
@@ -81,17 +112,12 @@ fa2_ws_kernel(const __grid_constant__ WgArgs args)
     if (threadIdx.x == 0) ring.init_barriers();
     __syncthreads();   /* the last block-wide barrier: from here on, only mbarriers */
 
-    const int wg = warpgroup_idx();
-    if (wg == 0) {   /* ---- producer ---- */
-        setmaxnreg_dec<S::PRODUCER_REGS>();
-        if (threadIdx.x == 0) S::produce(ring, args, ct, n_blocks);
-        return;
-    }
-    /* ---- consumers ---- */
-    setmaxnreg_inc<S::CONSUMER_REGS>();
-    const Consumer me(wg, ct.i0);
-    mbar_wait(ring.q_full, 0);
-    S::consume(WsContext<Ring>{ring, args, me, ct, n_blocks, O, L});
+    split_roles<S::PRODUCER_REGS, S::CONSUMER_REGS>([&] { S::produce(ring, args, ct, n_blocks); },
+                                                   [&](int wg) {
+                                                       const Consumer me(wg, ct.i0);
+                                                       mbar_wait(ring.q_full, 0);
+                                                       S::consume(WsContext<Ring>{ring, args, me, ct, n_blocks, O, L});
+                                                   });
 #else
     (void)args;
 #endif

@@ -8,7 +8,7 @@
 #   OUT (default results/gpu_check) receives: summary.txt, gpu_info.txt, logs.tar.gz and
 #   the phases' CSVs (at most 8 files in all: the device tool brings back no more).
 #   GPU_CHECK_BUDGET (default 560 s): steps are skipped, then cut, as it runs out.
-#   GPU_CHECK_PARALLEL=1: the phases' test steps run at once (see below).
+#   GPU_CHECK_PARALLEL=1: the phases' test and sanitize steps run at once (see below).
 #
 # A phase adds itself with one `phase` line below: its name, its sweep command, and an
 # optional extra command (peers), each run with $OUT set. The standard steps per phase:
@@ -74,23 +74,32 @@ build/gpu_info >>"$OUT/gpu_info.txt" 2>&1
 # (exercises: each GPU fill-in must FAIL its check; ASan; spills) once, after the phases.
 STEPS=" ${GPU_CHECK_STEPS:-tests sanitize run sweep profile extra tools} "
 has() { [[ "$STEPS" == *" $1 "* ]]; }
-# GPU_CHECK_PARALLEL=1: the phases' tests all at once (each its own log folder), before the
-# other steps: four phases' GPU tests take one phase's time, and tests are not timings
-if has tests && [ "${GPU_CHECK_PARALLEL:-0}" = 1 ]; then
-    lim=$(left); pids=()
+# GPU_CHECK_PARALLEL=1: the phases' tests and sanitizers all at once (each its own log), before
+# the other steps: four phases' GPU tests take one phase's time, and neither is a timing
+if [ "${GPU_CHECK_PARALLEL:-0}" = 1 ] && { has tests || has sanitize; }; then
+    lim=$(left); jobs=()
     for p in "${want[@]}"; do
         [ -n "${SWEEP[$p]+x}" ] || continue
-        ( t0=$(date +%s); LOGDIR=build/testlogs_$p SKIP_TOOLS=1 timeout --kill-after=5 "$lim" bash tools/run_tests.sh "$p" \
-              >"$LOGS/$p-tests.log" 2>&1; echo "$? $(( $(date +%s) - t0 ))" >"$LOGS/$p-tests.rc" ) & pids+=($!)
+        has tests && jobs+=("$p-tests")
+        has sanitize && jobs+=("$p-sanitize")
     done
-    wait "${pids[@]}"
-    for p in "${want[@]}"; do
-        [ -f "$LOGS/$p-tests.rc" ] || continue
-        read -r rc dt <"$LOGS/$p-tests.rc"; rm -f "$LOGS/$p-tests.rc"
+    for j in "${jobs[@]}"; do
+        p=${j%-*}
+        case $j in
+            *-tests) cmd=(env LOGDIR=build/testlogs_$p SKIP_TOOLS=1 bash tools/run_tests.sh "$p") ;;
+            *) cmd=(make --no-print-directory NO_DEPS=1 CUDA_ARCH="$ARCH" "$p" sanitize) ;;
+        esac
+        ( t0=$(date +%s); timeout --kill-after=5 "$lim" "${cmd[@]}" >"$LOGS/$j.log" 2>&1
+          echo "$? $(( $(date +%s) - t0 ))" >"$LOGS/$j.rc" ) &
+    done
+    wait
+    for j in "${jobs[@]}"; do
+        [ -f "$LOGS/$j.rc" ] || continue
+        read -r rc dt <"$LOGS/$j.rc"; rm -f "$LOGS/$j.rc"
         v=PASS; [ "$rc" -ne 0 ] && v=FAIL; { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && v=TIMEOUT
-        SUMMARY+=("$(printf '%-26s %-7s %4ss  %s' "$p-tests" "$v" "$dt" "$(grep -E 'passed' "$LOGS/$p-tests.log" | tail -n 1 | cut -c1-90)")")
+        SUMMARY+=("$(printf '%-26s %-7s %4ss  %s' "$j" "$v" "$dt" "$(grep -E 'passed|ERROR SUMMARY' "$LOGS/$j.log" | tail -n 1 | cut -c1-90)")")
     done
-    STEPS=${STEPS/ tests / }
+    STEPS=${STEPS/ tests / }; STEPS=${STEPS/ sanitize / }
 fi
 for p in "${want[@]}"; do
     [ -n "${SWEEP[$p]+x}" ] || { SUMMARY+=("$p: no phase line in tools/gpu_check.sh"); continue; }

@@ -37,7 +37,12 @@ _failed() {
 t_skip() { SKIPPED=$((SKIPPED + 1)); printf '  SKIP  %s: %s\n' "$1" "$2"; }
 # T_FROM=TEXT: every test before the first whose name holds TEXT is skipped, not run (a run
 # cut by a time limit goes on where it stopped); code between tests still runs
+# T_GPU_ONLY=1: only the GPU tests (t_gpu) and the unit programs (t_units) run; every other
+# test is skipped, said so (a lent GPU's call re-runs what CI cannot, not what it did)
 _before_from() {
+    if [ "${T_GPU_ONLY:-0}" = 1 ] && [ -z "${_T_IN_GPU:-}" ] && [[ "$1" != units_* ]]; then
+        t_skip "$1" "not a GPU test (T_GPU_ONLY)"; return 0
+    fi
     [ -n "${T_FROM:-}" ] || return 1
     if [[ "$1" == *"$T_FROM"* ]]; then T_FROM=; return 1; fi
     t_skip "$1" "before T_FROM"
@@ -99,7 +104,7 @@ gpu_skip_reason() {
 t_gpu() {
     local name=$1; shift
     local why; why=$(gpu_skip_reason)
-    if [ -n "$why" ]; then t_skip "$name" "$why"; else t_run "$name" "$@"; fi
+    if [ -n "$why" ]; then t_skip "$name" "$why"; else _T_IN_GPU=1 t_run "$name" "$@"; fi
 }
 
 t_summary() {

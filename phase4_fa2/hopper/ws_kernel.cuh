@@ -64,6 +64,7 @@ struct WsContext {
     float *O, *L;
 };
 
+#if FA_HAVE_WGMMA
 /* A consumer's K/V block j from the ring's slot at, in order: wait for its fill, attend it
  * (attend_block: S, softmax, P~ V, each product waited for), free the slot (steps 3, 4, 6). */
 template <int D, class Ring, class Turn = NoTurns>
@@ -76,6 +77,7 @@ __device__ __forceinline__ void attend_from_ring(RowTile<D> &tile, const Ring &r
                                            me.row0, me.first_row, p, sl2, me.t, static_cast<Turn &&>(turn));
     ring.release(at);
 }
+#endif
 
 /* The fp16 steps' producer: Q_i, then every visited K/V block in order. */
 template <int D, int BC_>

@@ -69,6 +69,8 @@ want=("$@"); [ ${#want[@]} -eq 0 ] && want=("${PHASES[@]}")
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv >"$OUT/gpu_info.txt" 2>&1
 step build make -j16 NO_DEPS=1 CUDA_ARCH="$ARCH" all
+# a failed build runs nothing else: every later step would only fail on the missing programs
+case ${SUMMARY[-1]} in "build "*FAIL*) want=(); GPU_CHECK_STEPS=none ;; esac
 build/gpu_info >>"$OUT/gpu_info.txt" 2>&1
 # GPU_CHECK_STEPS picks the steps (default: all); "tools" runs the project-wide tests
 # (exercises: each GPU fill-in must FAIL its check; ASan; spills) once, after the phases.

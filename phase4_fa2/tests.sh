@@ -282,7 +282,8 @@ if [ -z "$gpu_why" ]; then   # the device's architecture only, when nvidia-smi t
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
     alt_flags=(${cc:+CUDA_ARCH=sm_$cc})
 fi
-t_run "phase4 builds with FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC (${alt_flags[*]:-all targets})" \
+build_test=t_run; [ -z "$gpu_why" ] && build_test=t_gpu   # with a GPU, a GPU build: the GPU test below needs it
+$build_test "phase4 builds with FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC (${alt_flags[*]:-all targets})" \
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j4 BUILD="$TB4" NO_DEPS=1 \
         FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC "${alt_flags[@]}" phase4-build
 if [ -x "$TB4/phase4" ]; then
@@ -293,7 +294,7 @@ if [ -x "$TB4/phase4" ]; then
     if [ -n "$gpu_why" ]; then
         t_skip "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: mma kernel passes at d=64" "$gpu_why"
     else
-        t_run "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: mma kernel runs $FA2_ALT blocks and passes at d=64" bash -c "
+        t_gpu "phase4 FA2_D64_MT=$FA2_ALT_MT FA2_D64_BC=$FA2_ALT_BC: mma kernel runs $FA2_ALT blocks and passes at d=64" bash -c "
             \"$TB4/phase4\" --kernel mma --d 64 --causal --B 2 --H 2 --N 1000 --iters 2 --quiet --csv \"$T4/bcg.csv\" >\"$T4/bcg.log\" 2>&1 || exit 1
             awk '\$1 == \"mma\" && \$2 == \"gpu\" { for (f = 3; f <= NF; f++) if (\$f == \"$FA2_ALT\") hit = 1;
                                   if (hit && \$NF == \"PASS\") ok = 1 } END { exit !ok }' \"$T4/bcg.log\""

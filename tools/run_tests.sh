@@ -5,7 +5,10 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 source tools/testlib.sh
 
-section() { printf '\n== %s\n' "$1"; }
+# each section ends with its time, so that a slow one shows itself
+SECTION=; SECTION_T0=$SECONDS
+section_end() { [ -n "$SECTION" ] && printf '== %s: %ss\n' "$SECTION" $((SECONDS - SECTION_T0)); SECTION=; }
+section() { section_end; SECTION=$1; SECTION_T0=$SECONDS; printf '\n== %s\n' "$1"; }
 export TEST_PHASES="$*"   # the phases under test (common/tests.sh asks, in an exercise build)
 # EXERCISES_ONLY=1: the exercise tests of tools/tests.sh alone (EXERCISE_FILTER narrows them)
 [ -z "${EXERCISES_ONLY:-}" ] && { section common; source common/tests.sh; }
@@ -17,4 +20,5 @@ for phase in "$@"; do
 done
 # SKIP_TOOLS=1: the phases only (tools/gpu_check.sh runs the project-wide tests once)
 if [ -z "${SKIP_TOOLS:-}" ]; then section tools; source tools/tests.sh; fi
+section_end
 t_summary

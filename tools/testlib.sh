@@ -48,18 +48,24 @@ _before_from() {
     t_skip "$1" "before T_FROM"
 }
 
+# every test's seconds, for the summary's slowest tests (the next slow test shows itself)
+T_TIMES=$T_ROOT/.times
+_took() { echo "$((SECONDS - $1)) $2" >>"$T_TIMES"; }
+
 t_run() {
     _before_from "$1" && return 0
-    local name=$1; shift; local log; log=$(_log "$name")
+    local name=$1 t0=$SECONDS; shift; local log; log=$(_log "$name")
     if "$@" >"$log" 2>&1; then _pass "$name"; else _failed "$name" "exit $?" "$log"; fi
+    _took "$t0" "$name"
 }
 
 t_fail() {
     _before_from "$1" && return 0
-    local name=$1; shift; local log; log=$(_log "$name"); local rc=0
+    local name=$1 t0=$SECONDS; shift; local log; log=$(_log "$name"); local rc=0
     "$@" >"$log" 2>&1 || rc=$?
     if [ $rc -ne 0 ] && [ $rc -ne 2 ] && [ $rc -lt 124 ]; then _pass "$name"
     else _failed "$name" "expected a failing check, got exit $rc" "$log"; fi
+    _took "$t0" "$name"
 }
 
 t_exit2() {
@@ -82,8 +88,9 @@ t_exit2_says() {
 
 t_units() {
     _before_from "units_$(basename "$1")" && return 0
-    local log; log=$(_log "units_$(basename "$1")"); local rc=0
+    local log t0=$SECONDS; log=$(_log "units_$(basename "$1")"); local rc=0
     "$@" >"$log" 2>&1 || rc=$?
+    _took "$t0" "units_$(basename "$1")"
     local before=$FAILED
     while IFS= read -r line; do
         case "$line" in
@@ -109,6 +116,10 @@ t_gpu() {
 
 t_summary() {
     echo
+    if [ -s "$T_TIMES" ]; then
+        echo "slowest tests (seconds):"
+        sort -rn "$T_TIMES" | head -n 8 | sed 's/^/  /'
+    fi
     [ $FAILED -gt 0 ] && printf 'failed: %s\n' "${FAILED_NAMES[*]}"
     echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
     [ $FAILED -eq 0 ]

@@ -2,12 +2,23 @@
 #include "sweep.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 sweep_point_t sweep_point(attn_problem_t p)
 {
     sweep_point_t pt = { p, 0, 0 };
     return pt;
+}
+
+void sweep_add(sweep_point_t *pts, int *n, int cap, attn_problem_t p, int group)
+{
+    if (*n >= cap) {
+        fprintf(stderr, "sweep: internal error: a table of %d points is too small for its loops\n", cap);
+        abort();
+    }
+    pts[*n] = sweep_point(p);
+    pts[(*n)++].group = group;
 }
 
 int sweep_tokens16k(sweep_point_t *pts, int max, int c0, int c1, int d0, int d1)

@@ -107,6 +107,11 @@ int sweep_inputs_point(sweep_t *s, const sweep_point_t *pt, bool with_grad, swee
                        const char *base, const char *faster, drv_row_t *rows);
 /* A point of problem p (arg, group: 0). */
 sweep_point_t sweep_point(attn_problem_t p);
+/* Appends a point of problem p in group to pts[*n], which holds cap points: a table too
+ * small for its loops is a bug in the phase, so it stops the run (one line, abort) rather
+ * than write past the array. SWEEP_ADD(table, n, p, group) passes the table's size. */
+void sweep_add(sweep_point_t *pts, int *n, int cap, attn_problem_t p, int group);
+#define SWEEP_ADD(table, n, p, group) sweep_add((table), &(n), (int)(sizeof(table) / sizeof((table)[0])), (p), (group))
 /* The FA2 paper's setting (drv_tokens16k): for causal c in [c0, c1], d in [d0, d1]
  * (doubling), N = 512..16384 (doubling), in that nesting; returns the number of points
  * (group: the index of (c, d)). pts holds at most max points. */

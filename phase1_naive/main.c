@@ -182,21 +182,16 @@ static void wall_line(sweep_t *s, const sweep_point_t *pt, const drv_row_t *r, i
 
 static int run_sweep(drv_t *D, const cli_opts_t *o)
 {
-    sweep_point_t t16k[2 * 6 * 2], model[2 * 6], wall[2 * 10];
+    enum { T16K_NS = 6, WALL_NS = 11 };   /* N = 512 .. 16384 and 1024 .. 2^20, doubling */
+    sweep_point_t t16k[2 * T16K_NS * 2], model[2 * T16K_NS], wall[2 * WALL_NS];
     int nt = 0, nm = 0, nw = 0;
     for (int d = 64; d <= 128; d *= 2)
         for (int N = DRV_T16K_NMIN; N <= DRV_T16K_NMAX; N *= 2) {
-            model[nm++] = sweep_point(drv_tokens16k(N, d, false));
-            for (int causal = 0; causal <= 1; causal++) {
-                t16k[nt] = sweep_point(drv_tokens16k(N, d, causal));
-                t16k[nt++].group = d;
-            }
+            SWEEP_ADD(model, nm, drv_tokens16k(N, d, false), 0);
+            for (int causal = 0; causal <= 1; causal++) SWEEP_ADD(t16k, nt, drv_tokens16k(N, d, causal), d);
         }
     for (int d = 64; d <= 128; d *= 2)
-        for (int N = 1024; N <= (1 << 20); N *= 2) {
-            wall[nw] = sweep_point(attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false));
-            wall[nw++].group = d;
-        }
+        for (int N = 1024; N <= (1 << 20); N *= 2) SWEEP_ADD(wall, nw, attn_problem(WALL_B, 2048 / d, 2048 / d, N, N, d, false), d);
     if (!D->gpu) printf("%s: GPU rows skipped: %s; writing the model columns only\n", PHASE, D->why);
     const sweep_part_t parts[] = {
         { .name = "tokens16k", .where = SWEEP_NO_GPU, .points = model, .npoints = nm, .run = model_point, .line = no_line },

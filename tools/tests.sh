@@ -120,6 +120,10 @@ done
 for prog in "$SAN"/phase?; do
     [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog") --quiet" "$prog" --quiet --csv "$T/asan.csv"
 done
+# a sweep builds its tables of points on the stack: every one, CPU points only (bounded)
+for prog in "$SAN"/phase[1-6]; do
+    [ -x "$prog" ] && t_run "ASan+UBSan clean: $(basename "$prog") --sweep --cpu" "$prog" --sweep --cpu --quiet --csv "$T/asan_sweep.csv"
+done
 
 # --- GPU kernels: no register spills (ptxas -v for sm_90; needs nvcc, not a GPU) ------
 for p in $(make --no-print-directory -s list-spills 2>/dev/null); do

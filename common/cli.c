@@ -49,14 +49,21 @@ static long long parse_int(const char *phase, const char *flag, const char *s,
  * (attn_small_like: within the CPU bound, whatever p is), and, when a GPU runs, the GPU
  * rows' host buffers of the whole problem p. With --cpu, or without a usable GPU, a
  * problem far beyond this machine still runs its CPU rows on a smaller one. */
+/* Will this run have GPU rows: a phase with a GPU kernel (phase 0 has none), no --cpu,
+ * and a usable device. */
+static bool gpu_rows_run(const cli_spec_t *spec, bool cpu_only)
+{
+    bool gpu_rows = false;
+    for (const char *const *k = spec->kernels; k && *k; k++) gpu_rows |= strcmp(*k, "cpu") != 0;
+    char why[8];
+    return gpu_rows && !cpu_only && gpu_available(why, sizeof why);
+}
+
 static double host_bytes_needed(const attn_problem_t *p, const cli_spec_t *spec, bool cpu_only)
 {
-    bool gpu_rows = false;   /* a phase whose only kernel is "cpu" (phase 0) has none */
-    for (const char *const *k = spec->kernels; k && *k; k++) gpu_rows |= strcmp(*k, "cpu") != 0;
     attn_problem_t pc = attn_small_like(p, INFINITY);   /* the largest the CPU rows run */
     double need = attn_host_bytes(&pc, ATTN_HOST_CPU_ROWS);
-    char why[8];
-    if (gpu_rows && !cpu_only && gpu_available(why, sizeof why)) need += attn_host_bytes(p, ATTN_HOST_GPU_ROWS);
+    if (gpu_rows_run(spec, cpu_only)) need += attn_host_bytes(p, ATTN_HOST_GPU_ROWS);
     return need;
 }
 
@@ -345,10 +352,18 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
     }
 
     double need = host_bytes_needed(&p, spec, o->cpu_only);
+    /* --mask: its four vectors are built for the problem asked for (the GPU rows need them;
+     * the CPU rows sample them to their smaller problem), random_eviction's cache beside */
+    const double mask_b = mask_spec ? mask_build_bytes(mask_spec, p.N_kv) : 0;
+    need += mask_b;
     double have = host_memory_bytes();
     if (have > 0 && need > have)
         cli_die(ph, "this problem needs %.1f GiB of host memory but the machine has %.1f GiB",
                 need / (1u << 30), have / (1u << 30));
+    if (mask_b > CLI_MASK_CPU_MAX_BYTES && !gpu_rows_run(spec, o->cpu_only))
+        cli_die(ph, "--mask at N_kv = %d builds %.1f GiB of vectors, but a run without GPU rows builds at most %.0f MiB "
+                "of them (its CPU rows run a 256-key sample): use a smaller --N/--Nkv", p.N_kv,
+                mask_b / (1u << 30), CLI_MASK_CPU_MAX_BYTES / (1u << 20));
 
     /* The outputs, last: every other mistake is reported first, and nothing is left behind. */
     bool csv_default = !o->csv_path;

@@ -38,6 +38,9 @@
 #include "problem.h"
 
 #define CLI_EXIT_USAGE 2
+/* A run without GPU rows builds at most this many bytes of --mask vectors (N_kv <= 2^25
+ * keys): its CPU rows run a sample of 256 keys, and a run stays within 2 GB and seconds */
+#define CLI_MASK_CPU_MAX_BYTES (512.0 * (1 << 20))
 
 typedef struct {
     attn_problem_t p;

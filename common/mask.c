@@ -482,6 +482,12 @@ static const struct {
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
+double mask_build_bytes(const char *spec, int N_kv)
+{
+    const double vectors = 4.0 * N_kv * sizeof(int32_t);
+    return strncmp(spec, "random_eviction", 15) == 0 ? vectors + (double)N_kv * sizeof(int) : vectors;
+}
+
 const char *mask_known_names(void)
 {
     return "full, causal, sliding, causal_document, document, shared_question, global_sliding, "

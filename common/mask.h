@@ -74,6 +74,10 @@ typedef struct attn_mask {
 extern "C" {
 #endif
 
+/* The host bytes mask_parse(spec, ., N_kv) allocates: the four vectors, and for
+ * random_eviction its cache while it runs (an upper bound; before any allocation). */
+double mask_build_bytes(const char *spec, int N_kv);
+
 /* The names mask_parse knows, for a usage line: "full, causal, sliding, ...". */
 const char *mask_known_names(void);
 

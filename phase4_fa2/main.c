@@ -50,6 +50,8 @@ static const cli_spec_t SPEC = { .phase = PHASE, .kernels = KERNELS,
     .default_sweep_csv = "results/phase4/phase4_sweep.csv", .sweep_takes = "kernel iters seed d causal",
     .takes_mask = true };
 
+#define EXPLAIN_MAX_TILES 1e8   /* the census: well under a second */
+
 /* What the CPU model's numbers mean, beside FA1's (phase 3) on the same problem. */
 static void explain(const attn_problem_t *p, const attn_problem_t *pc, const drv_row_t *cpu, int iters)
 {
@@ -63,7 +65,11 @@ static void explain(const attn_problem_t *p, const attn_problem_t *pc, const drv
            fa1_nm, fa1_nm / cpu->nonmatmul, 4.0 * pc->B * pc->H * pc->N_q * pc->N_kv * pc->d);
     if (attn_mask(p)) {   /* FlashMask: the tile census of the problem asked for at the model's blocks, the mask's bytes */
         mask_census_t c;
-        if (mask_census(attn_mask(p), cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
+        const double tiles = ceil((double)p->N_q / cpu->blocks.Br) * ceil((double)p->N_kv / cpu->blocks.Bc);
+        if (tiles > EXPLAIN_MAX_TILES)   /* the census visits every tile of a head: bounded, as every CPU row */
+            printf("mask %s, N_q x N_kv = %d x %d: the tile census is skipped (%.3g tiles a head; it counts at most %.3g)\n",
+                   attn_mask(p)->spec, p->N_q, p->N_kv, tiles, EXPLAIN_MAX_TILES);
+        else if (mask_census(attn_mask(p), cpu->blocks.Br, cpu->blocks.Bc, &c) == 0)
             printf("mask %s, N_q x N_kv = %d x %d (Br x Bc = %d x %d), tiles of a head: %ld fully masked (skipped, K/V "
                    "not read), %ld partial (element test), %ld unmasked; the four vectors take %zu bytes, a dense mask "
                    "%.0f; %.0f of the %.0f (row, key) pairs visible (density %.3f)\n", attn_mask(p)->spec, p->N_q, p->N_kv,

@@ -430,3 +430,10 @@ t_run "phase4 CPU rows bounded and PASS: B = 2x10^6 single-token sequences" "${B
 t_run "phase4 CPU rows bounded and PASS: H = Hkv = 10^6 heads (host check: the CPU rows' problem, not the whole)" "${BOUNDED[@]}" "$P4" --cpu --quiet --H 1000000 --Hkv 1000000 --csv "$T_ROOT/bound-phase4.csv"
 t_run "phase4 CPU rows bounded and PASS: N_q = 1 against 3x10^6 keys" "${BOUNDED[@]}" "$P4" --cpu --quiet --N 1 --Nkv 3000000 --csv "$T_ROOT/bound-phase4.csv"
 t_run "phase4 CPU rows bounded and PASS: a 2^18-key cache at d = 16 (rel L2 of long sums, check.h)" "${BOUNDED[@]}" "$P4" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 1 --Nkv 262144 --d 16 --csv "$T_ROOT/bound-phase4.csv"
+
+# ---- masks at any N: the vectors are bounded up front, the census of explain() too ------
+t_exit2_says "phase4 --cpu --mask full at N = 10^8 is refused up front (1.5 GiB of vectors for a 256-key CPU row)" \
+    "builds at most 512 MiB" "$P4" --cpu --N 100000000 --mask full --csv "$T_ROOT/mask-bound4.csv"
+t_run "phase4 --cpu --mask full at N = 10^7: bounded and PASS (the census of 6e9 tiles skipped, said)" bash -c '
+    "$@" >"$TMPDIR/mask-bound4.log" 2>&1 || { cat "$TMPDIR/mask-bound4.log"; exit 1; }
+    grep -q "tile census is skipped" "$TMPDIR/mask-bound4.log"' _ "${BOUNDED[@]}" "$P4" --cpu --N 10000000 --mask full --csv "$T_ROOT/mask-bound4.csv"

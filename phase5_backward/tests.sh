@@ -245,3 +245,8 @@ t_run "phase5 CPU rows bounded and PASS: N_q = 10^5 against 1 key" "${BOUNDED[@]
 t_run "phase5 CPU rows bounded and PASS: 4096 rows (the row cap) against 1 key (dV ~ 64)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 4096 --Nkv 1 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 CPU rows bounded and PASS: a 2^18-key cache at d = 16 (rel L2 of long sums, check.h)" "${BOUNDED[@]}" "$P5" --cpu --quiet --B 1 --H 1 --Hkv 1 --N 1 --Nkv 262144 --d 16 --csv "$T_ROOT/bound-phase5.csv"
 t_run "phase5 --Nkv 1: no FAIL line (dQ = 0: the reason and the verdict agree)" bash -c "! \"$P5\" --cpu --Nkv 1 --csv \"$T_ROOT/bound-l.csv\" | grep -q FAIL"
+
+# ---- masks at any N: the vectors are bounded up front (they were built past the host check) ----
+t_exit2_says "phase5 --cpu --mask causal at N = 4x10^8 is refused up front (6 GiB of vectors)" \
+    "builds at most 512 MiB" "$P5" --cpu --N 400000000 --mask causal --csv "$T_ROOT/mask-bound5.csv"
+t_run "phase5 --cpu --mask sliding:1000 at N = 3x10^7: bounded and PASS" "${BOUNDED[@]}" "$P5" --cpu --quiet --N 30000000 --mask sliding:1000 --csv "$T_ROOT/mask-bound5.csv"

@@ -45,8 +45,11 @@ int attn_dump(const char *dir, const attn_inputs_t *in, const float *O, const fl
         free(runs);
     }
     FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "B=%d\nH=%d\nH_kv=%d\nN_q=%d\nN_kv=%d\nd=%d\ncausal=%d\nscale=%.9g\n%s%s%s",
+    /* grads=: whether dO, dQ, dK, dV are part of this dump (tools/check_numpy.py reads only
+     * what params.txt lists, so files an older run left in the folder are not taken) */
+    if (f) fprintf(f, "B=%d\nH=%d\nH_kv=%d\nN_q=%d\nN_kv=%d\nd=%d\ncausal=%d\nscale=%.9g\ngrads=%d\n%s%s%s",
                    p->B, p->H, p->H_kv, p->N_q, p->N_kv, p->d, p->causal ? 1 : 0, (double)p->scale,
+                   in->dO && dQ && dK && dV ? 1 : 0,
                    attn_mask(p) ? "mask=" : "", attn_mask(p) ? attn_mask(p)->spec : "", attn_mask(p) ? "\n" : "");
     if (!f || fclose(f) != 0 || err) { failures++; return -1; }
     return 0;

@@ -56,6 +56,20 @@ if "$PYTHON" -c "import numpy" >/dev/null 2>&1; then
     t_fail "numpy cross-check catches a wrong dK" bash -c "cp -r '$T5/dump1' '$T5/bad' &&
         '$PYTHON' -c \"import numpy as np; x = np.load('$T5/bad/dK.npy'); x[0, 1, 2, 3] += 1e-2; np.save('$T5/bad/dK.npy', x)\" &&
         '$PYTHON' tools/check_numpy.py '$T5/bad'"
+    # an incomplete dump is said to be one (exit 2), never a PASS on what is left
+    for f in dO dQ; do
+        rm -rf "$T5/inc_$f"; cp -r "$T5/dump1" "$T5/inc_$f"; rm -f "$T5/inc_$f/$f.npy"
+        t_exit2_says "numpy cross-check of a dump without $f.npy says it is missing" "$f.npy is missing" \
+            "$PYTHON" tools/check_numpy.py "$T5/inc_$f"
+    done
+    rm -rf "$T5/inc_O"; cp -r "$T5/dump1" "$T5/inc_O"; printf 'abcd' >>"$T5/inc_O/O.npy"
+    t_exit2_says "numpy cross-check of a dump whose O.npy has 4 bytes more than its header says" "bytes past the data" \
+        "$PYTHON" tools/check_numpy.py "$T5/inc_O"
+    # a reused folder: phase 4's forward dump over phase 5's masked one (dO, dQ, dK, dV, mask_runs left)
+    t_run "numpy cross-check of a forward dump in a folder a masked backward dump used passes" bash -c "
+        \"$P5\" --cpu --quiet --B 1 --H 2 --N 60 --d 32 --mask sliding:20 --dump '$T5/reuse' --csv '$T5/reuse.csv' &&
+        \"$BUILD/phase4\" --cpu --quiet --B 1 --H 2 --N 50 --d 32 --dump '$T5/reuse' --csv '$T5/reuse.csv' &&
+        '$PYTHON' tools/check_numpy.py '$T5/reuse'"
     t_gpu "phase5 gpu --dump: numpy cross-check of mma's gradients (GQA 4:1, causal, tails)" bash -c "
         \"$P5\" --quiet --iters 1 --B 2 --H 4 --Hkv 1 --N 150 --Nkv 211 --d 64 --causal --kernel mma --dump \"$T5/gdump\" --csv \"$T5/gd.csv\" &&
         \"$PYTHON\" tools/check_numpy.py --tol 3e-3 --gtol 1e-2 \"$T5/gdump\""

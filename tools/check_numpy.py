@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/check_numpy.py DIR - the independent NumPy cross-check of a phase's --dump.
 
-Loads Q, K, V, O, L (and dO, dQ, dK, dV when present) plus params.txt from DIR, as
+Loads Q, K, V, O, L (and dO, dQ, dK, dV, mask_runs when params.txt says the dump holds
+them: grads=1, mask=SPEC) plus params.txt from DIR, as
 written by any driver's `--dump DIR` (common/dump.h), recomputes O, L and the gradients
 in float64 NumPy with its own implementation (nothing here calls the project's code),
 and prints one line per tensor with its relative L2 error, then PASS or FAIL.
@@ -14,7 +15,8 @@ Tolerance: the dumped tensors are fp32 (a CPU model, or the fp64 oracle rounded 
 so rel L2 < 1e-5 (docs/design.md, "Checks and tolerances"). GPU dumps (fp16 kernels):
 --tol 3e-3 --gtol 1e-2.
 
-Exit: 0 PASS, 1 FAIL, 2 bad usage or missing/malformed files.
+Exit: 0 PASS, 1 FAIL, 2 bad usage or missing/malformed files (a file the dump should
+hold and does not, or whose size is not what its header announces).
 """
 import os
 import sys
@@ -42,8 +44,10 @@ def read_params(path):
     try:
         out = {k: int(p[k]) for k in want if k != "scale"}
         out["scale"] = float(p["scale"])
+        out["grads"] = int(p["grads"]) != 0 if "grads" in p else None
     except ValueError:
         die("%s holds a value that is not a number" % path)
+    out["mask"] = p.get("mask") or None
     return out
 
 
@@ -128,20 +132,37 @@ def main(argv):
                 die("%s is missing" % path)
             return None
         try:
+            with open(path, "rb") as f:   # the header, then exactly the data it announces
+                fmt = np.lib.format
+                version = fmt.read_magic(f)
+                read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, _, dtype = read(f)
+                want = f.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            size = os.path.getsize(path)
+            if size != want:
+                die("%s holds %d bytes, its header announces %d (%s)" %
+                    (path, size, want, "truncated" if size < want else "bytes past the data"))
             return np.load(path)
-        except Exception as e:  # a truncated or foreign file
+        except SystemExit:
+            raise
+        except Exception as e:  # a foreign file
             die("cannot load %s: %s" % (path, e))
 
+    # what the dump holds: params.txt says (grads=, mask=); a file it does not list is not read,
+    # so a reused folder's older files neither pass nor fail a dump. A dump without grads=
+    # (written before the key) holds gradients when it holds dO, and then all three.
+    has_grads = p["grads"] if p["grads"] is not None else os.path.exists(os.path.join(d, "dO.npy"))
     Q, K, V, O, L = (load(n, True) for n in ("Q", "K", "V", "O", "L"))
-    dO, dQ, dK, dV = (load(n, False) for n in ("dO", "dQ", "dK", "dV"))
+    dO, dQ, dK, dV = (load(n, True) if has_grads else None for n in ("dO", "dQ", "dK", "dV"))
     B, H, Hkv, Nq, Nkv, dd = (p[k] for k in ("B", "H", "H_kv", "N_q", "N_kv", "d"))
     for name, x, shape in (("Q", Q, (B, H, Nq, dd)), ("K", K, (B, Hkv, Nkv, dd)), ("V", V, (B, Hkv, Nkv, dd))):
         if x.shape != shape:
             die("%s.npy has shape %s, params.txt says %s" % (name, x.shape, shape))
     if dO is not None and dO.shape != Q.shape:
         die("dO.npy has shape %s, expected %s" % (dO.shape, Q.shape))
-    grads = dO is not None and any(x is not None for x in (dQ, dK, dV))
-    p["mask_runs"] = load("mask_runs", False)   # [4][N_kv]: lts, lte, uts, ute (a FlashMask mask)
+    grads = has_grads
+    # [4][N_kv]: lts, lte, uts, ute (a FlashMask mask), there when params.txt names a mask
+    p["mask_runs"] = load("mask_runs", True) if p["mask"] else None
     if p["mask_runs"] is not None and p["mask_runs"].shape != (4, Nkv):
         die("mask_runs.npy has shape %s, expected %s" % (p["mask_runs"].shape, (4, Nkv)))
 

@@ -53,7 +53,7 @@ done
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
         bash tools/mma_emu/run.sh mask 64
-    t_fail "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
+    t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
         env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
         bash tools/mma_emu/run.sh mask 64
 else
@@ -66,10 +66,10 @@ fi
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase4 FP8 pre-pass on the CPU emulator (d = 32..256): e4m3 bytes and tile scales equal common/fp8.c's" \
         bash tools/mma_emu/run.sh fp8q
-    t_fail "phase4 FP8 pre-pass emulator FAILs a butterfly's high lane taking b - a" \
+    t_teeth "phase4 FP8 pre-pass emulator FAILs a butterfly's high lane taking b - a" \
         env EMU_OUT="$BUILD/mma_emu_fp8q_mutant" EMU_MUTATE_FP8Q='(lane & h) ? other - v[k] : v[k] + other=>(lane & h) ? v[k] - other : v[k] + other' \
         bash tools/mma_emu/run.sh fp8q 64
-    t_fail "phase4 FP8 pre-pass emulator FAILs V^T's keys placed by the inverse order" \
+    t_teeth "phase4 FP8 pre-pass emulator FAILs V^T's keys placed by the inverse order" \
         env EMU_OUT="$BUILD/mma_emu_fp8q_mutant2" EMU_MUTATE_FP8Q='const int pos = fp8_pos_of(r) - r0;=>const int pos = fp8_key_at(r) - r0;' \
         bash tools/mma_emu/run.sh fp8q 64
 else
@@ -86,21 +86,21 @@ fi
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase4 Hopper steps 1-6, 8-10 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
         bash tools/mma_emu/run.sh hopper
-    t_fail "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
+    t_teeth "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
         env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(ring.q_full, n & 1);=>mbar_wait(ring.q_full, 1);' \
         bash tools/mma_emu/run.sh hopper 6
-    t_fail "phase4 Hopper emulator FAILs step 10's O staged unswizzled (its TMA store reads 128-byte-swizzled boxes)" \
+    t_teeth "phase4 Hopper emulator FAILs step 10's O staged unswizzled (its TMA store reads 128-byte-swizzled boxes)" \
         env EMU_OUT="$BUILD/mma_emu_store_mutant" EMU_MUTATE_HOPPER='(lin ^ ((lin >> 7 & 7) << 4))=>(lin)' \
         bash tools/mma_emu/run.sh hopper 10
     t_run "phase4 wgmma-fp8, -pingpong and -fmaex2 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
         bash tools/mma_emu/run.sh fp8
-    t_fail "phase4 FP8 emulator FAILs two keys of P swapped" \
+    t_teeth "phase4 FP8 emulator FAILs two keys of P swapped" \
         env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \
         bash tools/mma_emu/run.sh fp8 128
     # the FP8 pingpong row (wgmma-fp8-pingpong: step 9's turns on the FP8 kernel, a row run.sh fp8
     # emulates beside wgmma-fp8 and wgmma-fp8-fmaex2): a hand-over too many after the last P~ V
     # leaves an arrival on a named barrier
-    t_fail "phase4 FP8 pingpong emulator FAILs a hand-over too many" \
+    t_teeth "phase4 FP8 pingpong emulator FAILs a hand-over too many" \
         env EMU_OUT="$BUILD/mma_emu_fp8pp_mutant" EMU_WAIT_S=10 \
         EMU_MUTATE_HOPPER='ops.issue_pv(tile, pa, ring.v_slot(last.slot()));=>ops.issue_pv(tile, pa, ring.v_slot(last.slot())); turns.hand_over();' \
         bash tools/mma_emu/run.sh fp8 128

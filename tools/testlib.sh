@@ -155,6 +155,19 @@ ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is
     else t_skip "$1" "the reference of $4 is not in this tree (a handout)"; fi
 }
 
+# t_teeth NAME CMD... / t_teeth_run NAME CMD...: t_fail / t_run for a mistake planted in the
+# repository's own code (EMU_MUTATE: the emulator's teeth). A test of the test tools, not of
+# the student's code: in an exercise build skipped (the planted text may not be there, and
+# the repository's make test runs it once)
+t_teeth() {
+    if [ -n "${EX_BUILD:-}" ]; then t_skip "$1" "a test of the emulator's teeth: the repository's make test runs it"
+    else t_fail "$@"; fi
+}
+t_teeth_run() {
+    if [ -n "${EX_BUILD:-}" ]; then t_skip "$1" "a test of the emulator's teeth: the repository's make test runs it"
+    else t_run "$@"; fi
+}
+
 # t_bounded NAME SECONDS MIB CMD...: t_run, and CMD (with its children) ended within SECONDS
 # of wall time and MIB of peak resident memory (GNU time -v); SKIP without /usr/bin/time.
 t_bounded() {

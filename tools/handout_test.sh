@@ -2,8 +2,9 @@
 # tools/handout_test.sh - the grader, tried as a student meets it: make the handout, untar
 # it, and check in the untarred tree that
 #   - README_STUDENT.md names every GPU exercise and points to nothing the tree lacks;
-#   - untouched, `make phaseN run EX=1` and `make phaseN test EX=1` both FAIL, naming one
-#     of phase N's exercises, for every phase;
+#   - untouched, `make phaseN run EX=1` and `make phaseN test EX=1` (make test's section of
+#     phase N: each phase's tests run once a state) both FAIL, naming one of phase N's
+#     exercises, for every phase;
 #   - with only phase N's regions filled (its marked files copied back from the
 #     solutions), both PASS, whatever state the other phases are in: phases in reverse
 #     order, 6 first, each cut again (and rebuilt) before the next;
@@ -22,14 +23,22 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/handout-test.XXXXXX"); trap 'rm -rf "$T"' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM
-if [ -n "${HANDOUT_GPU:-}" ]; then                     # the GPU reference for CUDA_ARCH
-    BUILD="$T/build" CUDA_ARCH="${CUDA_ARCH:-sm_90}" bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }
-else BUILD="$T/build" NO_CUDA=1 bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }; fi
-tarball="$T/build/handout.tar.gz"
+# HANDOUT_TARBALL=FILE: that handout (make test's tools section has just made one), not a
+# new one; its BUILD folder lists the exercises
+if [ -n "${HANDOUT_TARBALL:-}" ]; then
+    tarball=$HANDOUT_TARBALL; xbuild=$(dirname "$tarball")
+    [ -f "$tarball" ] || { echo "FAIL no handout at $tarball"; exit 1; }
+else
+    xbuild="$T/build"
+    if [ -n "${HANDOUT_GPU:-}" ]; then                     # the GPU reference for CUDA_ARCH
+        BUILD="$xbuild" CUDA_ARCH="${CUDA_ARCH:-sm_90}" bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }
+    else BUILD="$xbuild" NO_CUDA=1 bash tools/exercises.sh handout >/dev/null || { echo "FAIL make handout"; exit 1; }; fi
+    tarball="$xbuild/handout.tar.gz"
+fi
 tar -xzf "$tarball" -C "$T" && tree="$T/flash-attention-from-scratch"
 [ -f "$tree/ref/libfa_ref.a" ] || { echo "FAIL the handout has no ref/libfa_ref.a"; exit 1; }
 [ -z "${HANDOUT_GPU:-}" ] || [ -f "$tree/ref/libfa_ref_gpu.a" ] || { echo "FAIL the handout has no ref/libfa_ref_gpu.a"; exit 1; }
-list=$(BUILD="$T/build" bash tools/exercises.sh list)                     # "NAME FILE" per exercise
+list=$(BUILD="$xbuild" bash tools/exercises.sh list)                     # "NAME FILE" per exercise
 phase_of() { local d=${1%%/*}; echo "${d%%_*}"; }          # phase5_backward/x.c -> phase5
 all_phases=$(for f in $(awk '{ print $2 }' <<<"$list"); do phase_of "$f"; done | sort -u -r)
 only=1; phases=("$@"); [ ${#phases[@]} -eq 0 ] && { only=; phases=($all_phases); }
@@ -71,16 +80,9 @@ else pass "README_STUDENT.md points to no exercises/ and no make exercises"; fi
 mk "$T/build.log" EX=1 all || { fail "the untouched handout does not build: $(tail -3 "$T/build.log")"; exit 1; }
 # HANDOUT_FILLED_ONLY=1: only the filled steps (a GPU machine's time is short)
 [ -n "${HANDOUT_FILLED_ONLY:-}" ] && only=1
-for p in $([ -z "${HANDOUT_FILLED_ONLY:-}" ] && echo "${phases[@]}"); do
-    names=$(names_of "$p")
-    for action in run test; do
-        log="$T/$p.$action.untouched.log"
-        if mk "$log" "$p" "$action" EX=1; then fail "untouched, make $p $action EX=1 passes with its exercises empty"
-        elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
-            pass "untouched, make $p $action EX=1 FAILS naming its exercises: $(why "$log" | paste -sd' ')"
-        else fail "untouched, make $p $action EX=1 fails without naming one of its exercises ($names): $(tail -3 "$log" | paste -sd' ')"; fi
-    done
-done
+# Each phase's tests run once a state: untouched, `make test` runs them all (its section of
+# each phase is that phase's `make phaseN test`), so a phase's own test runs untouched only
+# when phases are named (no `make test` then)
 if [ -z "$only" ]; then
     log="$T/test.untouched.log"
     if mk "$log" test; then fail "untouched, make test passes"
@@ -88,6 +90,25 @@ if [ -z "$only" ]; then
         pass "untouched, make test FAILS naming exercises: $(summary "$log")"
     else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
 fi
+for p in $([ -z "${HANDOUT_FILLED_ONLY:-}" ] && echo "${phases[@]}"); do
+    names=$(names_of "$p")
+    for action in run test; do
+        log="$T/$p.$action.untouched.log"
+        if [ "$action" = test ] && [ -z "$only" ]; then   # its section of make test's log
+            awk -v p="$p" '$0 == "== " p { on = 1 } on { print } on && index($0, "== " p ": ") == 1 { exit }' \
+                "$T/test.untouched.log" >"$log"
+            if ! grep -q '^  FAIL' "$log"; then fail "untouched, make test's $p section passes with its exercises empty"
+            elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
+                pass "untouched, make test's $p section FAILS naming its exercises: $(why "$log" | paste -sd' ')"
+            else fail "untouched, make test's $p section fails without naming one of its exercises ($names)"; fi
+            continue
+        fi
+        if mk "$log" "$p" "$action" EX=1; then fail "untouched, make $p $action EX=1 passes with its exercises empty"
+        elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
+            pass "untouched, make $p $action EX=1 FAILS naming its exercises: $(why "$log" | paste -sd' ')"
+        else fail "untouched, make $p $action EX=1 fails without naming one of its exercises ($names): $(tail -3 "$log" | paste -sd' ')"; fi
+    done
+done
 
 # --- only phase N filled: run and test PASS (6 first; each cut again after) ------------
 for p in "${phases[@]}"; do

@@ -30,10 +30,17 @@ out=${EMU_OUT:-${BUILD:-$root/build}/mma_emu}   # EMU_OUT: a mutant builds apart
 mkdir -p "$out"
 python3 "$here/gen.py" "$out"
 CUDA_INC=${CUDA_HOME:-/usr/local/cuda}/include
+# An emulator compiles once for the code it is made of: the preprocessed source's hash names
+# its program in $out/.cache, so a run on the same code (a handout's states, filled the same
+# way again) takes the program made before instead of a compile of a minute or more
 cxx() {   # SOURCE OUT
-    g++ -std=c++20 -O2 -w ${EMU_CXXFLAGS:-} -I"$out" -I"$here" -I"$root/common" -I"$root/phase6_decoding" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive" \
-        -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC" \
-        -x c++ "$here/$1" -o "$out/$2" -lpthread
+    local flags=(-std=c++20 -O2 -w ${EMU_CXXFLAGS:-} -I"$out" -I"$here" -I"$root/common" -I"$root/phase6_decoding" -I"$root/phase5_backward" -I"$root/phase4_fa2" -I"$root/phase3_fa1" -I"$root/phase2_online_softmax" -I"$root/phase1_naive"
+                 -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC")
+    local key
+    key=$(g++ "${flags[@]}" -E -P -x c++ "$here/$1" | cat - <(echo "${flags[*]}") | sha1sum | cut -c1-16)
+    if [ -x "$out/.cache/$key/$2" ]; then cp -p "$out/.cache/$key/$2" "$out/$2"; return; fi
+    g++ "${flags[@]}" -x c++ "$here/$1" -o "$out/$2" -lpthread
+    mkdir -p "$out/.cache/$key" && cp -p "$out/$2" "$out/.cache/$key/$2"
 }
 fails=0
 if [ "${1:-}" = fp8q ]; then   # phase 4's FP8 pre-pass (fp8_quant.cu): d = 32 to 256, or those named

@@ -114,6 +114,68 @@ double gpu_copy_bandwidth_gbps(void)
     return copy_gbps_cached;
 }
 
+/* Every thread streams 16-byte words, four loads in flight (a grid-stride loop of four
+ * words a step), folds them into one word, and writes it only if it is impossible: the
+ * loads cannot be dropped, and nothing is written. */
+__global__ void read_stream_kernel(const int4 *__restrict__ a, size_t n, int *sink)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    int acc = 0;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const int4 w0 = __ldcs(a + i), w1 = __ldcs(a + i + stride), w2 = __ldcs(a + i + 2 * stride),
+                   w3 = __ldcs(a + i + 3 * stride);
+        acc ^= w0.x ^ w0.y ^ w0.z ^ w0.w ^ w1.x ^ w1.y ^ w1.z ^ w1.w ^ w2.x ^ w2.y ^ w2.z ^ w2.w ^ w3.x ^ w3.y ^ w3.z ^ w3.w;
+    }
+    for (; i < n; i += stride) { const int4 w = __ldcs(a + i); acc ^= w.x ^ w.y ^ w.z ^ w.w; }
+    if (acc == 0x7f123456) *sink = acc;   /* never, for the buffer's 0x01 bytes */
+}
+
+static double read_gbps_cached = 0.0;
+
+double gpu_read_bandwidth_gbps(void)
+{
+    if (read_gbps_cached > 0 || !gpu_available(NULL, 0)) return read_gbps_cached;
+    int dev, sms, l2;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    size_t bytes = (size_t)40 * (size_t)(l2 > 0 ? l2 : (50 << 20)), free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (bytes > free_b / 2) bytes = free_b / 2;
+    bytes &= ~(size_t)15;
+    int4 *a;
+    int *sink;
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaMalloc(&a, bytes));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof *sink));
+    CUDA_CHECK(cudaMemset(a, 1, bytes));
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    const size_t n = bytes / sizeof(int4);
+    const int blocks_per_sm[] = { 2, 4, 8, 16 };
+    for (int c = 0; c < 4; c++) {
+        const int grid = sms * blocks_per_sm[c];
+        float ms[10];
+        read_stream_kernel<<<grid, 256>>>(a, n, sink);   /* warm-up */
+        CUDA_CHECK(cudaGetLastError());
+        for (int r = 0; r < 10; r++) {
+            CUDA_CHECK(cudaEventRecord(e0));
+            read_stream_kernel<<<grid, 256>>>(a, n, sink);
+            CUDA_CHECK(cudaEventRecord(e1));
+            CUDA_CHECK(cudaEventSynchronize(e1));
+            CUDA_CHECK(cudaEventElapsedTime(&ms[r], e0, e1));
+        }
+        const double gbps = (double)bytes / (median_f(ms, 10) * 1e-3) / 1e9;
+        if (gbps > read_gbps_cached) read_gbps_cached = gbps;
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    CUDA_CHECK(cudaFree(sink));
+    CUDA_CHECK(cudaFree(a));
+    return read_gbps_cached;
+}
+
 /* The L2 flush buffer: twice the L2, allocated once and kept for the process; freed at
  * exit (registered after the CUDA runtime's own exit handler, so it runs before it) so
  * that compute-sanitizer's leak check stays clean. */

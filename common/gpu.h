@@ -40,6 +40,12 @@ int gpu_machine_info(machine_info_t *mi);
  * measured once on a buffer much larger than L2 and cached. 0 without a GPU. */
 double gpu_copy_bandwidth_gbps(void);
 
+/* The read ceiling in GB/s: a streaming kernel that only reads (16-byte loads, four in
+ * flight a thread, every SM busy) a buffer forty times the L2, the best of a few grid
+ * sizes, each the median of 10 runs; measured once and cached; 0 without a GPU. A decode
+ * kernel reads K and V and writes almost nothing: this, not the copy, is its roof. */
+double gpu_read_bandwidth_gbps(void);
+
 /* The most shared memory one thread block may have after opting in
  * (cudaDevAttrMaxSharedMemoryPerBlockOptin): 227 KiB on an H100, 163 KiB on an A100,
  * 99 KiB on an RTX 30xx/40xx or an L4. The environment variable FA_SMEM_LIMIT (bytes)

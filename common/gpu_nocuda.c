@@ -11,6 +11,7 @@ static const char *NO_GPU = "built without nvcc (no CUDA toolkit found at build 
 int gpu_available(char *why, size_t len) { if (why && len) snprintf(why, len, "%s", NO_GPU); return 0; }
 int gpu_machine_info(machine_info_t *mi) { machine_info_cpu(mi); return -1; }
 double gpu_copy_bandwidth_gbps(void) { return 0.0; }
+double gpu_read_bandwidth_gbps(void) { return 0.0; }
 size_t gpu_smem_optin_bytes(void) { return 0; }
 int gpu_kernel_fits(const gpu_kernel_config_t *c, char *why, size_t len)
 { (void)c; if (why && len) snprintf(why, len, "%s", NO_GPU); return 0; }

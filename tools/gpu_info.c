@@ -37,5 +37,7 @@ int main(int argc, char **argv)
     printf("memory:         %.2f GiB total, %.2f GiB free\n", total_b / 1073741824.0, free_b / 1073741824.0);
     printf("CUDA runtime:   %d, driver %d\n", mi.cuda_runtime, mi.cuda_driver);
     printf("copy bandwidth: %.0f GB/s (device-to-device, read + write, measured)\n", mi.copy_gbps);
+    printf("read bandwidth: %.0f GB/s (a streaming read kernel, reads only: the decode roof, measured)\n",
+           gpu_read_bandwidth_gbps());
     return 0;
 }

@@ -9,7 +9,7 @@
 #         (and phase 4's wgmma at d=128, Hopper only)
 #   dec   phase 6 split-pack, contiguous and paged   PyTorch SDPA flash (split-KV) decode
 #   deccudnn phase 6 split-pack, N_q = 1, L = 64k,     PyTorch SDPA cuDNN decode (the faster
-#         B = 8 MHA and B = 1 GQA                   peer at these points)
+#         B = 8 MHA and B = 1 GQA; fused, B = 1 MHA  peer at these points)
 #   hopper  phase 4's wgmma steps 2-5, 8, 9 and      PyTorch SDPA cuDNN forward (Hopper's
 #           the FP8 step 7, d=128 and d=64          wgmma + TMA path)
 #   hopper10 step 10 (wgmma-store) beside step 8,  PyTorch SDPA cuDNN forward at N = 2048
@@ -79,7 +79,10 @@ set_deccudnn() {   # the N_q = 1 points where cuDNN leads (B = 8 MHA, B = 1 GQA;
     pair cudnn_b8mha  "$cud"  $PEER fwd cudnn 8,32,32,1,65536,128,0
     pair ours_b1gqa   "$ours" build/phase6 --kernel split-pack --B 1 --H 32 --Hkv 8 --Nkv 65536 $(q)
     pair cudnn_b1gqa  "$cud"  $PEER fwd cudnn 1,32,8,1,65536,128,0
-    table deccudnn ours_b8mha cudnn_b8mha ours_b1gqa cudnn_b1gqa
+    # the fused combine at B = 1 MHA (the decode table's first point: 0.91x cuDNN on the H200)
+    pair ours_b1mha   "$ours" build/phase6 --kernel fused --B 1 --H 32 --Hkv 32 --Nkv 65536 $(q)
+    pair cudnn_b1mha  "$cud"  $PEER fwd cudnn 1,32,32,1,65536,128,0
+    table deccudnn ours_b8mha cudnn_b8mha ours_b1gqa cudnn_b1gqa ours_b1mha cudnn_b1mha
 }
 set_hopper() {
     # the kernels' names: hopper/steps.cuh (fa2_wgmma_tma_kernel for step 2; fa2_ws_kernel<D, StepN<D, ...>> for the

@@ -72,6 +72,9 @@ CPPFLAGS += $(if $(filter 1,$(FA_NO_VISITS)),-DFA_NO_VISITS=1)
 # cuDNN's tile), only to measure it beside the default 4 warps and 64 keys; it needs the
 # shared memory of Hopper (DEC_SMEM_CAP below), so a BUILD folder of its own and sm_90.
 CPPFLAGS += $(if $(DEC_WARPS),-DDEC_WARPS=$(DEC_WARPS) -DDEC_SMEM_CAP=232448)
+# DEC_STAGES=3: phase 6's K/V ring three tiles deep (default 2), only to measure it (tools/
+# dec_stages_probe.sh); at d = 128 two blocks of it fit an SM of Hopper or Ampere, not sm_86/89
+CPPFLAGS += $(if $(DEC_STAGES),-DDEC_STAGES=$(DEC_STAGES) -DDEC_SMEM_CAP=232448)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))

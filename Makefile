@@ -349,8 +349,9 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
 # the phases' tests only (the project-wide tools/tests.sh need the reference sources).
 # EX_BUILD=1 tells the tests that the code under test is the student's (a test of the
-# shared code that runs a phase's driver must not need that phase solved).
-TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1)
+# shared code that runs a phase's driver must not need that phase solved); T_EXDIR where
+# the student's files are (the summary lists the exercises still unfilled there).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1 T_EXDIR=$(EXDIR))
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)
@@ -437,6 +438,10 @@ endef
 $(foreach p,$(WRITTEN),$(if $($(p)_CU),$(eval $(call phase_spills,$(p)))))
 list-spills:
 	@echo $(foreach p,$(WRITTEN),$(if $($(p)_CU),$(p)))
+# list-ex-runs: "PHASE K" for each written phase, K the shapes of <phase>_EX_RUNS that
+# `make PHASE run EX=1` runs after the default problem (README_STUDENT.md says so)
+list-ex-runs:
+	@$(foreach p,$(WRITTEN),echo "$(p) $$(awk -F'|' '{ n = 0; for (i = 1; i <= NF; i++) if ($$i ~ /[^ ]/) n++; print n }' <<<'$($(p)_EX_RUNS)')";)
 
 # A phase not written yet answers every action with one line.
 define phase_missing

@@ -136,7 +136,7 @@ __device__ float block_reduce(float v, Op op, float identity, float *red /* [32]
     __syncthreads();   /* the result in red[0] is written before anyone reads it */
     v = red[0];
     __syncthreads();   /* everyone has read red[0] before a later call overwrites red[] */
-    /* STUB: (void)op; (void)identity; (void)red; */
+    /* STUB: (void)op; (void)identity; (void)&red; */
     /* END EXERCISE */
     return v;
 }

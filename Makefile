@@ -474,7 +474,7 @@ endif
 # repository it grades exercises/ (EX=1), each phase in the build `make phaseN run EX=1` uses.
 grade: $(BUILD)/mkexercise $(if $(HAVE_NVCC),$(BUILD)/gpu_info)
 	@$(if $(EX),,echo "make grade: grades the fill-in files: make grade EX=1 (exercises/)"; exit 2;) \
-	GRADE_MAKE='$(MAKE)' GRADE_EXDIR='$(EXDIR)' GRADE_NVCC='$(HAVE_NVCC)' \
+	GRADE_MAKE='$(MAKE)' GRADE_EXDIR='$(EXDIR)' GRADE_NVCC='$(HAVE_NVCC)' GRADE_GPU_INFO='$(BUILD)/gpu_info' \
 	GRADE_BUILD='$(if $(HANDOUT),$(BUILD))' GRADE_BUILD_BASE='$(if $(filter command line,$(BUILD_ORIGIN)),$(BUILD),build)' \
 	BUILD='$(BUILD)' bash tools/grade.sh $(SELECTED)
 

@@ -15,7 +15,8 @@
 # build broke: its exercises are FAIL). Environment (set by the Makefile): GRADE_EXDIR (the
 # student's files in a repository: exercises), GRADE_BUILD (a handout: one build folder),
 # GRADE_BUILD_BASE (a repository: PHASE builds in BASE/ex-PHASE, as `make PHASE run EX=1`
-# does), GRADE_NVCC (nvcc's path when the build has it), GRADE_MAKE.
+# does), GRADE_NVCC (nvcc's path when the build has it), GRADE_GPU_INFO (the build's
+# gpu_info: --probe says whether a device runs the GPU rows), GRADE_MAKE.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 MAKE=${GRADE_MAKE:-make}
@@ -28,9 +29,8 @@ cut -f1 "$T/m.tsv" >"$T/m.names"
 gpu_why=
 if [ -z "${GRADE_NVCC:-}" ]; then gpu_why="built without nvcc"
 else
-    gi=${GRADE_BUILD:-${GRADE_BUILD_BASE:-build}}/gpu_info
-    [ -x "$gi" ] || gi=$(ls "${GRADE_BUILD_BASE:-build}"/ex-*/gpu_info 2>/dev/null | head -n 1)
-    if [ -z "$gi" ] || ! "$gi" --probe >/dev/null 2>&1; then gpu_why="no usable CUDA device"; fi
+    gi=${GRADE_GPU_INFO:-build/gpu_info}
+    if [ ! -x "$gi" ] || ! "$gi" --probe >/dev/null 2>&1; then gpu_why="no usable CUDA device"; fi
 fi
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=($(cut -f2 "$T/m.tsv" | sed 's/_.*//' | awk '!s[$0]++'))

@@ -81,6 +81,19 @@ fi
 # region cut) with -Werror, and the front end of each cut .cu with nvcc's -Werror
 t_run "every stub compiles warning-free: make EX=1 all from exercises/ with -Werror (gcc)" \
     make --no-print-directory -j"${JOBS:-2}" NO_CUDA=1 EX=1 BUILD="$ST/werror" CFLAGS="-O0 -Werror" all
+# ... and a warning in the student's own code still shows: the stubs hide nothing (no pragma)
+st_own_warning() {   # p2.merge's stub compiles clean; the same region with an unused variable of "mine" warns
+    local f=exercises/phase2_online_softmax/online_cpu.c d; d=$(mktemp -d "$ST/w.XXXX")
+    local cc=("${CC:-gcc}" -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -fsyntax-only -Icommon -Iphase2_online_softmax
+              $(printf -- '-I%s ' phase*_*) -I"$ST/werror/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=0 -DEX_BUILD=1)
+    "${cc[@]}" "$f" || { echo "the stub itself warns"; return 1; }
+    awk '{ print } index($0, "/* END EXERCISE p2.merge */") { }
+         index($0, "TODO EXERCISE p2.merge:") { getline; print; getline; print; print "    int unused_in_my_code = 0;" }' "$f" >"$d/online_cpu.c"
+    grep -q unused_in_my_code "$d/online_cpu.c" || { echo "nothing planted"; return 1; }
+    if "${cc[@]}" "$d/online_cpu.c" 2>"$d/err"; then echo "no warning for the student's unused variable"; return 1; fi
+    cat "$d/err"; grep -q unused_in_my_code "$d/err"
+}
+t_run "a filled region's own warning still shows (an unused variable planted in p2.merge's region fails -Werror)" st_own_warning
 if command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then
     t_run "every stub compiles warning-free: each cut .cu's front end (nvcc -cuda -Werror all-warnings)" bash -c '
         n=0; for cu in $(cd exercises && ls */*.cu); do n=$((n + 1))

@@ -34,7 +34,7 @@ PHASE_DIRS := phase0_model phase1_naive phase2_online_softmax phase3_fa1 phase4_
 PHASES     := $(foreach d,$(PHASE_DIRS),$(firstword $(subst _, ,$(d))))
 dir_of      = $(filter $(1)_%,$(PHASE_DIRS))
 WRITTEN    := $(foreach p,$(PHASES),$(if $(wildcard $(call dir_of,$(p))/rules.mk),$(p)))
-ACTIONS    := run test plot sweep profile sanitize
+ACTIONS    := run test plot sweep profile sanitize grade
 
 # `make phase1 run`: the phase and the action are two goals. A phase goal given with an
 # action only selects; the action goal does the work for the selected phases.
@@ -57,6 +57,7 @@ endif
 # Each selection builds in its own folder, so objects never mix.
 EXDIR  ?= exercises
 EX_DIRS := $(if $(SELECTED),$(foreach p,$(SELECTED),$(call dir_of,$(p))),common $(PHASE_DIRS))
+BUILD_ORIGIN := $(origin BUILD)
 BUILD  ?= build$(if $(EX),/ex-$(if $(SELECTED),$(subst $(eval) ,-,$(SELECTED)),all))
 RESULTS ?= results
 # The source actually compiled for a reference file: its exercise copy under EX=1 when
@@ -322,7 +323,7 @@ train-plot:
 	 else echo "plots skipped: no $(RESULTS)/train/train_check.csv yet (make train-check writes it)"; fi
 
 # ---- top-level goals ----------------------------------------------------------------
-.PHONY: all run test deps clean help handout exercises train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
+.PHONY: all run test deps clean help handout exercises grade list-ex-runs train-lib train-lib-no-nvcc train-check train-plot $(PHASES) $(ACTIONS) \
         $(foreach p,$(PHASES),$(addprefix $(p)-,build $(ACTIONS)))
 
 all: $(foreach p,$(WRITTEN),$(p)-build) $(BUILD)/mkexercise $(BUILD)/gpu_info $(BUILD)/test_common $(BUILD)/test_mask $(BUILD)/mask_map $(BUILD)/fp8_accuracy $(FP8_QUANT_TEST)
@@ -352,8 +353,9 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
 # the phases' tests only (the project-wide tools/tests.sh need the reference sources).
 # EX_BUILD=1 tells the tests that the code under test is the student's (a test of the
-# shared code that runs a phase's driver must not need that phase solved).
-TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1)
+# shared code that runs a phase's driver must not need that phase solved); T_EXDIR where
+# the student's files are (the summary lists the exercises still unfilled there).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1 T_EXDIR=$(EXDIR))
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)
@@ -440,6 +442,10 @@ endef
 $(foreach p,$(WRITTEN),$(if $($(p)_CU),$(eval $(call phase_spills,$(p)))))
 list-spills:
 	@echo $(foreach p,$(WRITTEN),$(if $($(p)_CU),$(p)))
+# list-ex-runs: "PHASE K" for each written phase, K the shapes of <phase>_EX_RUNS that
+# `make PHASE run EX=1` runs after the default problem (README_STUDENT.md says so)
+list-ex-runs:
+	@$(foreach p,$(WRITTEN),echo "$(p) $$(awk -F'|' '{ n = 0; for (i = 1; i <= NF; i++) if ($$i ~ /[^ ]/) n++; print n }' <<<'$($(p)_EX_RUNS)')";)
 
 # A phase not written yet answers every action with one line.
 define phase_missing
@@ -458,10 +464,22 @@ exercises: $(BUILD)/mkexercise
 handout: $(BUILD)/mkexercise
 	@bash tools/exercises.sh handout
 else
-# the student tree has no solutions to cut: its sources are already the exercises
-exercises handout:
+# the student tree has no solutions to cut: its sources are already the exercises. The
+# chapters say `make exercises` (the repository's step): here it has nothing to do.
+exercises:
+	@echo "make exercises: nothing to generate in the student tree: the chapters' exercises/<path> files are <path> here, already cut (README_STUDENT.md)"
+handout:
 	@echo "make $@: not in the student tree (your sources are the exercises; README_STUDENT.md)"; exit 2
 endif
+
+# make grade: one row per exercise (PASS, FAIL, BLOCKED, UNFILLED, SKIPPED(no GPU)), its
+# points and a total (tools/grade.sh); `make phase3 grade` grades one phase. In the
+# repository it grades exercises/ (EX=1), each phase in the build `make phaseN run EX=1` uses.
+grade: $(BUILD)/mkexercise $(if $(HAVE_NVCC),$(BUILD)/gpu_info)
+	@$(if $(EX),,echo "make grade: grades the fill-in files: make grade EX=1 (exercises/)"; exit 2;) \
+	GRADE_MAKE='$(MAKE)' GRADE_EXDIR='$(EXDIR)' GRADE_NVCC='$(HAVE_NVCC)' GRADE_GPU_INFO='$(BUILD)/gpu_info' \
+	GRADE_BUILD='$(if $(HANDOUT),$(BUILD))' GRADE_BUILD_BASE='$(if $(filter command line,$(BUILD_ORIGIN)),$(BUILD),build)' \
+	BUILD='$(BUILD)' bash tools/grade.sh $(SELECTED)
 
 clean:
 	rm -rf build results
@@ -483,6 +501,8 @@ help:
 	@echo "  make run              run every written phase"
 	@echo "  make test             build everything and run every test (last line: N passed, M failed)"
 	@echo "  make deps             install gnuplot and NumPy if missing (also run by run/test)"
+	@echo "  make grade$(if $(HANDOUT),       , EX=1)      one row per exercise (PASS/FAIL/UNFILLED/SKIPPED(no GPU)), its points, a total"
+	@echo "                        (make phaseN grade: one phase; the expected output of each phase: README_STUDENT.md)"
 	@echo "  make train-lib        build/libfa_train.so: phase 4's forward + phase 5's backward for PyTorch (tools/fa_train.h)"
 	@echo "  make train-check      train a small GQA transformer on them and on PyTorch's SDPA (tools/train_check.py;"
 	@echo "                        needs PyTorch with CUDA, else skipped): results/train/*.csv, PASS/FAIL; make train-plot: its PNG"

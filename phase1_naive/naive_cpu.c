@@ -42,6 +42,7 @@ static float softmax_row(const float *s, int n_kv, int n_vis, float *prow)
         prow[j] = j < n_vis ? f16_round(expf(s[j] - m) / l) : 0.0f;
     /* STUB: float m = 0.0f, l = 1.0f; */
     /* STUB: for (int j = 0; j < n_kv; j++) prow[j] = 0.0f; */
+    /* STUB: (void)s; */
     /* END EXERCISE */
     return n_vis > 0 ? m + logf(l) : INFINITY;
 }

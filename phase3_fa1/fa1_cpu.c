@@ -141,7 +141,7 @@ static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
              * HINT: o[k] holds the normalised output so far; a = l_i e^(m_i - m_new) undoes
              * HINT: that normalisation, b = e^(m~ - m_new) weighs pv; divide by l_new (times inv). */
             o[k] = (a * o[k] + b * pv) * inv;
-            /* STUB: (void)a; (void)b; (void)pv; (void)inv; */
+            /* STUB: (void)a; (void)b; (void)pv; (void)inv; (void)o; */
             /* END EXERCISE */
         }
         /* l.13: l_i <- l_new, m_i <- m_new (written to HBM by the caller with O_i) */

@@ -50,10 +50,12 @@ done
 # K/V blocks): eight masks, against an fp64 attention over the visible keys, the visit
 # counts against the tile classes; and a planted mistake (the search for the next visited
 # block ignoring the Q block's range) FAILs
+# (t_emu: skipped, naming them, while fa2-mma's GPU regions are stubs: testlib.sh)
+EMU4_MMA=phase4_fa2/fa2_mma_kernel.cuh   # the marked file the mask emulation compiles
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
+    t_emu "$EMU4_MMA" t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
         bash tools/mma_emu/run.sh mask 64
-    t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
+    t_emu "$EMU4_MMA" t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
         env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
         bash tools/mma_emu/run.sh mask 64
 else

@@ -11,16 +11,18 @@ t_run   "phase5 CPU rows pass (not causal, d=128, tails)" "$P5" --cpu --quiet --
 t_run   "phase5 CPU rows pass (N=1)" "$P5" --cpu --quiet --B 2 --H 2 --N 1 --d 64 --causal --csv "$T5/cpu3.csv"
 # mma2d's fragment indexing without a GPU: the kernel's own code and mma.cuh's loaders on
 # emulated ldmatrix / mma.sync / cp.async (tools/mma_emu), against an fp64 backward
+# (t_emu: skipped, naming it, while bwd_gpu.cuh's GPU region is its stub: testlib.sh)
+EMU5=phase5_backward/bwd_gpu.cuh   # the marked file both emulations compile
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase5 mma2d on the CPU emulator (d = 32, 64): dQ, dK, dV and the visits against fp64" bash tools/mma_emu/run.sh 32 64
+    t_emu "$EMU5" t_run "phase5 mma2d on the CPU emulator (d = 32, 64): dQ, dK, dV and the visits against fp64" bash tools/mma_emu/run.sh 32 64
 else t_skip "phase5 mma2d on the CPU emulator" "no CUDA headers (cuda_fp16.h)"; fi
 # wgmma's (bwd_wgmma.cu, sm_90a) the same way, with wgmma.mma_async, its descriptors, the
 # 128-byte swizzle and register A fragments emulated from the PTX ISA (wgmma_emu.h); and
 # the emulation has teeth: one planted mistake (EMU_MUTATE) must FAIL the gradients
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase5 wgmma on the CPU emulator (d = 64, 128): dQ, dK, dV and the visits against fp64 (after phase 4's H100-verified fa2-wgmma step 1 PASSes on it)" bash tools/mma_emu/run.sh wgmma 64 128
+    t_emu "$EMU5" t_run "phase5 wgmma on the CPU emulator (d = 64, 128): dQ, dK, dV and the visits against fp64 (after phase 4's H100-verified fa2-wgmma step 1 PASSes on it)" bash tools/mma_emu/run.sh wgmma 64 128
     wgmma_mutant() {   # NAME OLD NEW: bwd_wgmma.cu with OLD replaced by NEW must FAIL on the emulator
-        t_teeth_run "phase5 wgmma emulator catches $1" bash -c "
+        t_emu "$EMU5" t_teeth_run "phase5 wgmma emulator catches $1" bash -c "
             EMU_OUT='$T5/emu-mutant' EMU_MUTATE='$2=>$3' bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1
             rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -qE '^  d=64 .*: FAIL$' '$T5/mutant.log'"
     }
@@ -29,7 +31,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
         'tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0)' 'tiles + 0'
     wgmma_mutant "dS^T stored unswizzled" 'dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)' \
         'dSs + (key0 + 8 * (r % 2)) * 128 + 2 * (16 * kk + 8 * (r / 2) + 2 * t)'
-    t_teeth_run "phase5 wgmma emulator catches dQ = dS K_j with dS^T's transpose flag dropped (reads past shared memory)" bash -c "
+    t_emu "$EMU5" t_teeth_run "phase5 wgmma emulator catches dQ = dS K_j with dS^T's transpose flag dropped (reads past shared memory)" bash -c "
         EMU_OUT='$T5/emu-mutant' EMU_MUTATE='wgmma_m64n64k16_ss<1, 1>(dq[h]=>wgmma_m64n64k16_ss<1, 0>(dq[h]' \
             bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1
         rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -q 'wgmma_emu: operand read past' '$T5/mutant.log'"

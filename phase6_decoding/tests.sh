@@ -7,19 +7,21 @@ t_units "$BUILD/test_phase6"
 # (the tiles that differ most: one K/V stage and Q from shared memory at 256); and a
 # planted mistake in FD++'s merge of the warps (the last warp's l kept, not the sum) FAILs, and
 # so does one in the 64-row block (each warp's causal limits taken from the block's first m-tile)
+# (t_emu: skipped, naming them, while the decode headers' GPU regions are stubs: testlib.sh)
+EMU6="phase6_decoding/dec_bounds.cuh phase6_decoding/dec_combine.cuh phase6_decoding/dec_paged.cuh"
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase6 decode kernels on the CPU emulator (d = 32, 256): O, L and FD++'s recomputed rows against fp64" \
+    t_emu "$EMU6" t_run "phase6 decode kernels on the CPU emulator (d = 32, 256): O, L and FD++'s recomputed rows against fp64" \
         bash tools/mma_emu/run.sh decode 32 256
-    t_teeth "phase6 decode emulator FAILs FD++ with a planted mistake in the warps' merge" \
+    t_emu "$EMU6" t_teeth "phase6 decode emulator FAILs FD++ with a planted mistake in the warps' merge" \
         env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='l += Lm[w * ROWS + rr]; Wm=>l = Lm[w * ROWS + rr]; Wm' \
         bash tools/mma_emu/run.sh decode 64
-    t_teeth "phase6 decode emulator FAILs the 64-row block with its warps' causal limits all of the first m-tile" \
+    t_emu "$EMU6" t_teeth "phase6 decode emulator FAILs the 64-row block with its warps' causal limits all of the first m-tile" \
         env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='(r0 + wr * ROWS + g=>(r0 + g' \
         bash tools/mma_emu/run.sh decode 64
-    t_teeth "phase6 decode emulator FAILs the fused combine when no split counts itself last" \
+    t_emu "$EMU6" t_teeth "phase6 decode emulator FAILs the fused combine when no split counts itself last" \
         env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='atomicAdd(&a.done[tile], 1) == a.S - 1=>atomicAdd(&a.done[tile], 1) == a.S' \
         bash tools/mma_emu/run.sh decode 64
-    t_teeth "phase6 decode emulator FAILs the fused combine when the last split leaves its count set" \
+    t_emu "$EMU6" t_teeth "phase6 decode emulator FAILs the fused combine when the last split leaves its count set" \
         env EMU_OUT="$BUILD/mma_emu_mutant" EMU_MUTATE_DECODE='if (threadIdx.x == 0) a.done[tile] = 0;=>' \
         bash tools/mma_emu/run.sh decode 64
 else

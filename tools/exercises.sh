@@ -7,11 +7,21 @@
 #   exercises.sh cut NAME DIR    write DIR/<path> with only exercise NAME cut out
 #   exercises.sh handout         build/handout.tar.gz: the student tree, solutions cut
 #   exercises.sh leaks TARBALL   exit 1 if a solution line is inside the tarball
+#   exercises.sh manifest        one line an exercise, tab-separated: NAME FILE CPU|GPU MINUTES
+#                                TITLE STUB, each phase in tools/exercises_plan.txt's order (a
+#                                handout ships it as ref/exercises.tsv and reads that instead)
+#   exercises.sh unfilled [DIR [FILE...]]   "NAME FILE CPU|GPU" of each exercise whose region
+#                                in DIR/FILE is still its stub (DIR: . in a handout, else
+#                                exercises); a region whose markers are gone counts as filled
+#   exercises.sh table           the exercise count and table README_STUDENT.md shows
+#   exercises.sh student-readme  README_STUDENT.md as `handout` writes it (repository only)
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 MK="$BUILD/mkexercise"
-[ -x "$MK" ] || make --no-print-directory BUILD="$BUILD" "$MK" >/dev/null   # BUILD named: a make above may pass its own down
+# the generator, built on first need (a handout's unfilled and list need none)
+need_mk() { [ -x "$MK" ] || make --no-print-directory BUILD="$BUILD" "$MK" >/dev/null; }   # BUILD named: a make above may pass its own down
+case "${1:-}" in unfilled|list|manifest|table) [ -f ref/exercises.tsv ] || need_mk ;; *) need_mk ;; esac
 
 # Every source file with an EXERCISE marker (the generator itself and exercises/ aside).
 marked_files() {
@@ -49,19 +59,102 @@ generate_into() {   # DIR
         echo "precise FAIL). The reference solution is the file of the same path outside"
         echo "exercises/."
         echo
-        echo "| exercise | file | what to write |"
-        echo "|---|---|---|"
-        for f in $(marked_files); do
-            grep -hE '^[[:space:]]*/\* EXERCISE ' "$f" | sed -E 's|^[[:space:]]*/\* EXERCISE ([^:]+): ?(.*)$|\1\t\2|' |
-            while IFS=$'\t' read -r name title; do
-                title=${title%%\*/*}
-                echo "| \`$name\` | \`$f\` | ${title% } |"
-            done
-        done
+        echo "A region starts at its \`/* TODO EXERCISE <name>: ...\` comment and ends at"
+        echo "\`/* END EXERCISE <name> */\`; the lines between are a stub that compiles."
+        echo
+        table
     } >"$out/README.md"
 }
 
+# The cut regions of a fill-in file on stdin: "NAME<tab>BODY", BODY its lines between the
+# TODO comment and the END marker, each trimmed, blank ones dropped, joined by one space.
+regions() {
+    awk '
+    !inreg && match($0, /^[ \t]*\/\* TODO EXERCISE [^: ]+/) {
+        name = substr($0, RSTART, RLENGTH); sub(/^[ \t]*\/\* TODO EXERCISE /, "", name)
+        inreg = 1; head = (index(substr($0, RSTART + 2), "*/") == 0); body = ""; next }
+    inreg && head { if (index($0, "*/")) head = 0; next }
+    inreg { t = $0; gsub(/^[ \t]+|[ \t]+$/, "", t)
+            if (t == "/* END EXERCISE " name " */") { print name "\t" body; inreg = 0; next }
+            if (t ~ /^\/\* TODO EXERCISE /) { inreg = 0 }   # a new region before the end: the old one is lost
+            else if (t != "") body = body (body == "" ? "" : " ") t }'
+}
+kind_of() { case "$1" in *.cu|*.cuh) echo GPU ;; *) echo CPU ;; esac; }
+manifest_gen() {
+    local f
+    for f in $(marked_files); do
+        "$MK" "$f" | regions | awk -F'\t' -v f="$f" -v k="$(kind_of "$f")" '{ print $1 "\t" f "\t" k "\t" $2 }'
+        grep -hE '^[[:space:]]*/\* EXERCISE ' "$f" | sed -E 's|^[[:space:]]*/\* EXERCISE ([^:]+): ?(.*)$|\1\t\2|; s|[[:space:]]*\*/.*$||' |
+            sed 's/^/TITLE\t/'
+    done | awk -F'\t' -v plan=tools/exercises_plan.txt '
+        BEGIN { while ((getline l < plan) > 0) { if (l ~ /^#/ || l == "") continue; split(l, w, " "); n++; ord[w[1]] = n; min[w[1]] = w[2] } }
+        $1 == "TITLE" { title[$2] = $3; next }
+        { name[++m] = $1; file[$1] = $2; kind[$1] = $3; stub[$1] = $4 }
+        END { for (i = 1; i <= m; i++) { x = name[i]; ph = file[x]; sub(/_.*/, "", ph)
+                  printf "%s\t%06d\t%s\t%s\t%s\t%s\t%s\t%s\n", ph, (x in ord) ? ord[x] : 999999, x, file[x], kind[x], (x in min) ? min[x] : "?", title[x], stub[x] } }' |
+        LC_ALL=C sort -t$'\t' -k1,1 -k2,2n | cut -f3-
+}
+manifest() { if [ -f ref/exercises.tsv ]; then cat ref/exercises.tsv; else manifest_gen; fi; }
+# the exercise count and table (README_STUDENT.md, exercises/README.md), from the manifest
+table() {
+    manifest | awk -F'\t' '
+        { n++; if ($3 == "GPU") g++; else c++; ph = $2; sub(/_.*/, "", ph)
+          if (ph != last) { k = 0; last = ph }
+          row[n] = sprintf("| %s | %d | `%s` | %s | `%s` | %s | %s |", substr(ph, 6), ++k, $1, $3, $2, $5, $4); mins += $4 }
+        END { printf "%d exercises: %d on the CPU, %d on the GPU (about %d hours in all; generated from the markers).\n\n", n, c, g, (mins + 30) / 60
+              print "| phase | order | exercise | runs on | file | what to write | minutes |"
+              print "|---|---|---|---|---|---|---|"
+              for (i = 1; i <= n; i++) print row[i] }'
+}
+
+# README_STUDENT.md: tools/handout_README.md with its @...@ lines filled from the markers
+# (a sample region as the handout holds it, the exercise table, the GPU exercises one line a
+# file, what each phase's run ends with), so that it cannot say what the tree does not hold
+SAMPLE_EX=${SAMPLE_EX:-p2.ml_update}
+student_readme() {
+    local t; t=$(mktemp -d)
+    manifest_gen >"$t/m.tsv"
+    grep -q "^$SAMPLE_EX	" "$t/m.tsv" || SAMPLE_EX=$(head -n 1 "$t/m.tsv" | cut -f1)
+    local sf; sf=$(awk -F'\t' -v x="$SAMPLE_EX" '$1 == x { print $2 }' "$t/m.tsv")
+    "$MK" "$sf" | awk -v x="$SAMPLE_EX" 'index($0, "/* TODO EXERCISE " x ":") { on = 1 } on { print "    " $0 } on && index($0, "/* END EXERCISE " x " */") { exit }' >"$t/sample"
+    awk -F'\t' '$3 == "GPU" { ph = $2; sub(/_.*/, "", ph); f[$2] = f[$2] (f[$2] == "" ? "" : ", ") "`" $1 "`"; if (!($2 in o)) { o[$2] = ++n; fl[n] = $2; p[n] = substr(ph, 6) } }
+        END { for (i = 1; i <= n; i++) print "* phase " p[i] ", `" fl[i] "`: " f[fl[i]]; if (!n) print "* none" }' "$t/m.tsv" >"$t/gpu"
+    table >"$t/table"
+    make --no-print-directory -s BUILD="$BUILD" list-ex-runs 2>/dev/null >"$t/runs" || :
+    awk -F'\t' -v runs="$t/runs" '
+        BEGIN { while ((getline l < runs) > 0) { split(l, w, " "); k[w[1]] = w[2] } }
+        { ph = $2; sub(/_.*/, "", ph); if (!(ph in n)) ord[++np] = ph; n[ph]++; if ($3 == "GPU") g[ph]++; else c[ph]++; m[ph] += $4 }
+        END { for (i = 1; i <= np; i++) { p = ord[i]
+            printf "* %s (%d CPU + %d GPU exercises, about %d min): `make %s run EX=1` prints `%s: PASS (R rows, 0 failed)` for its default problem", p, c[p], g[p], m[p], p, p
+            if (k[p] > 0) printf ", then the same for %d more shapes, and ends `%s run EX=1: the default problem and %d more shapes (%s_EX_RUNS) PASS`", k[p], p, k[p], p
+            printf "; `make %s test EX=1` ends `P passed, 0 failed, S skipped` (without a GPU, its GPU tests among the skipped).\n", p } }' "$t/m.tsv" >"$t/expect"
+    sed -e "s|@SAMPLE_FILE@|$sf|" -e "/^@SAMPLE@\$/{r $t/sample" -e 'd}' -e "/^@GPU_EXERCISES@\$/{r $t/gpu" -e 'd}' \
+        -e "/^@EXERCISE_TABLE@\$/{r $t/table" -e 'd}' -e "/^@EXPECT@\$/{r $t/expect" -e 'd}' tools/handout_README.md
+    rm -rf "$t"
+}
+
 case "${1:-}" in
+student-readme)
+    student_readme
+    ;;
+manifest)
+    manifest
+    ;;
+unfilled)
+    dir=${2:-$([ -f ref/exercises.tsv ] && echo . || echo exercises)}; shift $(( $# < 2 ? $# : 2 ))
+    m=$(manifest)
+    for f in $(cut -f2 <<<"$m" | awk '!seen[$0]++'); do
+        if [ $# -gt 0 ]; then case " $* " in *" $f "*) ;; *) continue ;; esac; fi
+        [ -f "$dir/$f" ] || continue
+        regions <"$dir/$f" | awk -F'\t' -v f="$f" -v m="$m" '
+            BEGIN { n = split(m, L, "\n"); for (i = 1; i <= n; i++) { split(L[i], c, "\t"); if (c[2] == f) { want[c[1]] = c[6]; kind[c[1]] = c[3]; ord[++k] = c[1] } } }
+            { body[$1] = $2; seen[$1] = 1 }
+            END { for (i = 1; i <= k; i++) { x = ord[i]; if ((x in seen) && body[x] == want[x]) print x " " f " " kind[x] } }'
+    done
+    ;;
+table)
+    table
+    ;;
 generate)
     rm -rf exercises.new && mkdir exercises.new
     generate_into exercises.new
@@ -75,7 +168,8 @@ check)
     else echo "exercises/ is out of date: run make exercises"; diff -r "$tmp" exercises | head -20; exit 1; fi
     ;;
 list)
-    for f in $(marked_files); do "$MK" --list "$f" | sed "s|\$| $f|"; done
+    if [ -f ref/exercises.tsv ]; then cut -f1,2 ref/exercises.tsv | tr '\t' ' '
+    else for f in $(marked_files); do "$MK" --list "$f" | sed "s|\$| $f|"; done; fi
     ;;
 cut)
     name=$2; out=$3
@@ -98,18 +192,9 @@ handout)
         mkdir -p "$tree/$(dirname "$f")"; cp "$f" "$tree/$f"
     done
     for f in $(marked_files); do "$MK" "$f" >"$tree/$f"; done
-    # the student's README at the top: tools/handout_README.md with its GPU exercises
-    # listed from the markers (one line a file), then the exercise index
-    generate_into "$tmp/index"
-    for f in $(marked_files); do
-        case "$f" in *.cu|*.cuh)
-            d=${f%%/*}
-            echo "* phase ${d:5:1}, \`$f\`: $("$MK" --list "$f" | sed 's/.*/`&`/' | paste -sd' ' | sed 's/ /, /g')" ;;
-        esac
-    done >"$tmp/gpu.md"
-    [ -s "$tmp/gpu.md" ] || echo "* none" >"$tmp/gpu.md"
-    { sed -e "/^@GPU_EXERCISES@\$/{r $tmp/gpu.md" -e 'd}' tools/handout_README.md; echo
-      sed -n '/^| exercise |/,$p' "$tmp/index/README.md"; } >"$tree/README_STUDENT.md"
+    # the student's README at the top, and the exercises' manifest the tree's tools read
+    student_readme >"$tree/README_STUDENT.md"
+    mkdir -p "$tree/ref"; manifest_gen >"$tree/ref/exercises.tsv"
     # the checks' reference (common/ref.h): the solutions as object code only, so a
     # student's phase is checked against them whatever state the other phases are in
     make --no-print-directory BUILD="$BUILD" "$BUILD/ref/libfa_ref.a" >/dev/null

@@ -8,6 +8,8 @@
 #   - with only phase N's regions filled (its marked files copied back from the
 #     solutions), both PASS, whatever state the other phases are in: phases in reverse
 #     order, 6 first, each cut again (and rebuilt) before the next;
+#   - with only phase N's CPU regions filled (phases 4-6, whose tests run GPU regions on the
+#     CPU emulator), `make phaseN test EX=1` ends "0 failed" (HANDOUT_CPU_TRACK);
 #   - `make test` FAILS untouched, naming exercises, and ends "N passed, 0 failed" with
 #     every region filled.
 # CPU checks only (NO_CUDA=1), unless HANDOUT_GPU=1: then the tree is built for
@@ -72,9 +74,11 @@ missing=$(awk '$2 ~ /\.cuh?$/ { print $1 }' <<<"$list" | while read -r n; do
               grep -qF "\`$n\`" "$readme" || echo "$n"; done)
 [ -z "$missing" ] && pass "README_STUDENT.md names every GPU exercise" ||
     fail "README_STUDENT.md does not name the GPU exercises $(echo $missing)"
-if grep -nE 'exercises/|make exercises' "$readme" >"$T/readme.hits"; then
+# (it names exercises/ and make exercises only to say what they are here: those lines say "here")
+if grep -nE 'exercises/|make exercises' "$readme" | grep -vw 'here' >"$T/readme.hits"; then
     fail "README_STUDENT.md points to exercises/ or make exercises, which the handout lacks: $(head -1 "$T/readme.hits")"
 else pass "README_STUDENT.md points to no exercises/ and no make exercises"; fi
+if out=$(bash tools/check_student_readme.sh "$tree"); then pass "$out"; else fail "$(echo "$out" | paste -sd' ')"; fi
 
 # --- untouched: every phase's run and test FAIL, naming that phase's exercises ---------
 mk "$T/build.log" EX=1 all || { fail "the untouched handout does not build: $(tail -3 "$T/build.log")"; exit 1; }
@@ -89,6 +93,10 @@ if [ -z "$only" ]; then
     elif grep -qE 'exercises behind' "$log" && summary "$log" | grep -qE ', [1-9][0-9]* failed'; then
         pass "untouched, make test FAILS naming exercises: $(summary "$log")"
     else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
+    # its summary: one "not filled in" line per exercise, no line of pages
+    nf=$(grep -c '^not filled in: exercise ' "$log"); long=$(awk 'length > 400' "$log" | wc -l)
+    if [ "$nf" -eq "$(wc -l <<<"$list")" ] && [ "$long" -eq 0 ]; then pass "untouched, make test's summary names all $nf exercises as not filled in, no line over 400 characters"
+    else fail "untouched, make test's summary: $nf of $(wc -l <<<"$list") exercises named as not filled in, $long lines over 400 characters"; fi
 fi
 for p in $([ -z "${HANDOUT_FILLED_ONLY:-}" ] && echo "${phases[@]}"); do
     names=$(names_of "$p")
@@ -124,6 +132,24 @@ for p in "${phases[@]}"; do
     recut $files
     for f in $files; do cmp -s "$tree/$f" <(tar -xzOf "$tarball" "flash-attention-from-scratch/$f") ||
         fail "$f was not cut again"; done
+done
+
+# --- the CPU-only track: only phase N's CPU regions filled (its GPU regions stubs), make
+# phaseN test EX=1 ends "0 failed": the emulator's tests of the unfilled GPU regions SKIP,
+# naming them. HANDOUT_CPU_TRACK: the phases (default: those whose tests run GPU regions on
+# the CPU emulator, t_emu; "none": no step)
+cpu_track=${HANDOUT_CPU_TRACK:-$(grep -l 't_emu ' phase*_*/tests.sh 2>/dev/null | sed 's|_.*||' | paste -sd' ')}
+[ "$cpu_track" = none ] && cpu_track=
+for p in $cpu_track; do
+    [[ " ${phases[*]} " == *" $p "* ]] || continue
+    files=$(files_of "$p" | grep -vE '\.cuh?$')
+    [ -n "$files" ] || continue
+    fill $files
+    log="$T/$p.test.cpu.log"
+    if mk "$log" "$p" test EX=1 && summary "$log" | grep -qE ', 0 failed'; then
+        pass "with only $p's CPU regions filled, make $p test EX=1: $(summary "$log"), $(grep -c 'not filled in$' "$log") emulator tests skipped as not filled in"
+    else fail "with only $p's CPU regions filled, make $p test EX=1 fails: $(summary "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+    recut $files
 done
 
 # --- every region filled: make test ends "N passed, 0 failed" --------------------------

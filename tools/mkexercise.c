@@ -15,8 +15,10 @@
  *       / * END EXERCISE * /
  *
  * (written here with "/ *" so this comment does not end early). The fill-in version
- * keeps the opening comment as a TODO, drops the reference lines, and turns each STUB
- * comment into code. --only NAME cuts only that exercise (the tests use it to show each
+ * keeps the opening comment as a TODO ("/ * TODO EXERCISE p0.softmax: ..."), drops the
+ * reference lines, turns each STUB comment into code and ends the region with
+ * "/ * END EXERCISE p0.softmax * /" (its name: a region whose lines between are still the
+ * stub is not filled in, tools/exercises.sh unfilled). --only NAME cuts only that exercise (the tests use it to show each
  * one on its own makes the phase's check fail); --list prints the exercise names.
  * Exit 2 on a malformed file (unterminated region, nested regions).
  */
@@ -93,6 +95,9 @@ int main(int argc, char **argv)
         if (in_region && is_end(line)) {
             in_region = 0;
             if (!list && !cutting) fputs(line, stdout);
+            /* the end of a cut region stays marked, with its name: the student sees where
+             * the region ends, and tools/exercises.sh unfilled finds the stub between */
+            else if (!list) printf("%.*s/* END EXERCISE %s */\n", (int)(skip_space(line) - line), line, name);
             continue;
         }
         if (list) {

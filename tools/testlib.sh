@@ -114,15 +114,55 @@ t_gpu() {
     if [ -n "$why" ]; then t_skip "$name" "$why"; else _T_IN_GPU=1 t_run "$name" "$@"; fi
 }
 
+# The summary: in an exercise build each exercise of the phases under test that is not
+# filled in yet (one line each: its region is still the stub), then the failed tests' names,
+# the first T_SHOW_FAILED (20) and how many more, then the count line.
+T_SHOW_FAILED=${T_SHOW_FAILED:-20}
 t_summary() {
     echo
     if [ -s "$T_TIMES" ]; then
         echo "slowest tests (seconds):"
         sort -rn "$T_TIMES" | head -n 8 | sed 's/^/  /'
     fi
-    [ $FAILED -gt 0 ] && printf 'failed: %s\n' "${FAILED_NAMES[*]}"
+    if [ -n "${EX_BUILD:-}" ]; then
+        local dir=${T_EXDIR:-exercises} files="" p d
+        [ -f ref/exercises.tsv ] && dir=.
+        for p in ${TEST_PHASES:-}; do for d in "${p}"_*/; do files="$files ${d%/}"; done; done
+        bash tools/exercises.sh unfilled "$dir" 2>/dev/null | while read -r n f k; do
+            case " $files " in *" ${f%%/*} "*) printf 'not filled in: exercise %s (%s, %s)\n' "$n" "$f" "$k" ;; esac
+        done
+    fi
+    if [ $FAILED -gt 0 ]; then
+        local i
+        echo "failed ($FAILED):"
+        for ((i = 0; i < FAILED && i < T_SHOW_FAILED; i++)); do printf '  %s\n' "${FAILED_NAMES[$i]:0:160}"; done
+        [ $FAILED -gt $T_SHOW_FAILED ] && echo "  ... and $((FAILED - T_SHOW_FAILED)) more (their FAIL lines above; logs in $LOGDIR)"
+    fi
     echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
     [ $FAILED -eq 0 ]
+}
+
+# ---- GPU regions on the CPU emulator (tools/mma_emu) --------------------------------------
+# The emulator compiles a tree's GPU sources as they are: in a handout those are the
+# student's, and a region still its stub would fail the test without naming an exercise.
+# gpu_unfilled FILE...: the GPU exercises of FILEs whose regions in this tree are still the
+# stub ("a, b"); none in the repository (there its files are the reference).
+gpu_unfilled() { bash tools/exercises.sh unfilled . "$@" 2>/dev/null | awk '$3 == "GPU" { print $1 }' | paste -sd, - | sed 's/,/, /g'; }
+# t_emu "FILE..." t_run|t_fail NAME CMD...: the test, skipped while one of the GPU regions of
+# FILEs (those the emulation compiles) is unfilled, saying which; in a handout a t_run's
+# name ends with the GPU exercises it runs, so that its FAIL names them
+t_emu() {
+    local files=$1 fn=$2 name=$3 u names; shift 3
+    u=$(gpu_unfilled $files)
+    if [ -n "$u" ]; then
+        case "$u" in *,*) t_skip "$name" "GPU exercises $u not filled in" ;; *) t_skip "$name" "GPU exercise $u not filled in" ;; esac
+        return 0
+    fi
+    if [ "$fn" = t_run ] && [ -f ref/exercises.tsv ]; then
+        names=$(awk -F'\t' -v fs=" $files " 'index(fs, " " $2 " ") && $3 == "GPU" { print $1 }' ref/exercises.tsv | paste -sd, - | sed 's/,/, /g')
+        [ -z "$names" ] || name="$name (exercises behind it: $names)"
+    fi
+    "$fn" "$name" "$@"
 }
 
 # ---- the grader's teeth: one plausible mistake in an exercise must FAIL and be named ----

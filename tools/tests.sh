@@ -108,6 +108,7 @@ if [ -n "$(command -v "${NVCC:-nvcc}")" ]; then
         nm "$a" | grep -q " T ref_fa2_mma_launch$" && ! nm "$a" | grep -qE " T (fa2_mma_launch|fa1_mma_launch|naive_gpu_forward)$"'
 else t_skip "make handout with nvcc ships ref/libfa_ref_gpu.a" "nvcc not found"; fi
 t_run "handout holds no solution line" bash tools/exercises.sh leaks "$HO_BUILD/handout.tar.gz"
+source tools/student_tests.sh   # README_STUDENT.md, unfilled regions, make test's summary, make grade, warning-free stubs
 # the grader as a student meets it: in the untarred handout any phase can be done first
 t_run "handout: make phaseN run and test EX=1 FAIL untouched naming the exercises, PASS with only phase N filled (6 first); make test FAILS untouched, passes filled" env HANDOUT_TARBALL="$HO_BUILD/handout.tar.gz" bash tools/handout_test.sh
 
@@ -139,7 +140,7 @@ done
 
 # --- the make targets a reader types --------------------------------------------------
 t_run "make help lists every target" bash -c \
-    'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises" "make train-lib" "make train-check"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
+    'out=$(make --no-print-directory help); for w in "phaseN run" "phaseN test" "phaseN plot" "phaseN profile" "phaseN sanitize" "make run" "make test" "make deps" "make clean" "make handout" "make exercises" "make grade" "make train-lib" "make train-check"; do grep -qF "$w" <<<"$out" || { echo "missing: $w"; exit 1; }; done'
 # the training check (optional): the library builds and exports its C API alone; the script
 # skips in one line, exit 0, where PyTorch with CUDA is missing (where it is, make train-check
 # runs it: minutes, not a test)

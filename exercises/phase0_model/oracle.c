@@ -25,6 +25,7 @@ double oracle_softmax_row(const double *x, int n, double *w)
     (void)x;
     for (int j = 0; j < n; j++) w[j] = 0.0;
     return INFINITY;
+    /* END EXERCISE p0.softmax_row */
 }
 
 /* The scaled, masked scores of row i of head (b, h): s[j] = scale * Q_i . K_j, or -inf
@@ -119,6 +120,7 @@ void oracle_bwd(const attn_problem_t *p, const float *Q, const float *K, const f
                  * HINT: (FlashAttention-2, Alg. 2 l.4). Then dS[j] = P[j] * (dP[j] - D).
                  */
                 for (int j = 0; j < n; j++) dS[j] = 0.0;
+                /* END EXERCISE p0.dS */
                 /* dQ_i += scale dS_ij K_j ;  dK_j += scale dS_ij Q_i */
                 for (int j = 0; j < n; j++) {
                     if (dS[j] == 0.0) continue;

@@ -37,6 +37,8 @@ static float softmax_row(const float *s, int n_kv, int n_vis, float *prow)
      * HINT: pass 3: prow[j] = f16_round(expf(s[j] - m) / l) for j < n_vis, 0 after */
     float m = 0.0f, l = 1.0f;
     for (int j = 0; j < n_kv; j++) prow[j] = 0.0f;
+    (void)s;
+    /* END EXERCISE naive.cpu_softmax */
     return n_vis > 0 ? m + logf(l) : INFINITY;
 }
 

@@ -70,6 +70,7 @@ void online_ml_update(float *m, float *l, float x)
      * HINT: new max first; then *l = *l * e^{old max - new max} + e^{x - new max}.
      * HINT: with *m = -inf (nothing seen yet) expf(-inf) = 0, so no special case is needed. */
     (void)m; (void)l;
+    /* END EXERCISE p2.ml_update */
 }
 
 /* Online: pass 1 keeps (m, l) together (1 load), pass 2 writes y (1 load + 1 store)
@@ -121,6 +122,7 @@ void online_state_push(online_state_t *s, float x, const float *v, int d)
      * HINT: the old sum is rescaled by alpha (its max moved), the new key adds p * v;
      * HINT: for every c < d: o[c] = o[c] * alpha + p * v[c] */
     (void)alpha; (void)p; (void)v; (void)d;
+    /* END EXERCISE p2.o_update */
 }
 
 /* (m1, l1, o1) (+) (m2, l2, o2): both sums re-expressed against the larger max.
@@ -139,6 +141,7 @@ void online_state_merge(online_state_t *a, const online_state_t *b, int d)
      * HINT: m = max(a->m, b->m); scale a's l and o by e^{a->m - m} and b's by e^{b->m - m},
      * HINT: then add them: a->l = a->l * ca + b->l * cb, and the same for every o[c]. */
     (void)d;
+    /* END EXERCISE p2.merge */
 }
 
 void online_state_finish(const online_state_t *s, int d, float *o, float *L)

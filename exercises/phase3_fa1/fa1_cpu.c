@@ -31,6 +31,7 @@ int fa1_block_sizes(size_t M_bytes, int d, attn_blocks_t *b)
      * HINT: Bc is M/(4d) rounded up (K_j, V_j, Q_i, O_i take about a quarter of M each);
      * HINT: Br is the same but never more than d. */
     size_t Bc = 1, Br = 1; (void)M;
+    /* END EXERCISE fa1.blocks */
     /* The paper's rule is an O(M) statement: four d-wide tiles of M/4 each already fill M,
      * and S_ij (Br x Bc) and the row statistics need room too. Keep the paper's Bc as the
      * upper end and lower it until every tile fits; Br follows min(Bc, d). */
@@ -125,6 +126,7 @@ static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
          * HINT: m_new is the larger of the old max m_i[r] and this block's m_t;
          * HINT: both sums are rescaled to m_new before adding: use fa1_rescale(m_old, m_new). */
         float m_new = mi[r], l_new = li[r];
+        /* END EXERCISE fa1.ml */
         /* l.12: O_i <- diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j) */
         float a = fa1_rescale(mi[r], m_new) * li[r], b = fa1_rescale(m_t, m_new);
         float inv = l_new > 0 ? 1.0f / l_new : 0.0f;    /* no key seen yet: O stays 0 */
@@ -134,7 +136,8 @@ static void fa1_step(const attn_problem_t *p, int qr, int kr, int i0, int j0,
             /* TODO EXERCISE fa1.rescale: rescale the old O_i and add this block's P~ V_j (Alg. 1 l.12)
              * HINT: o[k] holds the normalised output so far; a = l_i e^(m_i - m_new) undoes
              * HINT: that normalisation, b = e^(m~ - m_new) weighs pv; divide by l_new (times inv). */
-            (void)a; (void)b; (void)pv; (void)inv;
+            (void)a; (void)b; (void)pv; (void)inv; (void)o;
+            /* END EXERCISE fa1.rescale */
         }
         /* l.13: l_i <- l_new, m_i <- m_new (written to HBM by the caller with O_i) */
         li[r] = l_new;

@@ -207,6 +207,7 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                  * HINT: m_t[x] is the max over this thread's columns of row g + 8x; the row's other
                  * HINT: columns sit in the 3 other lanes of the quad (mma accumulator layout,
                  * HINT: common/mma.cuh): two __shfl_xor_sync butterfly steps give each the max of all four. */
+                /* END EXERCISE fa1.rowmax_mma */
             }
             /* l.10: P~ = exp(scale (S - m~)) = 2^(S sl2 - m~ sl2), l~ = rowsum(P~) */
             const float mu[2] = { m_t[0] == -INFINITY ? 0.0f : m_t[0] * sl2,   /* m~ sl2 */
@@ -277,12 +278,14 @@ fa1_mma_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __hal
                  * HINT: for a max of -inf. inv = 1 / l_new, and 0 while the row has seen no key. */
                 const float m_new = m_old, l_new = ls[r], a_old = ls[r], inv = 0.0f;
                 float fw[WC] = {};
+                /* END EXERCISE fa1.ml_mma */
                 float4 acc = *reinterpret_cast<const float4 *>(Os + r * D + k);
                 /* TODO EXERCISE fa1.rescale_mma: the O_i update of Alg. 1 l.12 for 4 columns of row r, over the WC warps
                  * HINT: acc holds 4 columns of the normalised O_i so far: undo its normalisation (a_old),
                  * HINT: add each warp's partial P~ V (the float4 at redO + ((r / 16 * WC + w) * 16 + r % 16)
                  * HINT: * LDO + k) weighed by fw[w], and divide the whole by l_new (times inv). */
                 (void)a_old; (void)inv; (void)fw;
+                /* END EXERCISE fa1.rescale_mma */
                 *reinterpret_cast<float4 *>(O + (size_t)(i * Br + r) * D + k) = acc;     /* l.12 */
                 if (k == 0) { l[i * Br + r] = l_new; m[i * Br + r] = m_new; }           /* l.13 */
             }

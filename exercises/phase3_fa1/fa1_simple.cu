@@ -105,6 +105,7 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
                     /* TODO EXERCISE fa1.ml_gpu: the new running max and sum (Alg. 1 l.11), on the GPU
                      * HINT: as in fa1_cpu.c; every lane holds the row's m_t and l_t after the shuffles. */
                     m_new[rr] = m_i; l_new[rr] = l_i;
+                    /* END EXERCISE fa1.ml_gpu */
                     /* the factors of l.12 */
                     a[rr] = fa1_rescale(m_i, m_new[rr]) * l_i;
                     bb[rr] = fa1_rescale(m_t, m_new[rr]);
@@ -127,6 +128,7 @@ fa1_simple_kernel(attn_problem_t p, const __half *Qg, const __half *Kg, const __
                          * HINT: the same line as in fa1_cpu.c for row r0 + rr of the tile Oi:
                          * HINT: undo the old normalisation (a), weigh pv (bb), divide by l_new (inv). */
                         (void)a[rr]; (void)bb[rr]; (void)pv[rr]; (void)inv[rr];
+                        /* END EXERCISE fa1.rescale_gpu */
                     }
                 }
                 __syncwarp();  /* every lane is done with m_i, l_i of these rows before lane 0 overwrites them */

@@ -32,6 +32,7 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
      * HINT: (min(N_q, (i+1) Br) - 1) sees the most. Return how many Bc-blocks cover its keys,
      * HINT: at most Tc, and 0 when even that row sees no key. */
     (void)i; (void)Br; return Tc;
+    /* END EXERCISE fa2.causal_range */
 }
 
 /* The class of tile (Q block i of qr rows, K/V block j) under p's mask (chapter 4c):
@@ -48,6 +49,7 @@ static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, 
      * HINT: Unmasked when both runs miss it in every column: r1 <= min start or r0 >= max end.
      * HINT: Partial otherwise: set fully and unmasked. */
     const bool fully = false, unmasked = false; (void)mb; (void)j; (void)r0; (void)r1;
+    /* END EXERCISE fa2.mask_tile */
     return fully ? MASK_TILE_FULLY_MASKED : unmasked ? MASK_TILE_UNMASKED : MASK_TILE_PARTIAL;
 }
 
@@ -172,6 +174,7 @@ static bool fa2_hidden(const attn_problem_t *p, int row, int key)
     /* TODO EXERCISE fa2.mask_element: is row `row` inside one of key column `key`'s masked runs?
      * HINT: the lower run is [m->lts[key], m->lte[key]), the upper [m->uts[key], m->ute[key]). */
     (void)m; (void)row; (void)key; return false;
+    /* END EXERCISE fa2.mask_element */
 }
 
 /* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r:
@@ -213,6 +216,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
              * HINT: o[k] is the sum of e^(S - m_old) v over the keys so far; bring it to the
              * HINT: new max with alpha = e^(m_old - m_new) and add this block's pv. No division. */
             o[k] = pv; (void)alpha;
+            /* END EXERCISE fa2.rescale */
         }
         if (flops) *flops += 5.0 * kr + d + 5.0;   /* fa2_nonmatmul_flops() says which */
     }
@@ -273,9 +277,11 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
             /* TODO EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
              * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
             (void)o;
+            /* END EXERCISE fa2.normalise */
             /* TODO EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
              * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Store it in li[r]. */
             li[r] = 0.0f;
+            /* END EXERCISE fa2.lse */
         }
         if (flops) *flops += (double)qr * (d + 3.0);
         hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i * Br * d, Oi, (size_t)qr * d);

@@ -80,6 +80,7 @@ __device__ __forceinline__ int causal_n_blocks(const attn_problem_t &p, int i0, 
      * HINT: tail at N_q) and BC-key blocks: set n_blocks, at most Tc, 0 when the block's
      * HINT: last row sees no key (the kernel then writes O = 0, L = +inf just below). */
     n_blocks = 0;
+    /* END EXERCISE fa2.causal_range_mma */
     return n_blocks;
 }
 
@@ -295,6 +296,7 @@ __device__ __forceinline__ float row_max(const float (&s)[MT][BC / 8][4], const 
      * HINT: row's other columns sit in the 3 other lanes of the quad (lanes 4g .. 4g + 3, the
      * HINT: mma accumulator layout, common/mma.cuh): two __shfl_xor_sync butterfly steps
      * HINT: give each of them the max of all four. */
+    /* END EXERCISE fa2.rowmax_mma */
     return mx;
 }
 
@@ -316,6 +318,7 @@ __device__ __forceinline__ void online_update(float (&s)[MT][BC / 8][4], float (
      * HINT: the quad's parts are added at the end). Otherwise (FA1's way) the quad's
      * HINT: rs first, l_i = l_new, and alpha times the old l un-normalises O. m_i = m_new. */
     alpha[mtile][x] = 1.0f; m_i[mtile][x] = mx; (void)sl2;
+    /* END EXERCISE fa2.online_mma */
 }
 
 /* Alg. 1 l.9 for the thread's 2 MT rows: m_new over the quad, P~ = 2^(sl2 S - sl2 m_new)
@@ -412,6 +415,7 @@ __device__ __forceinline__ void finish_rows(const attn_problem_t &p, float (&o)[
          * HINT: (one float2 store each). DEFER: divide by the row's l (0 -> O = 0); otherwise O is
          * HINT: already normalised. m_i holds raw scores (times p.scale); a row with l = 0 gets
          * HINT: L = +inf. One lane of the quad (t == 0) writes L. */
+        /* END EXERCISE fa2.finish_mma */
     }
 }
 

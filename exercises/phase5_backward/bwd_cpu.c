@@ -31,6 +31,7 @@ int bwd_q_block_first(const attn_problem_t *p, int j, int Br, int Bc)
      * HINT: key (j Bc) is the one seen last: the first row that sees it is j Bc - (N_kv - N_q)
      * HINT: (at least 0). Return the Q block holding that row; Tr when that row is past N_q. */
     (void)j; (void)Bc; (void)Tr; return 0;
+    /* END EXERCISE bwd.causal_range */
 }
 
 void bwd_visits_want(struct drv_visits *v, const attn_problem_t *p, attn_blocks_t b, bool skip,
@@ -261,6 +262,7 @@ void bwd_preprocess(const attn_inputs_t *in, const float *O, float *D, float *dQ
                  * HINT: d products of this row's dO (g) and O (o). It equals rowsum(P_i * dP_i)
                  * HINT: (docs/05_backward.md), which would need the whole row of P. */
                 (void)g; (void)o;
+                /* END EXERCISE bwd.D */
                 hbm_store_f32(meter, D + attn_l_offset(p, b, h) + i, &Di, 1);
                 hbm_store_f32(meter, dQ + at, zero, (size_t)d);   /* Alg. 2 l.5: dQ = 0 */
             }
@@ -277,6 +279,7 @@ void bwd_recompute_P(const attn_problem_t *p, int i0, int j0, int r, int c, floa
      * HINT: P = exp(S - L) where row i0 + r may see key j0 + c (attn_visible), else 0.
      * HINT: A fully masked row has L = +inf: exp(S - inf) = 0, no special case. */
     P[c] = 0.0f; (void)p; (void)r; (void)s; (void)i0; (void)j0; (void)Li;
+    /* END EXERCISE bwd.recompute_P */
 }
 
 void bwd_dS(int r, int c, const float *P, float dp, const float *Di, float *dS)
@@ -284,6 +287,7 @@ void bwd_dS(int r, int c, const float *P, float dp, const float *Di, float *dS)
     /* TODO EXERCISE bwd.dS: the softmax's backward, dS_ij = P_ij (dP_ij - D_i) (Alg. 2 l.14)
      * HINT: elementwise; D_i (Di[r]) comes from the preprocess pass. */
     dS[c] = dp; (void)P; (void)Di; (void)r;
+    /* END EXERCISE bwd.dS */
 }
 
 void bwd_dQ(int r, int k, int d, float scale, float s, float *dQi)
@@ -292,6 +296,7 @@ void bwd_dQ(int r, int k, int d, float scale, float s, float *dQi)
      * HINT: dQ_i = scale dS K summed over every K/V block j: add, do not overwrite,
      * HINT: and remember the scale (dS is the gradient of the scaled scores). */
     (void)r; (void)k; (void)d; (void)scale; (void)s; (void)dQi;
+    /* END EXERCISE bwd.dQ */
 }
 
 /* One step (i, j) of Alg. 2 l.10-20 on tiles in SRAM: qr rows of Q_i (global row i0 + r),

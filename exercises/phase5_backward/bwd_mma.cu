@@ -152,6 +152,7 @@ __device__ __forceinline__ void recompute_p(float (&s)[BR / 8][4], const float *
              * HINT: BWD_LOG2E. When mask is set, an entry whose key is past N_kv, whose row is
              * HINT: past N_q, or that the causal rule hides (attn_visible) is 0. */
             s[n][e] = 0.0f; (void)col; (void)key; (void)mask; (void)sl2;
+            /* END EXERCISE bwd.recompute_P_mma */
             /* FlashMask's element test (partial tiles only): row i BR + col in one of key's
              * two runs. A row that sees no key has L = +inf: P = 2^-inf = 0 already. */
             if (MASKED && partial && !mask_row_visible(mrun[e / 2].x, mrun[e / 2].y, mrun[e / 2].z, mrun[e / 2].w,
@@ -173,6 +174,7 @@ __device__ __forceinline__ void ds_from_dp(const float (&s)[BR / 8][4], float (&
              * HINT: is column n * 8 + 2 t + e % 2 of Q_i, and Di[] holds D of every row of Q_i.
              * HINT: Leave dS^T in dp[n][e]. */
             dp[n][e] = 0.0f;
+            /* END EXERCISE bwd.dS_mma */
         }
 }
 
@@ -236,6 +238,7 @@ __device__ __forceinline__ void add_dq_share(float *dQi, const float (&q)[NT][4]
              * HINT: elements at the same time, so a plain store loses their work: atomicAdd.
              * HINT: dQ = scale dS K. */
             (void)dq;
+            /* END EXERCISE bwd.dQ_mma */
         }
     }
 }

@@ -34,6 +34,7 @@ __device__ __forceinline__ void combine_row(int S, int nrows, int row, const flo
      * HINT: __syncwarp() before reading it) and acc[k] = sum_s w[s] O_s[row][lane + 32 k]
      * HINT: (O_s at Opart + s * nq + row * D). */
     lse = Lpart[row]; for (int k = 0; k < D / 32; k++) acc[k] = Opart[(size_t)row * D + lane + 32 * k]; (void)S; (void)nq; (void)w;
+    /* END EXERCISE dec.combine_gpu */
 #pragma unroll
     for (int k = 0; k < D / 32; k++) O[(size_t)row * D + lane + 32 * k] = acc[k];
     if (lane == 0) L[row] = lse;

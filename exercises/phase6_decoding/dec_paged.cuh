@@ -33,6 +33,7 @@ __device__ __forceinline__ void fetch_pages(int (&pid)[KvRows<D>::N], const DecA
          * HINT: entry of key j's page (j / a.page, written j >> page_shift(a)) is the pool page.
          * HINT: A key at or past kend is never read (set 0: its table entry may not exist). */
         pid[k] = b * a.pps + (j >> page_shift(a)); (void)kend;
+        /* END EXERCISE dec.page_lookup_gpu */
 #ifdef EX_BUILD   /* a wrong lookup reads page 0 instead of faulting, and is counted (dec_gpu_page_faults) */
         if (j < kend && (unsigned)pid[k] >= (unsigned)(a.p.B * a.pps)) { atomicAdd(&dec_page_faults_d, 1); pid[k] = 0; }
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -468,7 +469,13 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         const char *def = spec->default_csv ? spec->default_csv : conv;
         o->csv_path = (o->sweep && spec->default_sweep_csv) ? spec->default_sweep_csv : def;
     }
+    /* no signal while a probe has a folder or a temporary made: one that arrives waits until
+     * the probes have removed them (and then ends the run as it would have, leaving nothing) */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     check_outputs(ph, spec, o, csv_default);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     /* --mask NAME[:p,...]: built for this N_q x N_kv (common/mask.h); last, as it allocates */
     if (mask_spec) {
         if (p.causal) cli_die(ph, "--mask and --causal together: the causal mask is --mask causal (or --causal alone)");

@@ -204,9 +204,11 @@ t_run "paths: timeout 1 phase6 --cpu leaves the previous CSV intact, no temporar
 for sig in PIPE QUIT USR1 ALRM; do
     # (set -m: a background job of a script would otherwise start with SIGQUIT ignored)
     t_run "paths: SIG$sig leaves the previous CSV intact, no temporary, says the partial results were dropped" bash -c "
-        set -m; ulimit -c 0; cp '$PC/keep.ref' '$PC/keep.csv'
+        set -m; ulimit -c 0; cp '$PC/keep.ref' '$PC/keep.csv'; rm -f '$PC'/keep.csv.tmp-*
         '$ABS_BUILD/phase6' --cpu --quiet --csv '$PC/keep.csv' >/dev/null 2>'$PC/sig.err' & pid=\$!
-        for i in \$(seq 200); do ls '$PC'/keep.csv.tmp-* >/dev/null 2>&1 && break; sleep 0.05; done
+        # the CSV's temporary, seen twice (not the probe's, which lives a moment)
+        for i in \$(seq 200); do t=\$(ls '$PC'/keep.csv.tmp-* 2>/dev/null); sleep 0.1
+            [ -n \"\$t\" ] && [ \"\$t\" = \"\$(ls '$PC'/keep.csv.tmp-* 2>/dev/null)\" ] && break; done
         kill -s $sig \$pid; wait \$pid; rc=\$?; cat '$PC/sig.err'
         [ \$rc -eq \$((128 + \$(kill -l $sig))) ] || { echo \"phase6 --cpu did not die of SIG$sig (exit \$rc)\"; exit 1; }
         cmp '$PC/keep.csv' '$PC/keep.ref' || exit 1

@@ -66,12 +66,12 @@ static bool plain_decimal(const char *s)
     return *c == '\0';
 }
 
-static float parse_real(const char *phase, const char *flag, const char *s, float most)
+static float parse_real(const char *phase, const char *flag, const char *s, float most, const char *most_text)
 {
     const float f = plain_decimal(s) ? strtof(s, NULL) : NAN;
     if (!isfinite(f) || fabsf(f) > most)
-        cli_die(phase, "--%s wants a finite number of magnitude at most %g in plain decimal (-1.5, 2, 1e3), got '%s'",
-                flag, (double)most, s);
+        cli_die(phase, "--%s needs a finite number of magnitude at most %s, in plain decimal (-1.5, 2, 1e3), got '%s'",
+                flag, most_text, s);
     return f;
 }
 
@@ -296,7 +296,8 @@ static void usage(const cli_spec_t *s, FILE *f)
     const char *def = s->default_csv ? s->default_csv : conv;
     fprintf(f, "  --csv defaults to %s", def);
     if (s->default_sweep_csv) fprintf(f, " (with --sweep: %s)", s->default_sweep_csv);
-    fprintf(f, "; outputs are checked writable before any work.\n");
+    fprintf(f, "; outputs are checked writable before any work,\n"
+               "  and missing folders are made only under results/ (and for --dump DIR itself).\n");
 }
 
 /* ---- the options ------------------------------------------------------------------------
@@ -428,7 +429,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         case O_QUIET:  o->quiet = on; break;
         case O_SRAM:   o->sram_bytes = x; break;
         case O_MASK:   mask_spec = v; break;
-        case O_PHI:    o->phi = parse_real(ph, "phi", v, 1e4f); o->phi_given = true; break;
+        case O_PHI:    o->phi = parse_real(ph, "phi", v, 1e4f, "10^4"); o->phi_given = true; break;
         case O_HELP:   if (on) { usage(spec, stdout); exit(0); } break;
         }
     }

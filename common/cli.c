@@ -236,7 +236,7 @@ static void check_outputs(const char *ph, const cli_spec_t *spec, cli_opts_t *o,
     if (probe_file(csv, why, sizeof why) != 0)
         cli_die(ph, "cannot write the CSV %s%s: %s", csv, hint, why);
 
-    /* the CSVs beside it: in its folder, when it is a regular file (or a new one) */
+    /* the CSVs beside it: in its folder, when it is a regular file (or a new one), not in /dev */
     static char dir[OUT_PATH_MAX];
     struct stat st;
     o->csv_dir = NULL;
@@ -246,7 +246,8 @@ static void check_outputs(const char *ph, const cli_spec_t *spec, cli_opts_t *o,
         if (!slash) snprintf(dir, sizeof dir, ".");
         else if (slash == dir) dir[1] = '\0';   /* "/x.csv": the root */
         else *slash = '\0';
-        o->csv_dir = dir;
+        /* never beside a path in /dev (/dev/stdout links to a regular file when redirected) */
+        o->csv_dir = path_within(dir, "/dev") ? NULL : dir;
     }
     for (int set = 0; o->csv_dir && set < 2; set++) {
         const char *const *names = set == 0 ? spec->siblings : o->sweep ? spec->sweep_siblings : NULL;

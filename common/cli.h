@@ -60,7 +60,8 @@ typedef struct {
                               probed writable                      */
     const char *csv_dir;   /* the CSV's folder, where phases 0 and 2 write their other CSVs
                               (cli_spec_t.siblings), probed; NULL when the CSV is not a
-                              regular file (/dev/null, a FIFO): nothing is written beside it */
+                              regular file (/dev/null, a FIFO) or is in /dev
+                              (/dev/stdout): nothing is written beside it */
     const char *dump_dir;  /* NULL: no .npy dump; else probed writable, each file of it too */
     long long sram_bytes;  /* --sram (phases that take it), else 0 */
     bool  phi_given;       /* --phi (phases that take it): FlashDecoding++'s unified max, */

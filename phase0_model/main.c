@@ -8,7 +8,7 @@
  * then the self-checks and one verdict line (exit 1 on any FAIL, a CSV not written among
  * them). Writes phase0.csv (the traffic breakdown), memory_wall.csv, roofline.csv and
  * roofline_lines.csv into the folder of --csv (all four probed before any work; the three
- * are not written when --csv is not a regular file, e.g. /dev/null). --dump DIR runs the fp64 oracle forward and backward on the chosen
+ * are not written when --csv is not a regular file or is in /dev, e.g. /dev/null). --dump DIR runs the fp64 oracle forward and backward on the chosen
  * problem and writes Q, K, V, dO, O, L, dQ, dK, dV as .npy for tools/check_numpy.py.
  */
 #include "check.h"
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     bad_csv |= roofline_report(out, &rs, dir, &mi, argc, argv) != 0;
     if (out && dir) fprintf(out, "\nCSV: %s, %s/memory_wall.csv, %s/roofline.csv, %s/roofline_lines.csv\n\n",
                             csv_path, dir, dir, dir);
-    else if (out) fprintf(out, "\nCSV: %s (not a regular file: memory_wall.csv, roofline.csv and "
+    else if (out) fprintf(out, "\nCSV: %s (not a regular file, or in /dev: memory_wall.csv, roofline.csv and "
                           "roofline_lines.csv are not written beside it)\n\n", csv_path);
 
     if (o.dump_dir) {

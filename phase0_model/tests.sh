@@ -17,8 +17,9 @@ t_exit2_says "phase0 --csv /dev/full: refused up front (no /dev/memory_wall.csv)
              "$P0" --quiet --csv /dev/full
 t_run   "phase0 --csv /dev/full created nothing in /dev" bash -c "
              for f in memory_wall roofline roofline_lines; do [ ! -e /dev/\$f.csv ] || { echo \"made /dev/\$f.csv\"; exit 1; }; done"
-t_run   "phase0 --csv /dev/null: PASS, nothing written beside it in /dev" bash -c "
+t_run   "phase0 --csv /dev/null and /dev/stdout (to a file): PASS, nothing written beside them in /dev" bash -c "
              '$P0' --quiet --csv /dev/null >/dev/null || exit 1
+             '$P0' --quiet --csv /dev/stdout >'$T0/stdout.txt' || exit 1
              for f in memory_wall roofline roofline_lines; do [ ! -e /dev/\$f.csv ] || { echo \"made /dev/\$f.csv\"; exit 1; }; done"
 mkdir -p "$T0/sib/memory_wall.csv" "$T0/sib2"
 t_exit2_says "phase0 probes memory_wall.csv beside the CSV (a folder there: exit 2 up front)" \

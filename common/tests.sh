@@ -165,6 +165,12 @@ t_run_for phase1 "paths: a reused --dump folder keeps no stale dQ/dK/dV/mask_run
     [ \"\$(cat '$PC/ST/notes.txt')\" = mine ] && [ -s '$PC/ST/Q.npy' ] || exit 1
     if ${PYTHON:-python3} -c 'import numpy' 2>/dev/null; then ${PYTHON:-python3} tools/check_numpy.py --tol 3e-3 '$PC/ST'; fi"
 
+if ${PYTHON:-python3} -c 'import numpy' 2>/dev/null; then
+    t_run_for "phase4 phase5" "paths: phase 4's masked dump then phase 5's into the same folder: check_numpy PASSes (no stale mask_runs.npy)" bash -c "
+        '$ABS_BUILD/phase4' --cpu --quiet --B 1 --H 1 --N 32 --d 16 --mask sliding:8 --dump '$PC/RE' --csv /dev/null >/dev/null &&
+        '$ABS_BUILD/phase5' --cpu --quiet --B 1 --H 2 --Hkv 1 --N 24 --d 16 --dump '$PC/RE' --csv /dev/null >/dev/null || exit 1
+        [ ! -e '$PC/RE/mask_runs.npy' ] && ${PYTHON:-python3} tools/check_numpy.py '$PC/RE'"
+fi
 # A device that refuses writes is refused up front, before the work, in every phase
 for n in 1 2 3 4 5 6; do
     [ -x "$BUILD/phase$n" ] || continue

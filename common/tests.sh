@@ -208,10 +208,13 @@ t_run "paths: timeout 1 phase6 --cpu leaves the previous CSV intact, no temporar
     ! ls '$PC'/keep.csv.tmp-* 2>/dev/null || { echo 'SIGTERM left the temporary'; exit 1; }"
 # The same for the other signals that end a run, and one stderr line says what was dropped
 for sig in PIPE QUIT USR1 ALRM; do
-    # (set -m: a background job of a script would otherwise start with SIGQUIT ignored)
+    # A signal ignored where the run starts stays ignored (nohup; and a background job of a
+    # script starts with SIGQUIT ignored, the whole test run when it is itself one): env
+    # --default-signal gives phase6 the default action, whatever the tests inherited
+    DFL=""; env --default-signal=$sig true 2>/dev/null && DFL="env --default-signal=$sig"
     t_run "paths: SIG$sig leaves the previous CSV intact, no temporary, says the partial results were dropped" bash -c "
         set -m; ulimit -c 0; cp '$PC/keep.ref' '$PC/keep.csv'; rm -f '$PC'/keep.csv.tmp-*
-        '$ABS_BUILD/phase6' --cpu --quiet --csv '$PC/keep.csv' >/dev/null 2>'$PC/sig.err' & pid=\$!
+        $DFL '$ABS_BUILD/phase6' --cpu --quiet --csv '$PC/keep.csv' >/dev/null 2>'$PC/sig.err' & pid=\$!
         # the CSV's temporary, seen twice (not the probe's, which lives a moment)
         for i in \$(seq 200); do t=\$(ls '$PC'/keep.csv.tmp-* 2>/dev/null); sleep 0.1
             [ -n \"\$t\" ] && [ \"\$t\" = \"\$(ls '$PC'/keep.csv.tmp-* 2>/dev/null)\" ] && break; done

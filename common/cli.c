@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "cli.h"
+#include "cleanup.h"
 #include "dump.h"
 #include "gpu.h"
 #include "path.h"
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +47,34 @@ static long long parse_int(const char *phase, const char *flag, const char *s,
     return v;
 }
 
+/* A real number is plain decimal: an optional '-', digits with an optional fraction (or a
+ * fraction alone), an optional exponent: "-1.5", "2", ".5", "1e3". strtof alone would also
+ * take " 1", "+1", "0x10", "inf" and "nan". */
+static bool plain_decimal(const char *s)
+{
+    const char *c = s + (*s == '-');
+    size_t whole = strspn(c, "0123456789"), frac = 0;
+    c += whole;
+    if (*c == '.') { frac = strspn(c + 1, "0123456789"); c += 1 + frac; }
+    if (whole + frac == 0) return false;
+    if (*c == 'e' || *c == 'E') {
+        c += 1 + (c[1] == '-' || c[1] == '+');
+        size_t exp = strspn(c, "0123456789");
+        if (exp == 0) return false;
+        c += exp;
+    }
+    return *c == '\0';
+}
+
+static float parse_real(const char *phase, const char *flag, const char *s, float most, const char *most_text)
+{
+    const float f = plain_decimal(s) ? strtof(s, NULL) : NAN;
+    if (!isfinite(f) || fabsf(f) > most)
+        cli_die(phase, "--%s needs a finite number of magnitude at most %s, in plain decimal (-1.5, 2, 1e3), got '%s'",
+                flag, most_text, s);
+    return f;
+}
+
 /* The host memory a run allocates (problem.h, attn_host_bytes): the CPU rows' problem
  * (attn_small_like: within the CPU bound, whatever p is), and, when a GPU runs, the GPU
  * rows' host buffers of the whole problem p. With --cpu, or without a usable GPU, a
@@ -72,8 +102,26 @@ static double host_bytes_needed(const attn_problem_t *p, const cli_spec_t *spec,
  * the file it created. An existing file is opened for append and closed, unchanged. Both
  * run after path_check_*: every path they build fits in OUT_PATH_MAX. */
 
+/* Folders are made for an output only inside the results tree (results/ of the current
+ * folder: the default CSVs and `make phaseN run` write there), and, for --dump DIR, DIR
+ * itself (the folder the user named). Anywhere else a missing folder is a typo as often
+ * as not (--csv /nonexistent/x.csv, run as root, would make /nonexistent): refused.
+ * 0, or -1 with why. */
+static int may_make(const char *dir, bool named, char *why, size_t len)
+{
+    char missing[OUT_PATH_MAX];
+    int k = path_first_missing(dir, missing);
+    if (k == 0 || (k == 2 && named) || path_within(dir, "results")) return 0;
+    snprintf(why, len, "the folder %s does not exist (folders are made only under results/%s: "
+             "make it first)", missing, named ? " and for --dump DIR itself" : "");
+    return -1;
+}
+
 /* Could a CSV be written at path: its folders made, its temporary created in its folder
- * (csv.c writes there, then renames), an existing file writable? 0, or -1 with why. */
+ * (csv.c writes there, then renames), an existing file writable? An existing file that is
+ * not a regular one (/dev/null, a FIFO with a reader) is written directly: it must take a
+ * write of no bytes (/dev/full refuses it with ENOSPC; nothing is written). 0, or -1
+ * with why. */
 static int probe_file(const char *path, char *why, size_t len)
 {
     path_mkdirs_t made = { .n = 0 };
@@ -83,6 +131,7 @@ static int probe_file(const char *path, char *why, size_t len)
     if (slash && slash[1] == '\0') { snprintf(why, len, "names a folder, not a file"); return -1; }
     if (slash && slash != dir) {
         *slash = '\0';
+        if (may_make(dir, false, why, len) != 0) return -1;
         if (path_mkdirs(&made, dir, why, len) != 0) { path_mkdirs_undo(&made); return -1; }
     }
     int rc = 0;
@@ -92,7 +141,11 @@ static int probe_file(const char *path, char *why, size_t len)
     else if (!exists && errno != ENOENT) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
     else if (exists) {
         int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK);
-        if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; } else close(fd);
+        if (fd < 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
+        else {
+            if (!regular && write(fd, "", 0) != 0) { snprintf(why, len, "%s", strerror(errno)); rc = -1; }
+            close(fd);
+        }
     }
     if (rc == 0 && regular) {   /* a device (/dev/null) is written directly, no temporary */
         snprintf(tmp, sizeof tmp, "%s" OUT_TEMP_SUFFIX, path);
@@ -104,17 +157,29 @@ static int probe_file(const char *path, char *why, size_t len)
     return rc;
 }
 
-/* Could files be written into folder dir (made with mkdir -p)? 0, or -1 with why. */
+/* Could the dump be written into folder dir (made with mkdir -p), each of its files
+ * (ATTN_DUMP_FILES) replaced? A file of that name that is there must be a regular file or
+ * a link (attn_dump removes it first): a folder D/Q.npy is refused. 0, or -1 with why. */
 static int probe_dir(const char *dir, char *why, size_t len)
 {
     path_mkdirs_t made = { .n = 0 };
     char tmp[OUT_PATH_MAX];
     int rc = 0;
+    if (may_make(dir, true, why, len) != 0) return -1;
     if (path_mkdirs(&made, dir, why, len) != 0) { path_mkdirs_undo(&made); return -1; }
     snprintf(tmp, sizeof tmp, "%s/.probe" OUT_TEMP_SUFFIX, dir);
     int fd = mkstemp(tmp);
     if (fd < 0) { snprintf(why, len, "cannot write into %s: %s", dir, strerror(errno)); rc = -1; }
     else { close(fd); unlink(tmp); }
+    for (int i = 0; rc == 0 && ATTN_DUMP_FILES[i]; i++) {
+        struct stat st;
+        path_join(tmp, dir, ATTN_DUMP_FILES[i]);   /* fits: path_check_folder kept room */
+        if (lstat(tmp, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+            snprintf(why, len, "%s is %s, not a file the dump can replace", tmp,
+                     S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+            rc = -1;
+        }
+    }
     path_mkdirs_undo(&made);
     return rc;
 }
@@ -127,6 +192,15 @@ static const char *shown(const char *path, char *buf, size_t len)
     return buf;
 }
 
+/* Where the path holds a control character (a newline would split the CSV's "# command:"
+ * line and every line that names the path), or -1. */
+static long control_at(const char *path)
+{
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) return (long)(c - (const unsigned char *)path);
+    return -1;
+}
+
 /* Why the CSV and the dump folder cannot both be written, or NULL. The dump owns its
  * folder (Q.npy, K.npy, ... and tools/check_numpy.py reads the folder whole), so the CSV
  * may be neither that folder, nor a folder above it, nor anything inside it. */
@@ -137,15 +211,25 @@ static const char *outputs_collide(const char *csv, const char *dump)
     return NULL;
 }
 
-/* The CSV (o->csv_path, resolved) and the dump folder: room for every file they will
- * write, neither in the other's way, then each probed. Nothing is created or left behind. */
-static void check_outputs(const char *ph, const cli_opts_t *o, bool csv_default)
+/* The CSV (o->csv_path, resolved), the files written beside it (spec->siblings, and
+ * spec->sweep_siblings with --sweep) and the dump folder: room for every file they will
+ * write, none in another's way, then each probed. Nothing is created or left behind.
+ * Sets o->csv_dir: the CSV's folder, or NULL when the CSV is not a regular file (then
+ * nothing is written beside it). */
+static void check_outputs(const char *ph, const cli_spec_t *spec, cli_opts_t *o, bool csv_default)
 {
-    char why[OUT_PATH_MAX + 128], a[128], b[128];
+    char why[OUT_PATH_MAX + 256], a[128], b[128];
     const char *csv = o->csv_path, *dump = o->dump_dir;
     const char *hint = csv_default ? " (the default; pass --csv FILE)" : "";
+    long at;
     if (!csv[0]) cli_die(ph, "--csv wants a file path, not an empty string");
     if (dump && !dump[0]) cli_die(ph, "--dump wants a folder, not an empty string");
+    if ((at = control_at(csv)) >= 0)
+        cli_die(ph, "--csv: the path holds a control character (byte 0x%02x at offset %ld): refused",
+                (unsigned char)csv[at], at);
+    if (dump && (at = control_at(dump)) >= 0)
+        cli_die(ph, "--dump: the path holds a control character (byte 0x%02x at offset %ld): refused",
+                (unsigned char)dump[at], at);
     if (path_check_file(csv, why, sizeof why) != 0)
         cli_die(ph, "cannot write the CSV %s%s: %s", shown(csv, a, sizeof a), hint, why);
     if (dump && path_check_folder(dump, why, sizeof why) != 0)
@@ -158,6 +242,41 @@ static void check_outputs(const char *ph, const cli_opts_t *o, bool csv_default)
     }
     if (probe_file(csv, why, sizeof why) != 0)
         cli_die(ph, "cannot write the CSV %s%s: %s", csv, hint, why);
+
+    /* the CSVs beside it: in its folder, when it is a regular file (or a new one), not in /dev */
+    static char dir[OUT_PATH_MAX];
+    struct stat st;
+    o->csv_dir = NULL;
+    if (stat(csv, &st) != 0 || S_ISREG(st.st_mode)) {
+        snprintf(dir, sizeof dir, "%s", csv);
+        char *slash = strrchr(dir, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == dir) dir[1] = '\0';   /* "/x.csv": the root */
+        else *slash = '\0';
+        /* never beside a path in /dev (/dev/stdout links to a regular file when redirected) */
+        o->csv_dir = path_within(dir, "/dev") ? NULL : dir;
+    }
+    for (int set = 0; o->csv_dir && set < 2; set++) {
+        const char *const *names = set == 0 ? spec->siblings : o->sweep ? spec->sweep_siblings : NULL;
+        for (int i = 0; names && names[i]; i++) {
+            char sib[OUT_PATH_MAX];
+            path_join(sib, dir, names[i]);   /* fits: path_check_file kept room for a NAME beside it */
+            char *x = path_normalise(sib), *y = path_normalise(csv);
+            bool same = x && y && strcmp(x, y) == 0;
+            free(x); free(y);
+            if (same)
+                cli_die(ph, "the CSV %s%s is the name of a file %s writes beside it: name the CSV otherwise",
+                        shown(csv, a, sizeof a), hint, ph);
+            clash = dump ? outputs_collide(sib, dump) : NULL;
+            if (clash) {
+                char what[160];
+                snprintf(what, sizeof what, clash, shown(dump, b, sizeof b));
+                cli_die(ph, "%s, written beside the CSV, %s: write the CSV elsewhere", sib, what);
+            }
+            if (probe_file(sib, why, sizeof why) != 0)
+                cli_die(ph, "cannot write %s (beside the CSV %s%s): %s", sib, shown(csv, a, sizeof a), hint, why);
+        }
+    }
     if (dump && probe_dir(dump, why, sizeof why) != 0)
         cli_die(ph, "cannot write the dump into %s: %s", dump, why);
 }
@@ -185,7 +304,8 @@ static void usage(const cli_spec_t *s, FILE *f)
     const char *def = s->default_csv ? s->default_csv : conv;
     fprintf(f, "  --csv defaults to %s", def);
     if (s->default_sweep_csv) fprintf(f, " (with --sweep: %s)", s->default_sweep_csv);
-    fprintf(f, "; outputs are checked writable before any work.\n");
+    fprintf(f, "; outputs are checked writable before any work,\n"
+               "  and missing folders are made only under results/ (and for --dump DIR itself).\n");
 }
 
 /* ---- the options ------------------------------------------------------------------------
@@ -273,6 +393,7 @@ static void check_sweep_options(const cli_spec_t *spec, const bool given[O_COUNT
 void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
 {
     const char *ph = spec->phase;
+    cleanup_set_name(ph);   /* the line a signal that ends the run prints (cleanup.h) */
     memset(o, 0, sizeof *o);
     attn_problem_t p = spec->defaults;
     int H_kv = -1, N_kv = -1;        /* -1: not given */
@@ -316,15 +437,7 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         case O_QUIET:  o->quiet = on; break;
         case O_SRAM:   o->sram_bytes = x; break;
         case O_MASK:   mask_spec = v; break;
-        case O_PHI: {
-            char *end;
-            const float f = strtof(v, &end);
-            if (end == v || *end != '\0' || !isfinite(f) || fabsf(f) > 1e4f)
-                cli_die(ph, "--phi needs a finite number of magnitude at most 10^4, got '%s'", v);
-            o->phi = f;
-            o->phi_given = true;
-            break;
-        }
+        case O_PHI:    o->phi = parse_real(ph, "phi", v, 1e4f, "10^4"); o->phi_given = true; break;
         case O_HELP:   if (on) { usage(spec, stdout); exit(0); } break;
         }
     }
@@ -373,7 +486,13 @@ void cli_parse(int argc, char **argv, const cli_spec_t *spec, cli_opts_t *o)
         const char *def = spec->default_csv ? spec->default_csv : conv;
         o->csv_path = (o->sweep && spec->default_sweep_csv) ? spec->default_sweep_csv : def;
     }
-    check_outputs(ph, o, csv_default);
+    /* no signal while a probe has a folder or a temporary made: one that arrives waits until
+     * the probes have removed them (and then ends the run as it would have, leaving nothing) */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    check_outputs(ph, spec, o, csv_default);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     /* --mask NAME[:p,...]: built for this N_q x N_kv (common/mask.h); last, as it allocates */
     if (mask_spec) {
         if (p.causal) cli_die(ph, "--mask and --causal together: the causal mask is --mask causal (or --causal alone)");

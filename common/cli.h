@@ -25,10 +25,16 @@
  *    links resolved, "." and ".." removed);
  *  - writable: the CSV path (--csv, or the phase's default) is probed by creating its
  *    missing parent folders as the CSV writer would (mkdir -p), then its temporary in its
- *    folder, and opening an existing file for append (untouched), then removing what the
- *    probe made. --dump DIR is probed the same way with a temporary file inside DIR. An
- *    empty path, a file used as a folder (/etc/passwd/x.csv), /proc/..., a folder
- *    without write permission: one line, exit 2.
+ *    folder, and opening an existing file for append (untouched; a device or FIFO must
+ *    take a write of no bytes, which /dev/full refuses), then removing what the probe
+ *    made; so is each file written beside the CSV (cli_spec_t.siblings; none beside a CSV
+ *    that is not a regular file). --dump DIR is probed the same way with a temporary file
+ *    inside DIR, and each dump file already there must be a file it can replace. An empty
+ *    path, a control character in a path, a file used as a folder (/etc/passwd/x.csv),
+ *    /proc/..., a folder without write permission: one line, exit 2;
+ *  - folders: missing folders are made only under results/ (of the current folder: the
+ *    default CSVs, `make phaseN run`) and for --dump DIR, DIR itself; any other missing
+ *    folder (--csv /nonexistent/x.csv) is refused (one line, exit 2), never made.
  */
 #ifndef COMMON_CLI_H
 #define COMMON_CLI_H
@@ -55,7 +61,11 @@ typedef struct {
     const char *csv_path;  /* never NULL after cli_parse: --csv, else the phase's
                               default (cli_spec_t.default_csv / default_sweep_csv);
                               probed writable                      */
-    const char *dump_dir;  /* NULL: no .npy dump; else probed writable */
+    const char *csv_dir;   /* the CSV's folder, where phases 0 and 2 write their other CSVs
+                              (cli_spec_t.siblings), probed; NULL when the CSV is not a
+                              regular file (/dev/null, a FIFO) or is in /dev
+                              (/dev/stdout): nothing is written beside it */
+    const char *dump_dir;  /* NULL: no .npy dump; else probed writable, each file of it too */
     long long sram_bytes;  /* --sram (phases that take it), else 0 */
     bool  phi_given;       /* --phi (phases that take it): FlashDecoding++'s unified max, */
     float phi;             /* given instead of calibrated (phase 6)                       */
@@ -84,6 +94,11 @@ typedef struct {
      * names, space-separated ("kernel iters seed"). With --sweep any other option given is
      * refused (one line, exit 2), never silently ignored. NULL: the phase has no --sweep. */
     const char *sweep_takes;
+    /* The files the phase writes beside its CSV (NULL-terminated names, or NULL): phase 0's
+     * memory_wall.csv ...; and those it writes there with --sweep. Each is probed with the
+     * CSV, and none may be the CSV itself or collide with the dump. */
+    const char *const *siblings;
+    const char *const *sweep_siblings;
 } cli_spec_t;
 
 /* Parse argv into o; on any error prints one line and exits 2. --help prints usage

@@ -30,8 +30,9 @@ void machine_info_cpu(machine_info_t *mi);  /* a CPU-only machine: gpu "none" */
  *
  * The rows go to a temporary beside it, <path>.tmp-XXXXXX, which csv_close renames over
  * path: until then a previous CSV at path stays as it was, so an interrupted run never
- * leaves it empty or half written. A run that exits without csv_close (exit(), or
- * SIGINT, SIGTERM, SIGHUP) removes its temporary; only SIGKILL can leave one behind.
+ * leaves it empty or half written. A run that exits without csv_close (exit(), or a
+ * signal that ends it: SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGALRM, SIGUSR1, SIGXFSZ
+ * ..., common/cleanup.h) removes its temporary; only SIGKILL can leave one behind.
  * A path that exists and is not a regular file (/dev/null, a FIFO) is written directly. */
 FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
                int argc, char **argv, const char *columns);
@@ -42,7 +43,9 @@ FILE *csv_open(const char *path, const char *phase, const machine_info_t *mi,
 int csv_close(FILE *f, const char *path, const char *phase);
 /* One numeric cell and its comma; an empty cell for NaN (a value not measured). */
 void csv_num(FILE *f, const char *fmt, double x);
-/* The current git commit (short, "-dirty" when the tree has changes) or "unknown";
- * $FA_GIT_COMMIT, when set, wins (for copies of the tree without .git). */
+/* The commit of the source tree the binary was built from (short, "-dirty" when tracked
+ * files had changes), baked in by make ($(BUILD)/gen/git_commit.h), whatever the current
+ * folder is. A build from a copy without .git says "unknown" unless FA_GIT_COMMIT names
+ * the commit, at build time (make) or, for such a build, at run time. */
 void git_commit(char *buf, size_t len);
 #endif

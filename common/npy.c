@@ -30,7 +30,8 @@ static int npy_write(const char *path, const void *data, size_t elem, const char
     for (size_t i = 0; i < pad; i++) fputc(' ', f);
     fputc('\n', f);
     size_t wrote = fwrite(data, elem, n, f);
-    return (fclose(f) == 0 && wrote == n) ? 0 : -1;
+    int bad = ferror(f) || wrote != n;   /* any write of the header or the data */
+    return (fclose(f) == 0 && !bad) ? 0 : -1;
 }
 
 int npy_write_f32(const char *path, const float *d, const size_t *shape, int ndim)

@@ -78,6 +78,28 @@ void path_mkdirs_undo(path_mkdirs_t *m)
     }
 }
 
+int path_first_missing(const char *dir, char out[OUT_PATH_MAX])
+{
+    size_t n = strlen(dir);
+    out[0] = '\0';
+    if (n >= OUT_PATH_MAX) return 0;
+    memcpy(out, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (out[i] != '/' && out[i] != '\0') continue;
+        if (out[i - 1] == '/') continue;
+        char c = out[i];
+        out[i] = '\0';
+        struct stat st;
+        if (stat(out, &st) != 0 && errno == ENOENT) {
+            while (i > 1 && out[i - 1] == '/') out[--i] = '\0';
+            return 1 + (dir[i + strspn(dir + i, "/")] == '\0');   /* 2: the last component */
+        }
+        out[i] = c;
+    }
+    out[0] = '\0';
+    return 0;
+}
+
 int mkdir_p(const char *path)
 {
     path_mkdirs_t m;

@@ -42,6 +42,10 @@ typedef struct {
  * failure stay recorded: call path_mkdirs_undo. */
 int path_mkdirs(path_mkdirs_t *m, const char *dir, char *why, size_t len);
 void path_mkdirs_undo(path_mkdirs_t *m);
+/* The first folder of dir (its shortest prefix) that does not exist, into out: 0 when
+ * every one exists (out empty), 1 when a folder above dir's last one is missing, 2 when
+ * only dir's last folder is. */
+int path_first_missing(const char *dir, char out[OUT_PATH_MAX]);
 /* mkdir -p; 0 on success (keeps what it made). */
 int mkdir_p(const char *path);
 

@@ -5,9 +5,10 @@
  *
  * Prints, in order: the memory wall (S and P over N), the HBM traffic of standard
  * attention step by step for the chosen problem, the two worked examples, the roofline,
- * then the self-checks and one verdict line (exit 1 on any FAIL). Writes phase0.csv
- * (the traffic breakdown), memory_wall.csv, roofline.csv and roofline_lines.csv into the
- * folder of --csv. --dump DIR runs the fp64 oracle forward and backward on the chosen
+ * then the self-checks and one verdict line (exit 1 on any FAIL, a CSV not written among
+ * them). Writes phase0.csv (the traffic breakdown), memory_wall.csv, roofline.csv and
+ * roofline_lines.csv into the folder of --csv (all four probed before any work; the three
+ * are not written when --csv is not a regular file or is in /dev, e.g. /dev/null). --dump DIR runs the fp64 oracle forward and backward on the chosen
  * problem and writes Q, K, V, dO, O, L, dQ, dK, dV as .npy for tools/check_numpy.py.
  */
 #include "check.h"
@@ -22,7 +23,6 @@
 #include "selfcheck.h"
 #include "table.h"
 #include "worked.h"
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,9 @@
 
 #define DUMP_MAX_FLOPS 4e9    /* the fp64 oracle does ~1 GFLOP/s: keep --dump within ~4 s (the CPU bound) */
 
-static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, int argc, char **argv)
+/* Each writer returns 0, or -1 when its CSV could not be written (said on stderr). A NULL
+ * dir (a --csv that is not a regular file) writes no CSV beside it. */
+static int memory_wall(FILE *out, const char *dir, const machine_info_t *mi, int argc, char **argv)
 {
     const char *h[] = {">N", ">S, 1 head", ">S+P, 1 head", ">S, B=32 H=8", ">S+P, B=32 H=8",
                        ">S+P fp32, B=32 H=8", ">fp16 S+P fits in 80 GB?"};
@@ -38,9 +40,14 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
     table_t t;
     int wall16 = 0, wall32 = 0;   /* the first N whose S + P (B=32 H=8) passes 80 GB */
     table_init(&t, 7, h);
-    snprintf(path, sizeof path, "%s/memory_wall.csv", dir);
-    FILE *f = csv_open(path, "phase0", mi, argc, argv,
-                       "N,s_1head_fp16,sp_1head_fp16,s_b32h8_fp16,sp_b32h8_fp16,sp_b32h8_fp32");
+    FILE *f = NULL;
+    int rc = 0;
+    if (dir) {
+        path_join(path, dir, "memory_wall.csv");   /* fits: cli_parse kept room (path.h) */
+        f = csv_open(path, "phase0", mi, argc, argv,
+                     "N,s_1head_fp16,sp_1head_fp16,s_b32h8_fp16,sp_b32h8_fp16,sp_b32h8_fp32");
+        if (!f) rc = -1;
+    }
     for (int N = 256; N <= 131072; N *= 2) {
         attn_problem_t one = attn_problem(1, 1, 1, N, N, 64, false);
         attn_problem_t big = attn_problem(32, 8, 8, N, N, 64, false);
@@ -53,16 +60,17 @@ static void memory_wall(FILE *out, const char *dir, const machine_info_t *mi, in
         if (!wall32 && 4 * sb > 80e9) wall32 = N;
         if (f) fprintf(f, "%d,%.0f,%.0f,%.0f,%.0f,%.0f\n", N, s1, 2 * s1, sb, 2 * sb, 4 * sb);
     }
-    csv_close(f, path, "phase0");
-    if (!out) return;
+    if (f && csv_close(f, path, "phase0") != 0) rc = -1;
+    if (!out) return rc;
     fprintf(out, "Memory wall: the N x N score matrix S (and P, the same size) that standard\n"
                  "attention writes to HBM, fp16 unless marked; bytes = B * H * N^2 * 2\n");
     table_print(&t, out);
     fprintf(out, "  80 GB = the HBM of an A100/H100 80GB. At B=32 H=8, S and P alone no longer fit\n"
                  "  from N = %d on in fp16 (N = %d in fp32): the memory wall.\n\n", wall16, wall32);
+    return rc;
 }
 
-static void traffic(FILE *out, const attn_problem_t *p, const char *csv_path,
+static int traffic(FILE *out, const attn_problem_t *p, const char *csv_path,
                     const machine_info_t *mi, int argc, char **argv)
 {
     std_traffic_t t = std_attn_traffic(p, 2);
@@ -80,17 +88,19 @@ static void traffic(FILE *out, const attn_problem_t *p, const char *csv_path,
     table_t tab;
     table_init(&tab, 5, h);
     FILE *f = csv_open(csv_path, "phase0", mi, argc, argv, "step,operation,access,bytes_fp16,bytes_fp32");
+    int rc = f ? 0 : -1;
+    const char *op = "";
     for (int r = 0; r < 8; r++) {
         const char *cells[5] = {rows[r].step, rows[r].op, rows[r].acc, rows[r].shape, fmt_bytes(rows[r].bytes, b[r])};
         table_add(&tab, cells);
-        if (f) fprintf(f, "%s,%s,%s,%.0f,%.0f\n", rows[r].step, rows[r].op[0] ? rows[r].op : rows[r - 1].op,
-                       rows[r].acc, rows[r].bytes, 2 * rows[r].bytes);
+        if (rows[r].op[0]) op = rows[r].op;   /* the table shows a step's operation once; every CSV row names it */
+        if (f) fprintf(f, "%s,%s,%s,%.0f,%.0f\n", rows[r].step, op, rows[r].acc, rows[r].bytes, 2 * rows[r].bytes);
     }
     if (f) { fprintf(f, "total,standard attention,all,%.0f,%.0f\n", t.total, 2 * t.total);
              fprintf(f, "fused,FlashAttention lower bound,Q K V once + O,%.0f,%.0f\n",
                      fused_attn_min_bytes(p, 2), fused_attn_min_bytes(p, 4));
-             csv_close(f, csv_path, "phase0"); }
-    if (!out) return;
+             if (csv_close(f, csv_path, "phase0") != 0) rc = -1; }
+    if (!out) return rc;
     const roofline_gpu_t *ds;
     roofline_datasheet(&ds);
     const roofline_gpu_t *h100 = &ds[1];
@@ -108,6 +118,7 @@ static void traffic(FILE *out, const attn_problem_t *p, const char *csv_path,
                  "  bytes / bandwidth = %.3g us vs FLOPs / peak = %.3g us\n\n",
             h100->name, roofline_ridge(h100), I < roofline_ridge(h100) ? "memory" : "compute",
             t.total / h100->bw_bytes_per_s * 1e6, flops / h100->fp16_tensor_flops * 1e6);
+    return rc;
 }
 
 /* --dump: the oracle on the chosen problem, rounded to fp32 as a phase's outputs are. */
@@ -135,11 +146,13 @@ static int dump(const attn_problem_t *p, uint64_t seed, const char *dir)
 int main(int argc, char **argv)
 {
     static const char *const kernels[] = {"cpu", NULL};
+    static const char *const SIBLINGS[] = {"memory_wall.csv", "roofline.csv", "roofline_lines.csv", NULL};
     const cli_spec_t spec = {
         .phase = "phase0",
         .summary = "the compute model: memory wall, HBM traffic, worked examples, roofline, and the fp64 oracle's self-checks",
         .kernels = kernels,
         .defaults = attn_problem(1, 1, 1, 1024, 1024, 64, false),
+        .siblings = SIBLINGS,
     };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
@@ -160,15 +173,12 @@ int main(int argc, char **argv)
     if (have_gpu) { gpu_copy_bandwidth_gbps(); gpu_machine_info(&mi); }
     else machine_info_cpu(&mi);
 
-    const char *csv_path = o.csv_path ? o.csv_path : "results/phase0/phase0.csv";
-    char dirbuf[OUT_PATH_MAX];
-    snprintf(dirbuf, sizeof dirbuf, "%s", csv_path);
-    const char *dir = dirname(dirbuf);
-    if (mkdir_p(dir) != 0) { fprintf(stderr, "phase0: cannot create %s\n", dir); return 1; }
+    /* the CSV (cli_parse resolved and probed it, and the three beside it in o.csv_dir) */
+    const char *csv_path = o.csv_path, *dir = o.csv_dir;
 
     if (out) fprintf(out, "phase0 - the compute model of attention (docs/00_model.md)\n\n");
-    memory_wall(out, dir, &mi, argc, argv);
-    traffic(out, p, csv_path, &mi, argc, argv);
+    int bad_csv = memory_wall(out, dir, &mi, argc, argv) != 0;
+    bad_csv |= traffic(out, p, csv_path, &mi, argc, argv) != 0;
 
     worked_tile_t wt;
     worked_stream_t ws;
@@ -179,9 +189,11 @@ int main(int argc, char **argv)
 
     roofline_set_t rs;
     roofline_gpus(&rs, &mi, have_gpu, why);
-    int bad_csv = roofline_report(out, &rs, dir, &mi, argc, argv) != 0;
-    if (out) fprintf(out, "\nCSV: %s, %s/memory_wall.csv, %s/roofline.csv, %s/roofline_lines.csv\n\n",
-                     csv_path, dir, dir, dir);
+    bad_csv |= roofline_report(out, &rs, dir, &mi, argc, argv) != 0;
+    if (out && dir) fprintf(out, "\nCSV: %s, %s/memory_wall.csv, %s/roofline.csv, %s/roofline_lines.csv\n\n",
+                            csv_path, dir, dir, dir);
+    else if (out) fprintf(out, "\nCSV: %s (not a regular file, or in /dev: memory_wall.csv, roofline.csv and "
+                          "roofline_lines.csv are not written beside it)\n\n", csv_path);
 
     if (o.dump_dir) {
         if (dump(p, o.seed, o.dump_dir) != 0) { fprintf(stderr, "phase0: cannot write the dump to %s\n", o.dump_dir); return 1; }
@@ -196,7 +208,8 @@ int main(int argc, char **argv)
     fails += sc_oracle_checks(stdout, &nn);
     fails += sc_cost_checks(stdout, &nn);
     n += nn;
-    if (bad_csv) { fails++; n++; printf("FAIL csv: could not write the roofline CSVs in %s\n", dir); }
+    if (bad_csv) { fails++; n++; printf("FAIL csv: a CSV could not be written (%s%s; said above)\n", csv_path,
+                                        dir ? " and the three beside it" : ""); }
     if (fails) printf("phase0: FAIL (%d of %d checks failed)\n", fails, n);
     else printf("phase0: PASS (%d checks)\n", n);
     return fails ? 1 : 0;

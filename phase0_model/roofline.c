@@ -54,11 +54,14 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
     table_t t;
     table_init(&t, 11, h);
 
-    snprintf(path, sizeof path, "%s/roofline.csv", dir);
-    FILE *f = csv_open(path, "phase0", mi, argc, argv,
-                       "gpu,source,bw_gbps,peak_tflops,ridge_flop_per_byte,kernel,d,N,B,H,"
-                       "flops,hbm_bytes,intensity,attainable_tflops,bound,min_time_ms,primary,label");
-    if (!f) return -1;
+    FILE *f = NULL;   /* no CSVs (dir NULL) beside a --csv that is not a regular file */
+    if (dir) {
+        path_join(path, dir, "roofline.csv");   /* fits: cli_parse kept room (path.h) */
+        f = csv_open(path, "phase0", mi, argc, argv,
+                     "gpu,source,bw_gbps,peak_tflops,ridge_flop_per_byte,kernel,d,N,B,H,"
+                     "flops,hbm_bytes,intensity,attainable_tflops,bound,min_time_ms,primary,label");
+        if (!f) return -1;
+    }
     for (int g = 0; g < set->n; g++) {
         const roofline_gpu_t *G = &set->gpu[g];
         for (int k = 0; k < 2; k++)
@@ -81,32 +84,34 @@ int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
                 char label[64];
                 if (k == 1) snprintf(label, sizeof label, di == 0 ? "flash d=64 and 128" : "");
                 else snprintf(label, sizeof label, "standard d=%d", d);
-                fprintf(f, "%s,%s,%.1f,%.2f,%.2f,%s,%d,%d,%d,%d,%.0f,%.0f,%.4f,%.3f,%s,%.5f,%d,%s\n",
+                if (f) fprintf(f, "%s,%s,%.1f,%.2f,%.2f,%s,%d,%d,%d,%d,%.0f,%.0f,%.4f,%.3f,%s,%.5f,%d,%s\n",
                         csv_safe(G->name, name, sizeof name), G->source, G->bw_bytes_per_s / 1e9,
                         G->fp16_tensor_flops / 1e12, roofline_ridge(G), kernels[k], d, ROOFLINE_N, B, H,
                         flops, bytes, I, att / 1e12, mem ? "memory" : "compute", tmin,
                         g == set->primary, label);
             }
     }
-    if (csv_close(f, path, "phase0") != 0) return -1;
+    if (f && csv_close(f, path, "phase0") != 0) return -1;
 
     /* Each GPU's roof, min(peak, I x bandwidth), from 1 to 10^4 FLOP/byte. */
-    snprintf(path, sizeof path, "%s/roofline_lines.csv", dir);
     char cols[1024] = "intensity";
     for (int g = 0; g < set->n; g++) {
         size_t l = strlen(cols);
         snprintf(cols + l, sizeof cols - l, ",%s (%s)", csv_safe(set->gpu[g].name, name, sizeof name),
                  set->gpu[g].source);
     }
-    f = csv_open(path, "phase0", mi, argc, argv, cols);
-    if (!f) return -1;
-    for (int s = 0; s <= 400; s++) {
+    if (dir) {
+        path_join(path, dir, "roofline_lines.csv");
+        f = csv_open(path, "phase0", mi, argc, argv, cols);
+        if (!f) return -1;
+    }
+    for (int s = 0; f && s <= 400; s++) {
         double I = pow(10.0, s / 100.0);
         fprintf(f, "%.4f", I);
         for (int g = 0; g < set->n; g++) fprintf(f, ",%.4f", roofline_attainable(&set->gpu[g], I) / 1e12);
         fputc('\n', f);
     }
-    if (csv_close(f, path, "phase0") != 0) return -1;
+    if (f && csv_close(f, path, "phase0") != 0) return -1;
 
     if (out) {
         fprintf(out, "Roofline: forward attention, N = %d, fp16, B = %d (16k tokens), H = 2048/d;\n"

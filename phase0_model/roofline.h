@@ -31,8 +31,8 @@ typedef struct {
 void roofline_gpus(roofline_set_t *set, const machine_info_t *mi, int have_gpu, const char *why);
 
 /* Print the table of ceilings and points; write roofline.csv (the points) and
- * roofline_lines.csv (each GPU's roof, for plot.gp) into dir. Returns 0, -1 if a CSV
- * could not be written. */
+ * roofline_lines.csv (each GPU's roof, for plot.gp) into dir (none when dir is NULL).
+ * Returns 0, -1 if a CSV could not be written. */
 int roofline_report(FILE *out, const roofline_set_t *set, const char *dir,
                     const machine_info_t *mi, int argc, char **argv);
 #endif

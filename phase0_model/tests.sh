@@ -4,10 +4,35 @@ t_units "$BUILD/test_phase0"
 P0="$BUILD/phase0"
 PYTHON=${PYTHON:-python3}
 T0=$(mktemp -d "${TMPDIR:-/tmp}/phase0-tests.XXXXXX")   # under testlib's run folder, removed at exit
+mkdir -p "$T0/run" "$T0/gqa" "$T0/d1" "$T0/d2"   # folders are made only under results/ (common/cli.h)
 t_run   "phase0 self-checks pass (default problem)" "$P0" --quiet --csv "$T0/run/phase0.csv"
 t_run   "phase0 writes its four CSVs" bash -c "for f in phase0 memory_wall roofline roofline_lines; do
              [ -s '$T0/run/'\$f.csv ] || { echo \"missing \$f.csv\"; exit 1; }; done"
 t_run   "phase0 GQA, N_q != N_kv, causal problem" "$P0" --quiet --B 2 --H 8 --Hkv 2 --N 300 --Nkv 700 --d 128 --causal --csv "$T0/gqa/phase0.csv"
+t_run   "phase0's CSV names the operation in every row (no empty cell)" bash -c "
+             awk -F, '/^[0-9]+,/ && \$2 == \"\" { print \"empty operation: \" \$0; bad = 1 } END { exit bad }' '$T0/run/phase0.csv' &&
+             [ \$(grep -c '^[0-9],' '$T0/run/phase0.csv') -eq 8 ]"
+# Every CSV it writes is probed before any work (exit 2, one line), and every write is checked
+t_exit2_says "phase0 --csv /dev/full: refused up front (no /dev/memory_wall.csv)" "cannot write the CSV /dev/full" \
+             "$P0" --quiet --csv /dev/full
+t_run   "phase0 --csv /dev/full created nothing in /dev" bash -c "
+             for f in memory_wall roofline roofline_lines; do [ ! -e /dev/\$f.csv ] || { echo \"made /dev/\$f.csv\"; exit 1; }; done"
+t_run   "phase0 --csv /dev/null and /dev/stdout (to a file): PASS, nothing written beside them in /dev" bash -c "
+             '$P0' --quiet --csv /dev/null >/dev/null || exit 1
+             '$P0' --quiet --csv /dev/stdout >'$T0/stdout.txt' || exit 1
+             for f in memory_wall roofline roofline_lines; do [ ! -e /dev/\$f.csv ] || { echo \"made /dev/\$f.csv\"; exit 1; }; done"
+mkdir -p "$T0/sib/memory_wall.csv" "$T0/sib2"
+t_exit2_says "phase0 probes memory_wall.csv beside the CSV (a folder there: exit 2 up front)" \
+             "cannot write .*memory_wall.csv .*beside the CSV.*folder" "$P0" --quiet --csv "$T0/sib/phase0.csv"
+t_exit2_says "phase0 refuses a --csv named like a file it writes beside it" "name of a file" \
+             "$P0" --quiet --csv "$T0/sib2/roofline.csv"
+# a write that fails at run time (ulimit -f, SIGXFSZ ignored: EFBIG) fails the run: FAIL, exit 1
+t_run   "phase0: a CSV write that fails at run time fails the run (exit 1, FAIL, no temporary left)" bash -c "
+             mkdir -p '$T0/fsz'; rc=0
+             (trap '' XFSZ; ulimit -f 1; exec '$P0' --quiet --csv '$T0/fsz/phase0.csv') >'$T0/fsz.out' 2>'$T0/fsz.err' || rc=\$?
+             cat '$T0/fsz.out' '$T0/fsz.err'
+             [ \$rc -eq 1 ] && grep -q '^phase0: FAIL' '$T0/fsz.out' && grep -q 'could not write .*File too large' '$T0/fsz.err' &&
+             [ -z \"\$(find '$T0/fsz' -name '*.tmp-*')\" ]"
 t_exit2 "phase0 rejects an unknown flag"      "$P0" --frobnicate
 t_exit2 "phase0 rejects a missing value"      "$P0" --N
 t_exit2 "phase0 rejects N=0"                  "$P0" --N 0

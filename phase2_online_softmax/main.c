@@ -102,11 +102,16 @@ static void overflow_rows(report_t *r, uint64_t seed, const char *dir, const mac
                           int argc, char **argv)
 {
     char path[OUT_PATH_MAX];
-    path_join(path, dir, "phase2_overflow.csv");   /* fits: cli_parse kept room (path.h) */
-    FILE *f = csv_open(path, "phase2", mi, argc, argv,
-                       "offset,naive_finite_frac,safe_finite_frac,online_finite_frac,naive_rel_l2,safe_rel_l2,online_rel_l2");
-    bool ok = softmax_overflow_demo(seed, f);
-    if (csv_close(f, path, "phase2") != 0) ok = false;
+    FILE *f = NULL;
+    bool ok = true;
+    if (dir) {   /* NULL: --csv is not a regular file, nothing is written beside it */
+        path_join(path, dir, "phase2_overflow.csv");   /* fits: cli_parse kept room (path.h) */
+        f = csv_open(path, "phase2", mi, argc, argv,
+                     "offset,naive_finite_frac,safe_finite_frac,online_finite_frac,naive_rel_l2,safe_rel_l2,online_rel_l2");
+        if (!f) ok = false;   /* said on stderr */
+    }
+    ok = softmax_overflow_demo(seed, f) && ok;
+    if (f && csv_close(f, path, "phase2") != 0) ok = false;
     add_row(r, "overflow at x~100: naive NaN, safe/online ok", "cpu", 25, 1024, 0, 0, 0, 0, 0, 0, 0, ok ? "PASS" : "FAIL");
 }
 
@@ -236,16 +241,18 @@ static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const ma
     int npts = o->sweep ? 8 : 1;
     FILE *f = NULL;
     char path[OUT_PATH_MAX];
-    if (o->sweep) {
+    if (o->sweep && dir) {
         path_join(path, dir, "phase2_sweep.csv");
         f = csv_open(path, "phase2", mi, argc, argv,
                      "n,rows,safe_ms,online_ms,safe_gbps,online_gbps,safe_eff_gbps,online_eff_gbps,copy_gbps,speedup");
+        if (!f) { add_row(r, "sweep CSV phase2_sweep.csv", "gpu", 0, 0, 0, 0, 0, 0, 0, 0, 0, "FAIL"); return; }
     }
     size_t maxn = o->sweep ? 131072 : GPU_N, fr, tot;
     if (gpu_mem_info(&fr, &tot) == 0 && 2.2 * GPU_ROWS * maxn * 4 > (double)fr) {
         printf("GPU rows skipped: %.1f GiB of device memory needed, %.1f GiB free\n",
                2.2 * GPU_ROWS * maxn * 4 / (1u << 30), (double)fr / (1u << 30));
-        csv_close(f, path, "phase2");
+        if (f && csv_close(f, path, "phase2") != 0)
+            add_row(r, "sweep CSV phase2_sweep.csv", "gpu", 0, 0, 0, 0, 0, 0, 0, 0, 0, "FAIL");
         return;
     }
     float *dx = gpu_malloc(GPU_ROWS * maxn * 4), *dy = gpu_malloc(GPU_ROWS * maxn * 4);
@@ -275,13 +282,16 @@ static void gpu_rows(report_t *r, const cli_opts_t *o, const char *dir, const ma
                    "(target >= 70%%: %s)\n", GPU_ROWS, n, sp, sp >= 1.15 ? "met" : "NOT met",
                    on.gbps, 100 * on.gbps / copy, copy, on.gbps >= 0.7 * copy ? "met" : "NOT met");
     }
-    csv_close(f, path, "phase2");
+    if (f && csv_close(f, path, "phase2") != 0)
+        add_row(r, "sweep CSV phase2_sweep.csv", "gpu", 0, 0, 0, 0, 0, 0, 0, 0, 0, "FAIL");
     gpu_free(dx); gpu_free(dy);
 }
 #endif
 
 int main(int argc, char **argv)
 {
+    static const char *const SIBLINGS[] = {"phase2_overflow.csv", NULL};
+    static const char *const SWEEP_SIBLINGS[] = {"phase2_sweep.csv", NULL};
     cli_spec_t spec = {
         .phase = "phase2",
         .summary = "online softmax: naive, 3-pass safe, 2-pass online, 1-pass attention; GPU row softmax",
@@ -289,6 +299,8 @@ int main(int argc, char **argv)
         .defaults = attn_problem(1, 2, 2, 256, 256, 64, false),
         .no_dump = true,   /* phase 2 writes no tensors */
         .sweep_takes = "B H Hkv N Nkv d causal seed kernel iters",   /* the run, then the sweep */
+        .siblings = SIBLINGS,
+        .sweep_siblings = SWEEP_SIBLINGS,   /* written when a GPU runs the sweep; probed with --sweep */
     };
     cli_opts_t o;
     cli_parse(argc, argv, &spec, &o);
@@ -300,11 +312,7 @@ int main(int argc, char **argv)
     machine_info_cpu(&mi);
     if (gpu) { gpu_copy_bandwidth_gbps(); gpu_machine_info(&mi); }
 
-    const char *csv_path = o.csv_path;
-    char dir[OUT_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", csv_path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
+    const char *csv_path = o.csv_path, *dir = o.csv_dir;   /* probed by cli_parse, the CSVs beside it too */
 
     report_t r;
     memset(&r, 0, sizeof r);
@@ -314,6 +322,7 @@ int main(int argc, char **argv)
     table_init(&r.t, 9, heads);
     r.csv = csv_open(csv_path, "phase2", &mi, argc, argv,
                      "variant,where,rows,n,accesses_per_elem,bytes_model,time_ms,gbps_model,gbps_effective,copy_gbps,rel_l2,verdict");
+    if (!r.csv) return CLI_EXIT_USAGE;   /* probed writable a moment ago; said why on stderr */
 
     bool ex = online_streaming_example(o.quiet);
     add_row(&r, "streaming example [3, 1, 2]", "cpu", 1, 3, 0, 0, 0, 0, 0, 0, 0, ex ? "PASS" : "FAIL");
@@ -336,6 +345,7 @@ int main(int argc, char **argv)
     if (r.fails)
         printf("phase2: FAIL (%d of %d checks: %s)\n", r.fails, r.checks, r.failed);
     else
-        printf("phase2: PASS (%d checks; CSV in %s/)\n", r.checks, dir);
+        printf("phase2: %s (%d checks; CSV %s%s)\n", bad_csv ? "FAIL" : "PASS", r.checks, csv_path,
+               dir ? " and phase2_overflow.csv beside it" : "");
     return r.fails || bad_csv ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 # phase2_online_softmax/tests.sh - phase 2's tests (sourced by tools/run_tests.sh).
 t_units "$BUILD/test_phase2"
 P2OUT=$(mktemp -d "${TMPDIR:-/tmp}/phase2-tests.XXXXXX")   # under testlib's run folder, removed at exit
+mkdir -p "$P2OUT/default" "$P2OUT/causal" "$P2OUT/n1" "$P2OUT/sweep"   # folders are made only under results/ (cli.h)
 t_run   "phase2 driver: default run passes (CPU rows; GPU rows where a GPU is)" \
         "$BUILD/phase2" --quiet --csv "$P2OUT/default/phase2.csv"
 t_run   "phase2 driver: causal GQA with fully masked rows (N_q > N_kv)" \
@@ -9,6 +10,13 @@ t_run   "phase2 driver: d=128, N=1" "$BUILD/phase2" --quiet --cpu --N 1 --d 128 
 t_run   "phase2 driver writes the table, overflow CSVs with metadata headers" bash -c \
         "grep -q '^# gpu:' '$P2OUT/default/phase2.csv' && grep -q '^variant,' '$P2OUT/default/phase2.csv' && grep -q '^offset,' '$P2OUT/default/phase2_overflow.csv'"
 t_exit2 "phase2 rejects an unknown flag" "$BUILD/phase2" --bogus
+# the CSV beside --csv is probed with it, before any work (cli_spec_t.siblings)
+mkdir -p "$P2OUT/sib/phase2_overflow.csv"
+t_exit2_says "phase2 probes phase2_overflow.csv beside the CSV (a folder there: exit 2 up front)" \
+        "cannot write .*phase2_overflow.csv .*beside the CSV.*folder" "$BUILD/phase2" --quiet --cpu --csv "$P2OUT/sib/phase2.csv"
+t_run   "phase2 --csv /dev/null writes nothing beside it (no /dev/phase2_overflow.csv)" bash -c "
+        '$BUILD/phase2' --quiet --cpu --N 16 --d 16 --csv /dev/null >/dev/null || exit 1
+        [ ! -e /dev/phase2_overflow.csv ] || { echo 'made /dev/phase2_overflow.csv'; exit 1; }"
 t_exit2 "phase2 rejects d=48" "$BUILD/phase2" --d 48
 t_exit2 "phase2 rejects an unknown kernel" "$BUILD/phase2" --kernel fast
 t_gpu   "phase2 GPU sweep writes phase2_sweep.csv" bash -c \

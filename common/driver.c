@@ -32,7 +32,7 @@ void drv_fail(drv_row_t *r, const char *fmt, ...)
 
 void drv_blame(drv_row_t *r, const char *exercises)
 {
-    if (drv_failed(r) && !r->exercises) r->exercises = exercises;
+    if (drv_failed(r) && !r->exercises) r->exercises = ex_blame(exercises);   /* less what unit checks cleared */
 }
 
 void drv_not_run(drv_row_t *r, const char *verdict, const char *why)

@@ -20,11 +20,32 @@
 #define SMALL_FLOPS 1.1e9         /* up to here phase 2's 1-pass CPU reference runs */
 
 /* ---- the CPU tile model ------------------------------------------------------------ */
+/* The unit checks of the CPU model's exercises (fa2.h), once a run: a failure fails the
+ * row first and names its exercise alone; a pass clears it, so that the composite checks
+ * after it (bytes, the oracle) name only the exercises the units did not clear. */
+static void fa2_cpu_units(drv_row_t *r)
+{
+    static const struct { const char *ex; int (*fn)(char *, size_t); } U[] = {
+        {"fa2.causal_range", fa2_unit_causal_range}, {"fa2.mask_element", fa2_unit_mask_element},
+        {"fa2.mask_tile", fa2_unit_mask_tile}};
+    static int rc[3], done;
+    static char why[3][400];
+    for (int u = 0; u < 3; u++) {
+        if (!done) { rc[u] = U[u].fn(why[u], sizeof why[u]); ex_unit(U[u].ex, rc[u] == 0); }
+        if (rc[u] == 0) continue;
+        if (!done) printf("unit check of %s: FAIL: %s\n", U[u].ex, why[u]);
+        drv_fail(r, "%s", why[u]);
+        drv_blame(r, U[u].ex);
+    }
+    done = 1;
+}
+
 drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
 {
     drv_row_t r = drv_row("cpu-model", "cpu", sweep, pc);
     attn_blocks_t bl = fa2_mma_blocks(pc->d);
     r.blocks = bl;
+    fa2_cpu_units(&r);
     attn_inputs_t in;
     drv_inputs(&in, pc, o->seed, false, PHASE);
     size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);

@@ -69,7 +69,9 @@ mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
 # One build folder per edited file: make rebuilds an object when its source is newer, and a
 # mutant's copy always is, but a file the NEXT mutant leaves as the reference is older than
 # the mutated object already there (a shared folder ran one mutant's kernel under the next).
-mutant_build() { echo "$T_ROOT/mutants-$1-$(basename "$2" | tr . _)"; }   # cpu|gpu FILE
+# MUTANT_BUILDS=DIR keeps those folders there, across runs (a rerun compiles the edited file
+# alone); by default they are in the run's temporary folder.
+mutant_build() { echo "${MUTANT_BUILDS:-$T_ROOT}/mutants-$1-$(basename "$2" | tr . _)"; }   # cpu|gpu FILE
 
 have_reference() { [ -n "$("$BUILD/mkexercise" --only "$2" --solutions "$1" 2>/dev/null)" ]; }   # FILE EX
 
@@ -106,6 +108,43 @@ mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]
     done
     [ $n -gt 0 ]
 }
+
+# ---- phase 0: the fp64 oracle (oracle.c) ----------------------------------------------
+F0=phase0_model/oracle.c
+mutant "p0.softmax_row returning log(l) without m" phase0 $F0 p0.softmax_row 14 's|return m + log(l);|return log(l);|'
+mutant "p0.softmax_row without the max subtracted" phase0 $F0 p0.softmax_row 10 's|exp(x\[j\] - m)|exp(x[j])|'
+mutant "p0.softmax_row with L = -inf for a fully masked row" phase0 $F0 p0.softmax_row 6 's|return INFINITY;|return -INFINITY;|'
+mutant "p0.dS with D = rowsum(dO) (O forgotten)" phase0 $F0 p0.dS 2 's|(double)g\[c\] \* o\[c\]|(double)g[c]|'
+mutant "p0.dS without D" phase0 $F0 p0.dS 3 's|(dP\[j\] - D)|dP[j]|'
+
+# ---- phase 1: the naive CPU softmax (naive_cpu.c) --------------------------------------
+F1=phase1_naive/naive_cpu.c
+mutant "naive.cpu_softmax summing e^s without the max" phase1 $F1 naive.cpu_softmax 3 's|expf(s\[j\] - m)|expf(s[j])|'
+
+# ---- phase 2: the online softmax (online_cpu.c) ----------------------------------------
+F2=phase2_online_softmax/online_cpu.c
+mutant "p2.merge keeping a's max (float m = a->m)" phase2 $F2 p2.merge 1 's|fmaxf(a->m, b->m)|a->m|'
+mutant "p2.merge scaling b by e^(m - b.m)" phase2 $F2 p2.merge 2 's|expf(b->m - m)|expf(m - b->m)|'
+mutant "p2.merge forgetting to rescale o" phase2 $F2 p2.merge 4 's|a->o\[c\] \* ca + b->o\[c\] \* cb|a->o[c] + b->o[c]|'
+mutant "p2.ml_update without rescaling l" phase2 $F2 p2.ml_update 2 's|\*l \* expf(\*m - m_new)|*l|'
+mutant "p2.ml_update taking the new max from x alone" phase2 $F2 p2.ml_update 1 's|fmaxf(\*m, x)|x|'
+mutant "p2.o_update without alpha" phase2 $F2 p2.o_update 1 's|s->o\[c\] \* alpha|s->o[c]|'
+
+# ---- phase 3: FA1's CPU model (fa1_cpu.c) ----------------------------------------------
+F3=phase3_fa1/fa1_cpu.c
+mutant "fa1.ml without rescaling the old l" phase3 $F3 fa1.ml 2 's|fa1_rescale(mi\[r\], m_new) \* li\[r\]|li[r]|'
+mutant "fa1.ml with m_new = m_t (the old max forgotten)" phase3 $F3 fa1.ml 1 's|fmaxf(mi\[r\], m_t)|m_t|'
+mutant "fa1.rescale without undoing the old normalisation (a = e^(..) only)" phase3 $F3 fa1.rescale 1 's|(a \* o\[k\] + b \* pv) \* inv|(o[k] + b * pv) * inv|'
+mutant "fa1.rescale never dividing by l_new" phase3 $F3 fa1.rescale 1 's|(a \* o\[k\] + b \* pv) \* inv|a * o[k] + b * pv|'
+mutant "fa1.blocks with floor(M / 4d)" phase3 $F3 fa1.blocks 1 's|(M + 4 \* (size_t)d - 1) / (4 \* (size_t)d)|M / (4 * (size_t)d)|'
+
+# ---- phase 4: the FA2 forward model (fa2_cpu.c): FlashMask's rules and the causal range --
+F4=phase4_fa2/fa2_cpu.c
+mutant "fa2.mask_tile fully masked from uts_min (not uts_max)" phase4 $F4 fa2.mask_tile 1 's|r0 >= mb->uts_max\[j\]|r0 >= mb->uts_min[j]|'
+mutant "fa2.mask_tile unmasked only when r1 < lts_min (more partial tiles)" phase4 $F4 fa2.mask_tile 2 's|r1 <= mb->lts_min\[j\]|r1 < mb->lts_min[j]|'
+mutant "fa2.mask_tile unmasked from lte_min (not lte_max)" phase4 $F4 fa2.mask_tile 2 's|r0 >= mb->lte_max\[j\]|r0 >= mb->lte_min[j]|'
+mutant "fa2.mask_element with row <= lte" phase4 $F4 fa2.mask_element 1 's|row < m->lte\[key\]|row <= m->lte[key]|'
+mutant "fa2.causal_range rounding last_key / Bc up" phase4 $F4 fa2.causal_range 4 's|last_key / Bc + 1|(last_key + Bc - 1) / Bc|'
 
 # ---- phase 5: the FA2 backward model (bwd_cpu.c) --------------------------------------
 F5=phase5_backward/bwd_cpu.c

@@ -69,9 +69,7 @@ mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
 # One build folder per edited file: make rebuilds an object when its source is newer, and a
 # mutant's copy always is, but a file the NEXT mutant leaves as the reference is older than
 # the mutated object already there (a shared folder ran one mutant's kernel under the next).
-# MUTANT_BUILDS=DIR keeps those folders there, across runs (a rerun compiles the edited file
-# alone); by default they are in the run's temporary folder.
-mutant_build() { echo "${MUTANT_BUILDS:-$T_ROOT}/mutants-$1-$(basename "$2" | tr . _)"; }   # cpu|gpu FILE
+mutant_build() { echo "$T_ROOT/mutants-$1-$(basename "$2" | tr . _)"; }   # cpu|gpu FILE
 
 have_reference() { [ -n "$("$BUILD/mkexercise" --only "$2" --solutions "$1" 2>/dev/null)" ]; }   # FILE EX
 

@@ -154,6 +154,8 @@ mutant "bwd.dS without D" phase5 $F5 bwd.dS 1 's| - Di\[r\]||'
 mutant "bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's|scale \* s|s|'
 mutant "bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's|+=|=|'
 mutant "bwd.causal_range off by one block" phase5 $F5 bwd.causal_range 4 's|row / Br|row / Br + 1|'
+mutant "bwd.causal_range without clamping the first row to 0 (a negative Q block)" phase5 $F5 bwd.causal_range 2 'd'
+mutant "bwd.causal_range adding the diagonal offset" phase5 $F5 bwd.causal_range 1 's|- (p->N_kv - p->N_q)|+ (p->N_kv - p->N_q)|'
 
 # ---- phase 6: Flash-Decoding (decode_cpu.c, dec_*.cuh) --------------------------------
 F6=phase6_decoding/decode_cpu.c

@@ -47,12 +47,29 @@ names_only() {   # EX LOG
     echo "want every FAIL to name $1 alone; the run names:"; echo "${named:-(nothing)}"; return 1
 }
 
+# Code that is no exercise (a phase's own machinery): its run must FAIL and every
+# "exercises behind" line name no exercise (tools/exercises.sh list) - a mistake there is
+# not the student's, and a FAIL that sends them to an exercise of theirs misleads.
+names_no_exercise() {   # LOG
+    local named ex
+    named=$(grep -E "exercises behind (this check|it): " "$1" | sed -E 's/^.*exercises behind (this check|it): //' | sort -u)
+    [ -n "$named" ] || { echo "no FAIL line says what is behind it"; return 1; }
+    while read -r ex _; do
+        if grep -qE "(^|[ ,])${ex//./\\.}(,|$)" <<<"$named"; then echo "the run names the exercise $ex:"; echo "$named"; return 1; fi
+    done < <(bash tools/exercises.sh list)
+}
+
 # Build the phase from the mutant and run it as a student does; exit 1 on anything but a
-# FAIL that names EX alone (3: the mutant does not build).
-mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
-    local phase=$1 file=$2 ex=$3 build=$4 vars=$5 dir rc=0; shift 5
+# FAIL that names EX alone (3: the mutant does not build). EX "-": FILE holds no exercise,
+# each EDIT a sed command on the whole file, and the FAIL must name no exercise.
+mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]  (EX -: EDIT [EDIT ...])
+    local phase=$1 file=$2 ex=$3 build=$4 vars=$5 dir rc=0 e; shift 5
     dir=$(mktemp -d "${TMPDIR:-/tmp}/mutant.XXXXXX")
-    mutant_write "$file" "$ex" "$dir" "$@" || return 3
+    if [ "$ex" = - ]; then
+        mkdir -p "$dir/ex/$(dirname "$file")"; cp "$file" "$dir/ex/$file"
+        for e in "$@"; do sed -i "$e" "$dir/ex/$file"; done
+        ! cmp -s "$file" "$dir/ex/$file" || { echo "the edits changed nothing in $file"; return 3; }
+    else mutant_write "$file" "$ex" "$dir" "$@" || return 3; fi
     # shellcheck disable=SC2086  # vars: make variables, one word each
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" NO_DEPS=1 $vars EX=1 \
         EXDIR="$dir/ex" BUILD="$build" "$phase-build" >"$dir/build.log" 2>&1 ||
@@ -63,7 +80,7 @@ mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
     grep -E 'FAIL|exercises behind|rror|Segmentation|Abort' "$dir/run.log" | head -30
     [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
     grep -qE 'Segmentation|core dumped|Abort' "$dir/run.log" && { echo "the run crashed"; return 1; }
-    names_only "$ex" "$dir/run.log"
+    if [ "$ex" = - ]; then names_no_exercise "$dir/run.log"; else names_only "$ex" "$dir/run.log"; fi
 }
 
 # One build folder per edited file: make rebuilds an object when its source is newer, and a
@@ -80,6 +97,17 @@ mutant() {
     if have_reference "$file" "$ex"; then
         t_run "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$(mutant_build cpu "$file")" NO_CUDA=1 "$@"
     else t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; fi
+}
+
+# mutant_plain NAME PHASE FILE EDIT [EDIT ...]: a mistake in code that is no exercise (each
+# EDIT a sed command on FILE); the run must FAIL naming no exercise. The file ships in a
+# handout as it is (no solution in it), so the edits may quote it.
+mutant_plain() {
+    local name=$1 phase=$2 file=$3; shift 3
+    grep -qE -- "${MUTANT_FILTER:-.}" <<<"$phase $name" || return 0
+    if [ -n "${EX_BUILD:-}" ] || [ ! -x "$BUILD/mkexercise" ] || [ -z "$(bash tools/exercises.sh list 2>/dev/null | head -n 1)" ]; then
+        t_skip "mutant: $name" "a test of the grader: the repository's make test runs it"
+    else t_run "mutant: $name FAILs naming no exercise" mutant_fails "$phase" "$file" - "$(mutant_build cpu "$file")" NO_CUDA=1 "$@"; fi
 }
 
 # mutant_gpu NAME PHASE FILE EX K EDIT [K EDIT ...]: a mutant in a .cu file. Compiles here
@@ -163,6 +191,16 @@ mutant "dec.combine weighting by exp(L_s), no max subtracted" phase6 $F6 dec.com
 mutant "dec.page_lookup with / and % swapped" phase6 $F6 dec.page_lookup 1 's|j / c->page|j % c->page|' 2 's|(j % c->page)|(j / c->page)|'
 mutant "dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's|\*L = INFINITY|*L = -INFINITY|'
 mutant "dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc / S > 0 ? Tc / S : 1)|'
+mutant "dec.combine weighting by e^(L_s - m) (not divided by l)" phase6 $F6 dec.combine 9 's|expf(Ls\[s\] - lse)|expf(Ls[s] - m)|'
+mutant "dec.combine with L = log(l), m forgotten" phase6 $F6 dec.combine 7 's|m + logf(l)|logf(l)|'
+mutant "dec.split_range with (Tc + S) / S blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc + S) / S|'
+mutant "dec.page_lookup striding the block table by page" phase6 $F6 dec.page_lookup 1 's|(size_t)b \* c->pages_per_seq|(size_t)b * c->page|'
+# FlashDecoding++'s window and fallback (decode_fdpp_cpu.c): no exercise, but the run must catch them
+FD6=phase6_decoding/decode_fdpp_cpu.c
+mutant_plain "FD++ without the overflow flag (a score past phi + 10 not recomputed)" phase6 $FD6 '/if (z > DEC_PHI_ABOVE) \*flags |= FDPP_PASSED;/d'
+mutant_plain "FD++ l_s without the passed flag's +inf" phase6 $FD6 '/if (flags & FDPP_PASSED) return INFINITY;/d'
+mutant_plain "FD++ combine counting a split with no key (-0) as reached" phase6 $FD6 's/reached |= ls\[s\] > 0;/reached |= ls[s] >= 0;/'
+mutant_plain "FD++ combine with L = log(l), phi forgotten" phase6 $FD6 's/\*L = phi + logf(l);/*L = logf(l);/'
 mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 phase6_decoding/dec_combine.cuh dec.combine_gpu \
     9 's|expf(Lpart\[(size_t)s \* nrows + row\] - lmax)|expf(Lpart[(size_t)s * nrows + row])|' 12 's|lmax + logf(sum)|logf(sum)|'
 mutant_gpu "dec.page_lookup_gpu with / and % swapped" phase6 phase6_decoding/dec_paged.cuh dec.page_lookup_gpu 1 's|(j >> page_shift(a))|(j \& (a.page - 1))|'

@@ -349,8 +349,9 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
 # the phases' tests only (the project-wide tools/tests.sh need the reference sources).
 # EX_BUILD=1 tells the tests that the code under test is the student's (a test of the
-# shared code that runs a phase's driver must not need that phase solved).
-TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1)
+# shared code that runs a phase's driver must not need that phase solved); EXDIR where
+# its fill-ins are (a test that compiles a header itself, the CPU emulator's, reads them).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1 EXDIR=$(EXDIR))
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)

@@ -50,12 +50,25 @@ done
 # K/V blocks): eight masks, against an fp64 attention over the visible keys, the visit
 # counts against the tile classes; and a planted mistake (the search for the next visited
 # block ignoring the Q block's range) FAILs
+# In an exercise build (make phase4 test EX=1) the emulator runs the student's fill-in of
+# fa2_mma_kernel.cuh (EXDIR's copy: the GPU exercises checked without a GPU) and a FAIL names
+# the exercises its mask path runs; fa2.online_mma without log2(e) (a mistake `make phase4 run
+# EX=1` cannot see without a GPU) must FAIL it, naming fa2.online_mma.
+EMU4=(env EMU_OUT="$BUILD/mma_emu_mask" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma")
+if [ -n "${EX_BUILD:-}" ] && [ -f "${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh" ]; then
+    EMU4+=(EMU_FA2_KERNEL="${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh")
+fi
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
-        bash tools/mma_emu/run.sh mask 64
+        "${EMU4[@]}" bash tools/mma_emu/run.sh mask 64
     t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
         env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
         bash tools/mma_emu/run.sh mask 64
+    t_teeth_run "phase4 mask emulator FAILs fa2.online_mma's P~ by expf (log2(e) twice), naming fa2.online_mma" bash -c '
+        out=$(env EMU_OUT="'"$BUILD"'/mma_emu_mask_mutant" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" \
+              EMU_MUTATE_FA2="= sfu_ex2(fmaf(s[mtile][n][e], sl2, -msc));=>= expf(fmaf(s[mtile][n][e], sl2, -msc));" \
+              bash tools/mma_emu/run.sh mask 64 2>&1) && { echo "the emulator passed the mistake"; exit 1; }
+        echo "$out" | tail -4; grep -q "exercises behind this check: .*fa2\.online_mma" <<<"$out"'
 else
     t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
     t_skip "phase4 mask emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"

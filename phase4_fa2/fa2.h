@@ -112,6 +112,15 @@ bool fa2_mask_hidden(const attn_mask_t *m, int row, int key);
 int fa2_unit_causal_range(char *why, size_t len);
 int fa2_unit_mask_element(char *why, size_t len);
 int fa2_unit_mask_tile(char *why, size_t len);
+/* Alg. 1 l.10, l.12 and l.13 as the CPU model writes them (the exercises fa2.rescale,
+ * fa2.normalise, fa2.lse): one element of O~ rescaled, a row divided by l, L from m and l;
+ * and their unit checks against the reference library's copies (l = 0 rows included). */
+REF_PROTO(float, fa2_rescale_o, (float o, float alpha, float pv));
+REF_PROTO(void, fa2_normalise_row, (float *o, float l, int d));
+REF_PROTO(float, fa2_lse, (float m, float l));
+int fa2_unit_rescale(char *why, size_t len);
+int fa2_unit_normalise(char *why, size_t len);
+int fa2_unit_lse(char *why, size_t len);
 
 /* SRAM of the CPU model: Q_i, O~_i (Br x d), K_j, V_j (Bc x d), S_ij (Br x Bc), m_i, l_i. */
 size_t fa2_sram_bytes(int d, attn_blocks_t b);

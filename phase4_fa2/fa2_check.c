@@ -156,6 +156,67 @@ int fa2_unit_mask_tile(char *why, size_t len)
     return 0;
 }
 
+static bool unit_near(float got, float want)
+{
+    if (isnan(got) || isnan(want)) return isnan(got) && isnan(want);
+    if (isinf(got) || isinf(want)) return got == want;
+    return fabsf(got - want) <= 1e-6f * fabsf(want) + 1e-30f;
+}
+static const float UNIT_V[] = {0.0f, 1.0f, -2.5f, 0.3f, 1e-3f, 7.0f, -0.0f, 40.0f};
+#define UNIT_NV (sizeof UNIT_V / sizeof UNIT_V[0])
+
+int fa2_unit_rescale(char *why, size_t len)
+{
+    static const float ALPHA[] = {0.0f, 1.0f, 0.5f, 1e-20f, 0.999f};
+    for (size_t a = 0; a < UNIT_NV; a++)
+        for (size_t b = 0; b < sizeof ALPHA / sizeof ALPHA[0]; b++)
+            for (size_t c = 0; c < UNIT_NV; c++) {
+                const float got = fa2_rescale_o(UNIT_V[a], ALPHA[b], UNIT_V[c]), want = REF(fa2_rescale_o)(UNIT_V[a], ALPHA[b], UNIT_V[c]);
+                if (!unit_near(got, want)) {
+                    snprintf(why, len, "unit check: O~ = %g, alpha = %g, pv = %g gives %g, the reference %g",
+                             (double)UNIT_V[a], (double)ALPHA[b], (double)UNIT_V[c], (double)got, (double)want);
+                    return -1;
+                }
+            }
+    return 0;
+}
+
+int fa2_unit_normalise(char *why, size_t len)
+{
+    static const float L[] = {0.0f, 1.0f, 2.5f, 1e-30f, 300.0f};
+    for (size_t a = 0; a < sizeof L / sizeof L[0]; a++) {
+        float o[UNIT_NV], r[UNIT_NV];
+        memcpy(o, UNIT_V, sizeof o);
+        memcpy(r, UNIT_V, sizeof r);
+        fa2_normalise_row(o, L[a], (int)UNIT_NV);
+        REF(fa2_normalise_row)(r, L[a], (int)UNIT_NV);
+        for (size_t k = 0; k < UNIT_NV; k++)
+            if (!unit_near(o[k], r[k])) {
+                snprintf(why, len, "unit check: O~[%zu] = %g with l = %g gives O = %g, the reference %g",
+                         k, (double)UNIT_V[k], (double)L[a], (double)o[k], (double)r[k]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+int fa2_unit_lse(char *why, size_t len)
+{
+    static const float M[] = {-INFINITY, 0.0f, 3.0f, -80.0f, 100.0f};
+    static const float L[] = {0.0f, 1.0f, 2.5f, 1e-30f, 300.0f};
+    for (size_t a = 0; a < sizeof M / sizeof M[0]; a++)
+        for (size_t b = 0; b < sizeof L / sizeof L[0]; b++) {
+            if ((M[a] == -INFINITY) != (L[b] == 0.0f)) continue;   /* l = 0 exactly when no key was seen */
+            const float got = fa2_lse(M[a], L[b]), want = REF(fa2_lse)(M[a], L[b]);
+            if (!unit_near(got, want)) {
+                snprintf(why, len, "unit check: m = %g, l = %g gives L = %g, the reference %g", (double)M[a], (double)L[b],
+                         (double)got, (double)want);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 double fa2_fp8_rmse_bound(const attn_inputs_t *in, int check_rows)
 {
     const size_t n = attn_kv_elems(&in->p);

@@ -27,10 +27,12 @@ static void fa2_cpu_units(drv_row_t *r)
 {
     static const struct { const char *ex; int (*fn)(char *, size_t); } U[] = {
         {"fa2.causal_range", fa2_unit_causal_range}, {"fa2.mask_element", fa2_unit_mask_element},
-        {"fa2.mask_tile", fa2_unit_mask_tile}};
-    static int rc[3], done;
-    static char why[3][400];
-    for (int u = 0; u < 3; u++) {
+        {"fa2.mask_tile", fa2_unit_mask_tile}, {"fa2.rescale", fa2_unit_rescale},
+        {"fa2.normalise", fa2_unit_normalise}, {"fa2.lse", fa2_unit_lse}};
+    enum { NU = sizeof U / sizeof U[0] };
+    static int rc[NU], done;
+    static char why[NU][400];
+    for (int u = 0; u < NU; u++) {
         if (!done) { rc[u] = U[u].fn(why[u], sizeof why[u]); ex_unit(U[u].ex, rc[u] == 0); }
         if (rc[u] == 0) continue;
         if (!done) printf("unit check of %s: FAIL: %s\n", U[u].ex, why[u]);

@@ -429,8 +429,8 @@ F4=phase4_fa2/fa2_cpu.c
 ex_mistake "EX=1 catches fa2.causal_range aligned top-left (N_kv - N_q forgotten)" phase4 $F4 fa2.causal_range 2 's/ + (p->N_kv - p->N_q)//'
 ex_mistake "EX=1 catches fa2.causal_range from the block's first row" phase4 $F4 fa2.causal_range 1 '=const int last_row = i * Br;'
 ex_mistake "EX=1 catches fa2.causal_range without return 0 for a fully masked block" phase4 $F4 fa2.causal_range 3 d
-ex_mistake "EX=1 catches fa2.normalise without the l = 0 guard" phase4 $F4 fa2.normalise 1 '=const float inv = 1.0f / li[r];'
-ex_mistake "EX=1 catches fa2.lse giving -inf for a fully masked row" phase4 $F4 fa2.lse 1 '=li[r] = mi[r] + logf(li[r]);'
+ex_mistake "EX=1 catches fa2.normalise without the l = 0 guard" phase4 $F4 fa2.normalise 1 '=const float inv = 1.0f / l;'
+ex_mistake "EX=1 catches fa2.lse giving -inf for a fully masked row" phase4 $F4 fa2.lse 1 '=return m + logf(l);'
 ex_mistake "EX=1 catches fa2.lse giving 0 for a fully masked row" phase4 $F4 fa2.lse 1 's/: INFINITY;/: 0.0f;/'
 ex_mistake "EX=1 catches fa2.mask_tile with the lower run's min and max swapped (a visible tile skipped)" phase4 $F4 fa2.mask_tile 1 's/lts_max\[j\] \&\& r1 <= mb->lte_min\[j\]/lts_min[j] \&\& r1 <= mb->lte_max[j]/'
 ex_mistake "EX=1 catches fa2.mask_tile calling every tile unmasked past the first run" phase4 $F4 fa2.mask_tile 2 's/ \&\& (r1 <= mb->uts_min\[j\] || r0 >= mb->ute_max\[j\])//'

@@ -171,6 +171,12 @@ mutant "fa2.mask_tile unmasked only when r1 < lts_min (more partial tiles)" phas
 mutant "fa2.mask_tile unmasked from lte_min (not lte_max)" phase4 $F4 fa2.mask_tile 2 's|r0 >= mb->lte_max\[j\]|r0 >= mb->lte_min[j]|'
 mutant "fa2.mask_element with row <= lte" phase4 $F4 fa2.mask_element 1 's|row < m->lte\[key\]|row <= m->lte[key]|'
 mutant "fa2.causal_range rounding last_key / Bc up" phase4 $F4 fa2.causal_range 4 's|last_key / Bc + 1|(last_key + Bc - 1) / Bc|'
+mutant "fa2.mask_element with the upper run's start exclusive (row > uts)" phase4 $F4 fa2.mask_element 1 's|row >= m->uts\[key\]|row > m->uts[key]|'
+mutant "fa2.mask_tile fully masked by the lower run alone" phase4 $F4 fa2.mask_tile 1 's| \|\| (r0 >= mb->uts_max\[j\] \&\& r1 <= mb->ute_min\[j\])||'
+mutant "fa2.causal_range seeing no key when last_key = 0" phase4 $F4 fa2.causal_range 3 's|last_key < 0|last_key <= 0|'
+mutant "fa2.rescale dividing by alpha" phase4 $F4 fa2.rescale 1 's|alpha \* o + pv|o / alpha + pv|'
+mutant "fa2.normalise multiplying by l" phase4 $F4 fa2.normalise 1 's|1.0f / l|l|'
+mutant "fa2.lse with log2" phase4 $F4 fa2.lse 1 's|logf(l)|log2f(l)|'
 
 # ---- phase 5: the FA2 backward model (bwd_cpu.c) --------------------------------------
 F5=phase5_backward/bwd_cpu.c

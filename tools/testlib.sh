@@ -127,7 +127,8 @@ t_summary() {
 
 # ---- the grader's teeth: one plausible mistake in an exercise must FAIL and be named ----
 # `make PHASE run EX=1` built from the reference with ONE mistake in the exercise (the K-th
-# reference line of EXERCISE edited) must FAIL and name EXERCISE. CPU only (NO_CUDA=1).
+# reference line of EXERCISE edited) must FAIL and name EXERCISE alone (every "exercises
+# behind" line of the run names it and no other). CPU only (NO_CUDA=1).
 ex_mistake_fails() {   # PHASE FILE EXERCISE K EDIT BUILD: EDIT the K-th reference line of EXERCISE
     local phase=$1 file=$2 ex=$3 k=$4 edit=$5 dir line n out rc=0
     dir=$(mktemp -d "${TMPDIR:-/tmp}/mistake.XXXXXX"); mkdir -p "$dir/ex/$(dirname "$file")"
@@ -144,6 +145,10 @@ ex_mistake_fails() {   # PHASE FILE EXERCISE K EDIT BUILD: EDIT the K-th referen
     echo "$out" | grep -E 'FAIL|exercises behind|error' | head -20
     [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
     grep -qE "exercises behind (this check|it): .*$ex([^a-z_]|$)" <<<"$out" || { echo "the FAIL does not name $ex"; return 1; }
+    # and names it alone: every "exercises behind" line of the run names $ex and no other
+    local named
+    named=$(grep -E "exercises behind (this check|it): " <<<"$out" | sed -E 's/^.*exercises behind (this check|it): //' | sort -u)
+    [ "$named" = "$ex" ] || { echo "want every FAIL to name $ex alone; the run names:"; echo "$named"; return 1; }
 }
 ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is never written here:
                  # a handout holds this file, and leaks checks it holds no solution line)

@@ -177,6 +177,31 @@ static bool fa2_hidden(const attn_problem_t *p, int row, int key)
     return m ? fa2_mask_hidden(m, row, key) : !attn_visible(p, row, key);
 }
 
+/* Alg. 1 l.10 for one element of O~: brought to the new max, plus this block's P~ V. */
+float fa2_rescale_o(float o, float alpha, float pv)
+{
+    /* TODO EXERCISE fa2.rescale: update the unnormalised output O~ (Alg. 1 l.10)
+     * HINT: o is the sum of e^(S - m_old) v over the keys so far; bring it to the new max
+     * HINT: with alpha = e^(m_old - m_new) and add this block's pv. No division. */
+    (void)o; (void)alpha; return pv;
+}
+
+/* Alg. 1 l.12 for one row of d outputs: O = O~ / l, once. */
+void fa2_normalise_row(float *o, float l, int d)
+{
+    /* TODO EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
+     * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
+    (void)o; (void)l; (void)d;
+}
+
+/* Alg. 1 l.13 for one row: L from its running max m and sum l. */
+float fa2_lse(float m, float l)
+{
+    /* TODO EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
+     * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Return it. */
+    (void)m; (void)l; return 0.0f;
+}
+
 /* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r:
  * i0 = i Br, Q_i's first row), kr rows of K_j, V_j (global key j0 + c: j0 = j Bc).
  * O~_i, m_i, l_i (the tiles Oi, mi, li) are updated in place; m_t is this block's row
@@ -212,10 +237,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
         for (int k = 0; k < d; k++) {
             float pv = 0;
             for (int c = 0; c < kr; c++) pv += s[c] * Vj[(size_t)c * d + k];
-            /* TODO EXERCISE fa2.rescale: update the unnormalised output O~ (Alg. 1 l.10)
-             * HINT: o[k] is the sum of e^(S - m_old) v over the keys so far; bring it to the
-             * HINT: new max with alpha = e^(m_old - m_new) and add this block's pv. No division. */
-            o[k] = pv; (void)alpha;
+            o[k] = fa2_rescale_o(o[k], alpha, pv);
         }
         if (flops) *flops += 5.0 * kr + d + 5.0;   /* fa2_nonmatmul_flops() says which */
     }
@@ -273,12 +295,8 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
         /* l.12-13: O_i = diag(l_i)^-1 O~_i once, L_i = m_i + log(l_i) */
         for (int r = 0; r < qr; r++) {
             float *o = Oi + (size_t)r * d;
-            /* TODO EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
-             * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
-            (void)o;
-            /* TODO EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
-             * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Store it in li[r]. */
-            li[r] = 0.0f;
+            fa2_normalise_row(o, li[r], d);
+            li[r] = fa2_lse(mi[r], li[r]);
         }
         if (flops) *flops += (double)qr * (d + 3.0);
         hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i * Br * d, Oi, (size_t)qr * d);

@@ -184,7 +184,9 @@ static void combine_compare(drv_row_t *r, const float *O, const float *L, const 
     const bool okO = drv_compare(r, vs, "O", O, Oref, (size_t)CB_ROWS * CB_D, CB_D, tol_cpu(), false, NULL);
     const bool okL = drv_compare(r, vs, "L", L, Lref, CB_ROWS, CB_ROWS, tol_cpu(), false, NULL);
     if (!okO || !okL) dec_blame_also(r, ex);
-    ex_unit(ex, okO && okL);
+    /* the CPU combine's unit check (common/check.h): its loops are the same for every d and S;
+     * the GPU one's lanes are not (d = 64 here), so its pass clears nothing */
+    if (strcmp(ex, "dec.combine") == 0) ex_unit(ex, okO && okL);
 }
 
 void dec_check_combine(drv_row_t *r)

@@ -137,7 +137,7 @@ mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]
 
 # ---- phase 0: the fp64 oracle (oracle.c) ----------------------------------------------
 F0=phase0_model/oracle.c
-mutant "p0.softmax_row returning log(l) without m" phase0 $F0 p0.softmax_row 14 's|return m + log(l);|return log(l);|'
+mutant "p0.softmax_row returning log(l) without m" phase0 $F0 p0.softmax_row 14 's| m + log(l)| log(l)|'
 mutant "p0.softmax_row without the max subtracted" phase0 $F0 p0.softmax_row 10 's|exp(x\[j\] - m)|exp(x[j])|'
 mutant "p0.softmax_row with L = -inf for a fully masked row" phase0 $F0 p0.softmax_row 6 's|return INFINITY;|return -INFINITY;|'
 mutant "p0.dS with D = rowsum(dO) (O forgotten)" phase0 $F0 p0.dS 2 's|(double)g\[c\] \* o\[c\]|(double)g[c]|'

@@ -372,9 +372,10 @@ sanitize: $(foreach p,$(TARGET_PHASES),$(p)-sanitize)
 # the run fails if any of them fails. The tests then test the exercise build ($(BUILD)),
 # the phases' tests only (the project-wide tools/tests.sh need the reference sources).
 # EX_BUILD=1 tells the tests that the code under test is the student's (a test of the
-# shared code that runs a phase's driver must not need that phase solved); T_EXDIR where
-# the student's files are (the summary lists the exercises still unfilled there).
-TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1 T_EXDIR=$(EXDIR))
+# shared code that runs a phase's driver must not need that phase solved); EXDIR where
+# its fill-ins are (a test that compiles a header itself, the CPU emulator's, reads them;
+# the summary lists the exercises still unfilled there).
+TEST_ENV = BUILD=$(BUILD)$(if $(EX), SKIP_TOOLS=1 EX_BUILD=1 EXDIR=$(EXDIR) T_EXDIR=$(EXDIR))
 define phase_actions
 $(1)-run: $(1)-build
 	@mkdir -p $(RESULTS)/$(1)

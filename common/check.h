@@ -134,6 +134,21 @@ void err_first_bad_str(const err_stats_t *e, int row_len, const char *tensor, ch
  * In the reference build it prints nothing. */
 void check_hint_exercises(bool pass, const char *names);
 
+/* Precise blame. A unit check tests one exercise's code alone (against the reference
+ * library's copy, common/ref.h, or a rule written out in common/) and records its verdict
+ * with ex_unit(name, pass): a pass clears that exercise, a failure convicts it. A
+ * composite check (an output that several exercises' code made) then names
+ * ex_blame(involved) rather than the whole list ("a, b, c", ", "-separated):
+ *   - those of involved whose unit check failed, if any did;
+ *   - else those no unit check cleared;
+ *   - else (every one cleared, yet the composite fails: the unit checks missed it) all.
+ * So a one-line mistake in one exercise, which its unit check catches, is named alone
+ * however many composite checks it breaks. The strings returned live as long as the run. */
+void ex_unit(const char *name, bool pass);
+const char *ex_blame(const char *involved);
+/* ex_unit_failed(name): has a unit check of that exercise failed in this run? */
+bool ex_unit_failed(const char *name);
+
 /* Fill with NaN so that an element a kernel forgets to write fails the check. */
 void poison_f32(float *x, size_t n);
 #endif

@@ -32,7 +32,7 @@ void drv_fail(drv_row_t *r, const char *fmt, ...)
 
 void drv_blame(drv_row_t *r, const char *exercises)
 {
-    if (drv_failed(r) && !r->exercises) r->exercises = exercises;
+    if (drv_failed(r) && !r->exercises) r->exercises = ex_blame(exercises);   /* less what unit checks cleared */
 }
 
 void drv_not_run(drv_row_t *r, const char *verdict, const char *why)
@@ -163,6 +163,11 @@ int drv_finish(drv_t *D, const drv_row_t *rows, int n, bool quiet)
         if (EX_BUILD_ON && drv_failed(&rows[i]))
             printf("     exercises behind it: %s\n", rows[i].exercises ? rows[i].exercises : "(none named: see the chapter)");
     }
+    /* an exercise build without a GPU checked the CPU fill-ins alone: say so, so that a PASS
+     * is not read as one for the GPU exercises too */
+    if (EX_BUILD_ON && !D->gpu)
+        printf("%s: GPU exercises NOT checked (the .cu fill-ins: %s); make %s test EX=1 runs some of them on the "
+               "CPU emulator, a GPU runs them all\n", D->phase, D->why, D->phase);
     bool bad_dump = attn_dump_failures() > 0;   /* said on stderr where it failed */
     printf("%s: %s (%d rows, %d failed%s)\n", D->phase, fails || bad_dump ? "FAIL" : "PASS", n, fails,
            bad_dump ? "; the dump could not be written" : "");

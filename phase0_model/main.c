@@ -204,7 +204,8 @@ int main(int argc, char **argv)
     /* Self-checks: every line PASS or FAIL, then the verdict. */
     printf("Self-checks\n");
     int n = 0, nn = 0;
-    int fails = worked_check(stdout, &wt, &ws, &n);
+    int fails = sc_unit_checks(stdout, &nn);   /* first: it clears or names p0.softmax_row */
+    fails += worked_check(stdout, &wt, &ws, &n);
     fails += sc_oracle_checks(stdout, &nn);
     fails += sc_cost_checks(stdout, &nn);
     n += nn;

@@ -30,6 +30,40 @@ int sc_hint(FILE *out, int failed, const char *exercises)
     return failed;
 }
 
+/* ---- the unit check of p0.softmax_row: against the reference library's copy ---------
+ * (common/ref.h) on rows of its own: short and long, masked entries, a fully masked row,
+ * scores near 700 (exp overflows a double past 709) and near -700. A pass clears
+ * p0.softmax_row (common/check.h, ex_unit): the checks after it that run the whole oracle
+ * (finite differences, GQA, masked rows) then name p0.dS alone. */
+int sc_unit_checks(FILE *out, int *nchecks)
+{
+    enum { NMAX = 40 };
+    static const int LEN[] = {1, 2, 3, 7, 40};
+    static const double SHIFT[] = {0.0, 700.0, -700.0, 3.5};
+    double x[NMAX], w[NMAX], wr[NMAX];
+    int ok = 1;
+    char bad[200] = "";
+    for (size_t a = 0; a < sizeof LEN / sizeof LEN[0] && ok; a++)
+        for (size_t b = 0; b < sizeof SHIFT / sizeof SHIFT[0] && ok; b++)
+            for (int mask = 0; mask < 3 && ok; mask++) {   /* 0: none, 1: every third entry, 2: all */
+                const int n = LEN[a];
+                for (int j = 0; j < n; j++)
+                    x[j] = (mask == 2 || (mask == 1 && j % 3 == 1)) ? -INFINITY : SHIFT[b] + 0.37 * ((j * 7) % 11) - 1.5;
+                const double L = oracle_softmax_row(x, n, w), Lr = REF(oracle_softmax_row)(x, n, wr);
+                double err = L == Lr ? 0 : isfinite(L) && isfinite(Lr) ? fabs(L - Lr) : INFINITY;   /* +inf is not -inf */
+                for (int j = 0; j < n; j++) err = fmax(err, w[j] == wr[j] ? 0 : fabs(w[j] - wr[j]));
+                if (!(err <= 1e-12 * (1 + (isfinite(Lr) ? fabs(Lr) : 0)))) {
+                    ok = 0;
+                    snprintf(bad, sizeof bad, "a row of %d scores (shift %g, %s): L = %.17g, the reference %.17g; "
+                             "max |w - w_ref| with L's %.3g", n, SHIFT[b], mask == 0 ? "none masked" : mask == 1 ? "every third masked" : "all masked",
+                             L, Lr, err);
+                }
+            }
+    *nchecks += 1;
+    ex_unit("p0.softmax_row", ok);
+    return sc_hint(out, sc_line(out, "oracle.unit.softmax_row", ok, "%s", bad), "p0.softmax_row");
+}
+
 /* ---- finite differences ------------------------------------------------------------ */
 static double loss(const attn_problem_t *p, const attn_inputs_t *in, double *O)
 {

@@ -28,5 +28,7 @@ sc_grad_err_t sc_fd_check(const attn_problem_t *p, uint64_t seed);
 /* The oracle's checks and the cost model's; each returns its FAIL count and adds the
  * number of checks it ran to *nchecks. */
 int sc_oracle_checks(FILE *out, int *nchecks);
+/* The unit check of p0.softmax_row against the reference library (run it first). */
+int sc_unit_checks(FILE *out, int *nchecks);
 int sc_cost_checks(FILE *out, int *nchecks);
 #endif

@@ -60,6 +60,113 @@ static void add_row(report_t *r, const char *variant, const char *where, int row
     }
 }
 
+/* ---- the unit checks: each exercise alone, on cases of its own ------------------------
+ * p2.ml_update and p2.merge against the reference library's copies (common/ref.h) on
+ * states whose maxima lie far apart, empty states and masked scores; p2.o_update through
+ * online_state_push, held to its formula with the m that push itself produced (so a
+ * mistake in p2.ml_update does not show as one in p2.o_update). Each records its verdict
+ * (common/check.h, ex_unit): the composite checks below then name only what they did not
+ * clear. */
+static bool near_f(float got, float want)
+{
+    if (isnan(got) || isnan(want)) return isnan(got) && isnan(want);
+    if (isinf(got) || isinf(want)) return got == want;
+    return fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-30f;
+}
+static const float UM[] = {-INFINITY, 0.0f, 2.0f, -5.0f, 100.0f, -100.0f};
+static const float UL[] = {0.0f, 1.0f, 3.5f, 0.25f, 1.0f, 2.0f};
+static const float UX[] = {-INFINITY, -200.0f, -3.0f, 0.0f, 0.5f, 2.0f, 7.0f, 100.0f, 150.0f};
+enum { UD = 8 };
+static void unit_state(online_state_t *s, float m, float l, int k)
+{
+    s->m = m; s->l = m == -INFINITY ? 0.0f : l;
+    for (int c = 0; c < UD; c++) s->o[c] = m == -INFINITY ? 0.0f : 0.125f * (float)((c * 7 + k * 3) % 11) - 0.5f;
+}
+static void unit_checks(report_t *r)
+{
+    char bad[200] = "";
+    /* p2.ml_update: every start state and score, then one long fold */
+    bool ok = true;
+    for (size_t a = 0; a < sizeof UM / sizeof UM[0] && ok; a++)
+        for (size_t b = 0; b < sizeof UX / sizeof UX[0] && ok; b++) {
+            float m = UM[a], l = UM[a] == -INFINITY ? 0.0f : UL[a], rm = m, rl = l;
+            online_ml_update(&m, &l, UX[b]);
+            REF(online_ml_update)(&rm, &rl, UX[b]);
+            if (!near_f(m, rm) || !near_f(l, rl)) {
+                ok = false;
+                snprintf(bad, sizeof bad, "(m, l) = (%g, %g) then x = %g gives (%g, %g), the reference (%g, %g)",
+                         (double)UM[a], (double)(UM[a] == -INFINITY ? 0.0f : UL[a]), (double)UX[b], (double)m, (double)l,
+                         (double)rm, (double)rl);
+            }
+        }
+    if (ok) {
+        float m = -INFINITY, l = 0, rm = m, rl = l;
+        for (int k = 0; k < 300; k++) {
+            const float x = k % 17 == 0 ? -INFINITY : 0.37f * (float)((k * 37) % 101) - 18.0f + (k == 150 ? 60.0f : 0.0f);
+            online_ml_update(&m, &l, x);
+            REF(online_ml_update)(&rm, &rl, x);
+        }
+        if (!near_f(m, rm) || !near_f(l, rl)) {
+            ok = false;
+            snprintf(bad, sizeof bad, "300 scores folded in give (m, l) = (%g, %g), the reference (%g, %g)",
+                     (double)m, (double)l, (double)rm, (double)rl);
+        }
+    }
+    if (!ok && !r->quiet) printf("unit check of p2.ml_update: FAIL: %s\n", bad);
+    add_row(r, "unit: p2.ml_update", "cpu", 1, 1, 0, 0, 0, 0, 0, 0, 0, ok ? "PASS" : "FAIL");
+    check_hint_exercises(ok, "p2.ml_update");
+    ex_unit("p2.ml_update", ok);
+
+    /* p2.o_update: o after a push, against o_old e^(m_old - m) + e^(x - m) v with push's own m */
+    ok = true;
+    for (size_t a = 0; a < sizeof UM / sizeof UM[0] && ok; a++)
+        for (size_t b = 0; b < sizeof UX / sizeof UX[0] && ok; b++) {
+            online_state_t s;
+            unit_state(&s, UM[a], UL[a], (int)(a + b));
+            float v[UD], o_old[UD];
+            for (int c = 0; c < UD; c++) { v[c] = 0.25f * (float)c - 0.75f + 0.1f * (float)b; o_old[c] = s.o[c]; }
+            const float m_old = s.m;
+            online_state_push(&s, UX[b], v, UD);
+            for (int c = 0; c < UD && ok; c++) {
+                const float want = UX[b] == -INFINITY ? o_old[c] : o_old[c] * expf(m_old - s.m) + expf(UX[b] - s.m) * v[c];
+                if (!near_f(s.o[c], want)) {
+                    ok = false;
+                    snprintf(bad, sizeof bad, "m = %g, x = %g: o[%d] = %g after the push, want o e^(m_old - m) + e^(x - m) v = %g",
+                             (double)m_old, (double)UX[b], c, (double)s.o[c], (double)want);
+                }
+            }
+        }
+    if (!ok && !r->quiet) printf("unit check of p2.o_update: FAIL: %s\n", bad);
+    add_row(r, "unit: p2.o_update", "cpu", 1, 1, 0, 0, 0, 0, 0, 0, 0, ok ? "PASS" : "FAIL");
+    check_hint_exercises(ok, "p2.o_update");
+    ex_unit("p2.o_update", ok);
+
+    /* p2.merge: pairs of states, their maxima equal, close, and 100 apart either way, or empty */
+    static const float MA[][2] = {{0, 100}, {100, 0}, {5, 5}, {-INFINITY, 3}, {3, -INFINITY}, {-INFINITY, -INFINITY},
+                                  {-50, 40}, {0.001f, -0.001f}, {-100, -99}};
+    ok = true;
+    for (size_t k = 0; k < sizeof MA / sizeof MA[0] && ok; k++) {
+        online_state_t a, b, ra;
+        unit_state(&a, MA[k][0], 1.5f, (int)k);
+        unit_state(&b, MA[k][1], 0.75f, (int)k + 5);
+        ra = a;
+        online_state_merge(&a, &b, UD);
+        REF(online_state_merge)(&ra, &b, UD);
+        bool same = near_f(a.m, ra.m) && near_f(a.l, ra.l);
+        for (int c = 0; c < UD; c++) same = same && near_f(a.o[c], ra.o[c]);
+        if (!same) {
+            ok = false;
+            snprintf(bad, sizeof bad, "maxima %g and %g: merged (m, l, o[0]) = (%g, %g, %g), the reference (%g, %g, %g)",
+                     (double)MA[k][0], (double)MA[k][1], (double)a.m, (double)a.l, (double)a.o[0], (double)ra.m,
+                     (double)ra.l, (double)ra.o[0]);
+        }
+    }
+    if (!ok && !r->quiet) printf("unit check of p2.merge: FAIL: %s\n", bad);
+    add_row(r, "unit: p2.merge", "cpu", 1, 1, 0, 0, 0, 0, 0, 0, 0, ok ? "PASS" : "FAIL");
+    check_hint_exercises(ok, "p2.merge");
+    ex_unit("p2.merge", ok);
+}
+
 /* rel L2 of a float row against the fp64 oracle's weights. */
 static err_stats_t vs_oracle(const float *y, const double *w, int n)
 { return err_compare(y, w, (size_t)n, tol_cpu()); }
@@ -172,7 +279,7 @@ static void attention(report_t *r, const attn_problem_t *p, uint64_t seed)
         }
         add_row(r, name, "cpu", rows, p->N_kv, 0, (double)hbm_total(&m), ms, 0, 0, 0, eo.rel_l2,
                 ok ? "PASS" : "FAIL");
-        check_hint_exercises(ok, v == 0 ? "p2.ml_update, p2.o_update" : "p2.merge (and p2.ml_update, p2.o_update)");
+        check_hint_exercises(ok, v == 0 ? "p2.ml_update, p2.o_update" : "p2.merge, p2.ml_update, p2.o_update");
     }
     attn_inputs_free(&in);
     free(O); free(L); free(On); free(Ln); free(Oref); free(Lref); free(Ond);
@@ -324,6 +431,7 @@ int main(int argc, char **argv)
                      "variant,where,rows,n,accesses_per_elem,bytes_model,time_ms,gbps_model,gbps_effective,copy_gbps,rel_l2,verdict");
     if (!r.csv) return CLI_EXIT_USAGE;   /* probed writable a moment ago; said why on stderr */
 
+    unit_checks(&r);
     bool ex = online_streaming_example(o.quiet);
     add_row(&r, "streaming example [3, 1, 2]", "cpu", 1, 3, 0, 0, 0, 0, 0, 0, 0, ex ? "PASS" : "FAIL");
     check_hint_exercises(ex, "p2.ml_update, p2.o_update");

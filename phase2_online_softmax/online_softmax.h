@@ -47,7 +47,7 @@ void softmax_online_cpu(const float *x, float *y, int n, hbm_meter_t *meter);
 
 /* The online normaliser's step: fold score x into the running (m, l). x = -inf is a
  * masked score and changes nothing. Start from m = -inf, l = 0. */
-void online_ml_update(float *m, float *l, float x);
+REF_PROTO(void, online_ml_update, (float *m, float *l, float x));
 
 /* ---- the running state of 1-pass attention for one query row ---------------------- */
 typedef struct {

@@ -88,7 +88,9 @@ static drv_row_t run_cpu(const attn_problem_t *pc, size_t M, const cli_opts_t *o
     if (2 * peak < M) drv_fail(&r, "the blocks use %zu of %zu bytes of SRAM: Alg. 1 l.1 fills M", peak, M);
     drv_blame(&r, "fa1.blocks");
     if (full_checks) {
-        oracle_check_cpu_row(&r, &in, O, L, "fa1.ml, fa1.rescale", "fa1.ml");
+        /* L = m + log l is fa1.ml's alone, and oracle_check_cpu_row checks it first: a row
+         * whose L passes and whose O fails names fa1.rescale */
+        oracle_check_cpu_row(&r, &in, O, L, "fa1.rescale", "fa1.ml");
         /* the previous phases: phase 2's 1-pass attention (fp32: 1e-5, more over long
          * caches) and phase 1's pipeline (S, P, O rounded to fp16: 3e-3, more once P is
          * subnormal; both derived in check.h) */

@@ -97,6 +97,31 @@ bool fa2_block_needs_mask(const attn_problem_t *p, int i, int j, int Br, int Bc)
  * (fa2_check.c). */
 int fa2_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len);
 
+/* FlashMask's two rules as the CPU model writes them (the exercises fa2.mask_tile and
+ * fa2.mask_element, fa2_cpu.c): the class of the tile of Q block i (qr rows of Br) and
+ * column block j, from the blocks' min/max; is row `row` in one of key column `key`'s
+ * masked runs? */
+mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, int Br);
+bool fa2_mask_hidden(const attn_mask_t *m, int row, int key);
+/* Unit checks of one exercise each, on shapes and masks of their own (fa2_check.c), so that
+ * a mistake in one is named alone (common/check.h, ex_unit): fa2.causal_range over tails,
+ * N_q != N_kv and every diagonal offset; fa2.mask_element and fa2.mask_tile (its classes
+ * tile by tile, and the census) against mask.h's rules on random two-run masks whose runs
+ * start and end anywhere (the shipped masks start the upper run at row 0 or G only).
+ * 0, or -1 with the first mistake in why. */
+int fa2_unit_causal_range(char *why, size_t len);
+int fa2_unit_mask_element(char *why, size_t len);
+int fa2_unit_mask_tile(char *why, size_t len);
+/* Alg. 1 l.10, l.12 and l.13 as the CPU model writes them (the exercises fa2.rescale,
+ * fa2.normalise, fa2.lse): one element of O~ rescaled, a row divided by l, L from m and l;
+ * and their unit checks against the reference library's copies (l = 0 rows included). */
+REF_PROTO(float, fa2_rescale_o, (float o, float alpha, float pv));
+REF_PROTO(void, fa2_normalise_row, (float *o, float l, int d));
+REF_PROTO(float, fa2_lse, (float m, float l));
+int fa2_unit_rescale(char *why, size_t len);
+int fa2_unit_normalise(char *why, size_t len);
+int fa2_unit_lse(char *why, size_t len);
+
 /* SRAM of the CPU model: Q_i, O~_i (Br x d), K_j, V_j (Bc x d), S_ij (Br x Bc), m_i, l_i. */
 size_t fa2_sram_bytes(int d, attn_blocks_t b);
 

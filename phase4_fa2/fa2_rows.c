@@ -20,11 +20,38 @@
 #define SMALL_FLOPS 1.1e9         /* up to here phase 2's 1-pass CPU reference runs */
 
 /* ---- the CPU tile model ------------------------------------------------------------ */
+/* The unit checks of the CPU model's exercises (fa2.h), once a run: a failure fails the
+ * row first and names its exercise alone; a pass clears it, so that the composite checks
+ * after it (bytes, the oracle) name only the exercises the units did not clear. */
+static void fa2_cpu_units(drv_row_t *r)
+{
+    static const struct { const char *ex; int (*fn)(char *, size_t); } U[] = {
+        {"fa2.causal_range", fa2_unit_causal_range}, {"fa2.mask_element", fa2_unit_mask_element},
+        {"fa2.mask_tile", fa2_unit_mask_tile}, {"fa2.rescale", fa2_unit_rescale},
+        {"fa2.normalise", fa2_unit_normalise}, {"fa2.lse", fa2_unit_lse}};
+    enum { NU = sizeof U / sizeof U[0] };
+    static int rc[NU], done;
+    static char why[NU][400], failed[NU * 24];   /* the failing units' exercises, ", "-separated */
+    for (int u = 0; u < NU && !done; u++) {
+        rc[u] = U[u].fn(why[u], sizeof why[u]);
+        ex_unit(U[u].ex, rc[u] == 0);
+        if (rc[u] == 0) continue;
+        printf("unit check of %s: FAIL: %s\n", U[u].ex, why[u]);
+        const size_t n = strlen(failed);
+        snprintf(failed + n, sizeof failed - n, "%s%s", n ? ", " : "", U[u].ex);
+    }
+    done = 1;
+    for (int u = 0; u < NU; u++)
+        if (rc[u] != 0) drv_fail(r, "%s", why[u]);   /* the first failure's reason */
+    if (failed[0]) drv_blame(r, failed);              /* every failing unit's exercise */
+}
+
 drv_row_t fa2_cpu_row(const attn_problem_t *pc, const cli_opts_t *o, const char *sweep, bool full_checks)
 {
     drv_row_t r = drv_row("cpu-model", "cpu", sweep, pc);
     attn_blocks_t bl = fa2_mma_blocks(pc->d);
     r.blocks = bl;
+    fa2_cpu_units(&r);
     attn_inputs_t in;
     drv_inputs(&in, pc, o->seed, false, PHASE);
     size_t nq = attn_q_elems(pc), nl = attn_l_elems(pc);

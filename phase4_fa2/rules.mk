@@ -14,11 +14,13 @@ phase4_CUDA_LDLIBS := -lcublas
 phase4_RUN_ARGS := --causal
 # `make phase4 run EX=1` also runs these shapes (Makefile, phase_actions): tails (not
 # causal, d = 128); GQA 8:1 with N_q < N_kv causal (bottom-right diagonal); fully masked
-# rows and Q blocks (N_q > N_kv causal); a FlashMask mask (chapter 4c: fa2.mask_tile, fa2.mask_element)
+# rows and Q blocks (N_q > N_kv causal); two FlashMask masks (chapter 4c: fa2.mask_tile,
+# fa2.mask_element; their unit checks, fa2_check.c, run random masks in every run as well)
 phase4_EX_RUNS := --B 1 --H 2 --N 133 --d 128 \
                 | --B 1 --H 8 --Hkv 1 --N 50 --Nkv 170 --d 32 --causal \
                 | --B 1 --H 2 --N 300 --Nkv 40 --d 64 --causal \
-                | --B 1 --H 2 --N 300 --Nkv 333 --d 64 --mask causal_document:100,150,60
+                | --B 1 --H 2 --N 300 --Nkv 333 --d 64 --mask causal_document:100,150,60 \
+                | --B 1 --H 2 --Hkv 1 --N 200 --Nkv 230 --d 32 --mask global_sliding:10,40
 
 # The sweep: the model's bytes and non-matmul counts vs N, then with a GPU the FA2 paper's
 # setting (fp16, hidden 2048, B x N = 16k tokens, d = 64 and 128, causal and not) for

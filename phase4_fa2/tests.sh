@@ -52,12 +52,25 @@ done
 # block ignoring the Q block's range) FAILs
 # (t_emu: skipped, naming them, while fa2-mma's GPU regions are stubs: testlib.sh)
 EMU4_MMA=phase4_fa2/fa2_mma_kernel.cuh   # the marked file the mask emulation compiles
+# In an exercise build (make phase4 test EX=1) the emulator runs the student's fill-in of
+# fa2_mma_kernel.cuh (EXDIR's copy: the GPU exercises checked without a GPU) and a FAIL names
+# the exercises its mask path runs; fa2.online_mma without log2(e) (a mistake `make phase4 run
+# EX=1` cannot see without a GPU) must FAIL it, naming fa2.online_mma.
+EMU4=(env EMU_OUT="$BUILD/mma_emu_mask" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma")
+if [ -n "${EX_BUILD:-}" ] && [ -f "${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh" ]; then
+    EMU4+=(EMU_FA2_KERNEL="${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh")
+fi
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_emu "$EMU4_MMA" t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
-        bash tools/mma_emu/run.sh mask 64
+        "${EMU4[@]}" bash tools/mma_emu/run.sh mask 64
     t_emu "$EMU4_MMA" t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
         env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
         bash tools/mma_emu/run.sh mask 64
+    t_teeth_run "phase4 mask emulator FAILs fa2.online_mma's P~ by expf (log2(e) twice), naming fa2.online_mma" bash -c '
+        out=$(env EMU_OUT="'"$BUILD"'/mma_emu_mask_mutant" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" \
+              EMU_MUTATE_FA2="= sfu_ex2(fmaf(s[mtile][n][e], sl2, -msc));=>= expf(fmaf(s[mtile][n][e], sl2, -msc));" \
+              bash tools/mma_emu/run.sh mask 64 2>&1) && { echo "the emulator passed the mistake"; exit 1; }
+        echo "$out" | tail -4; grep -q "exercises behind this check: .*fa2\.online_mma" <<<"$out"'
 else
     t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
     t_skip "phase4 mask emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
@@ -418,8 +431,8 @@ F4=phase4_fa2/fa2_cpu.c
 ex_mistake "EX=1 catches fa2.causal_range aligned top-left (N_kv - N_q forgotten)" phase4 $F4 fa2.causal_range 2 's/ + (p->N_kv - p->N_q)//'
 ex_mistake "EX=1 catches fa2.causal_range from the block's first row" phase4 $F4 fa2.causal_range 1 '=const int last_row = i * Br;'
 ex_mistake "EX=1 catches fa2.causal_range without return 0 for a fully masked block" phase4 $F4 fa2.causal_range 3 d
-ex_mistake "EX=1 catches fa2.normalise without the l = 0 guard" phase4 $F4 fa2.normalise 1 '=const float inv = 1.0f / li[r];'
-ex_mistake "EX=1 catches fa2.lse giving -inf for a fully masked row" phase4 $F4 fa2.lse 1 '=li[r] = mi[r] + logf(li[r]);'
+ex_mistake "EX=1 catches fa2.normalise without the l = 0 guard" phase4 $F4 fa2.normalise 1 '=const float inv = 1.0f / l;'
+ex_mistake "EX=1 catches fa2.lse giving -inf for a fully masked row" phase4 $F4 fa2.lse 1 '=return m + logf(l);'
 ex_mistake "EX=1 catches fa2.lse giving 0 for a fully masked row" phase4 $F4 fa2.lse 1 's/: INFINITY;/: 0.0f;/'
 ex_mistake "EX=1 catches fa2.mask_tile with the lower run's min and max swapped (a visible tile skipped)" phase4 $F4 fa2.mask_tile 1 's/lts_max\[j\] \&\& r1 <= mb->lte_min\[j\]/lts_min[j] \&\& r1 <= mb->lte_max[j]/'
 ex_mistake "EX=1 catches fa2.mask_tile calling every tile unmasked past the first run" phase4 $F4 fa2.mask_tile 2 's/ \&\& (r1 <= mb->uts_min\[j\] || r0 >= mb->ute_max\[j\])//'

@@ -70,6 +70,9 @@ REF_PROTO(int, bwd_q_block_first, (const attn_problem_t *p, int j, int Br, int B
 /* bwd_q_block_first against a brute-force scan of the mask (the Q blocks holding a visible
  * entry of column block j): 0, or -1 with the first wrong K/V block in why (bwd_check.c). */
 int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len);
+/* The same over shapes of its own (tails, N_q != N_kv both ways, blocks 1 x 1 to 128 x 64):
+ * the unit check of bwd.causal_range, whatever the run's shape. */
+int bwd_unit_causal_range(char *why, size_t len);
 
 /* SRAM of the FA2 model in bytes (fp32 tiles): K_j, V_j, dK_j, dV_j (Bc x d); Q_i, dO_i,
  * dQ_i (Br x d); P_ij and dP_ij / dS_ij (Br x Bc); L_i, D_i (Br). */
@@ -141,6 +144,9 @@ typedef struct {
 size_t bwd_fa2_cpu(const attn_inputs_t *in, attn_blocks_t b, const float *L, const float *D,
                    float *dQ, float *dK, float *dV, hbm_meter_t *meter);
 /* bwd_fa2_cpu with the given parts. */
+/* How many K/V blocks bwd_fa2_cpu_parts was given a first Q block outside [0, Tr] for (a
+ * wrong bwd.causal_range): it clamps them, never indexing out of the tensors, and counts. */
+long bwd_range_faults(void);
 REF_PROTO(size_t, bwd_fa2_cpu_parts, (const attn_inputs_t *in, attn_blocks_t b, const float *L, const float *D,
                                       float *dQ, float *dK, float *dV, hbm_meter_t *meter, const bwd_parts_t *parts));
 

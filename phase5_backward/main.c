@@ -131,9 +131,22 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
     drv_row_t r = drv_row("fa2-bwd", "cpu", sweep, pc);
     r.flops = attn_flops_bwd(pc);
     r.blocks = bl;
+    /* the causal range first: it decides which tiles the model reads (checked against a scan
+     * of the mask, so that a range outside [0, Tr] FAILs here, named, before the model runs) */
+    char why[240];
+    if (bwd_unit_causal_range(why, sizeof why) != 0 || bwd_check_causal_range(pc, bl, why, sizeof why) != 0) {
+        drv_fail(&r, "%s", why);
+        ex_unit("bwd.causal_range", false);
+    }
+    drv_blame(&r, "bwd.causal_range");
     hbm_reset(&m);
+    const long faults0 = bwd_range_faults();
     double t0 = now_seconds();
     r.sram = (double)bwd_fa2(&in, bl, O, L, f.g[0], f.g[1], f.g[2], &m);
+    if (bwd_range_faults() != faults0) {
+        drv_fail(&r, "the causal range gave %ld K/V blocks a first Q block outside [0, Tr]", bwd_range_faults() - faults0);
+        drv_blame(&r, "bwd.causal_range");
+    }
     r.time_ms = (now_seconds() - t0) * 1e3;
     r.hbm_model = (double)hbm_total(&m);
     r.hbm_formula = REF(bwd_hbm_bytes)(pc, bl);
@@ -142,9 +155,6 @@ static int run_cpu(const attn_problem_t *pc, const cli_opts_t *o, const char *sw
         drv_fail(&r, "counted %.0f HBM bytes, the chapter's formula says %.0f", r.hbm_model, r.hbm_formula);
     if (r.sram != (double)bwd_sram_bytes(pc->d, bl))
         drv_fail(&r, "SRAM peak %.0f bytes, bwd_sram_bytes says %zu", r.sram, bwd_sram_bytes(pc->d, bl));
-    char why[160];
-    if (bwd_check_causal_range(pc, bl, why, sizeof why) != 0) drv_fail(&r, "%s", why);
-    drv_blame(&r, "bwd.causal_range");
     if (checks) {
         check3(&r, f.g, ref, pc, tol_cpu_keys(n_sum), NULL);
         /* against each other: the standard model in fp32 (REF: its code is this file's) */

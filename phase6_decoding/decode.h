@@ -90,8 +90,8 @@ void dec_combine_row(int S, int d, const float *Ls, const float *Os, float *o, f
  * c (NULL: contiguous). Writes O [B][H][N_q][d] and L [B][H][N_q] (fp32); the partials
  * live in an "HBM" array of its own. meter may be NULL. Returns the SRAM peak in bytes
  * (== dec_sram_bytes). */
-size_t dec_cpu(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S,
-               float *O, float *L, hbm_meter_t *meter);
+REF_PROTO(size_t, dec_cpu, (const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S,
+                            float *O, float *L, hbm_meter_t *meter));
 size_t dec_sram_bytes(int d, attn_blocks_t b, int S);
 
 /* ---- FlashDecoding++'s asynchronised softmax (Hong et al., arXiv 2311.01282, Sec. 3) ----
@@ -129,15 +129,15 @@ float dec_phi_calibrate(const attn_inputs_t *in, const dec_cache_t *c);
  * the unnormalised sums). has_keys: the row sees a key. Returns 1 and writes o, L, or 0: the
  * row left the safe window and must be recomputed (o, L then unspecified). A row with no key
  * gives O = 0, L = +inf (safe). */
-int dec_fdpp_combine_row(int S, int d, float phi, bool has_keys, const float *ls, const float *us,
-                         float *o, float *L);
+REF_PROTO(int, dec_fdpp_combine_row, (int S, int d, float phi, bool has_keys, const float *ls, const float *us,
+                                      float *o, float *L));
 
 /* The FD++ model: dec_cpu's splits with the unified phi, the FD++ combine, then each row that
  * left the window recomputed by one synchronised pass over its keys (written over the
  * combine's). recomputed [B][H][N_q] (may be NULL): 1 where a row was recomputed. Returns the
  * SRAM peak (== dec_sram_bytes). */
-size_t dec_cpu_fdpp(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S, float phi,
-                    float *O, float *L, hbm_meter_t *meter, uint8_t *recomputed);
+REF_PROTO(size_t, dec_cpu_fdpp, (const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t b, int S, float phi,
+                                 float *O, float *L, hbm_meter_t *meter, uint8_t *recomputed));
 
 /* The bytes of one row's recompute (row `row` of sequence bseq, any head): its seqlens entry
  * (ragged), its Q row, the K/V of every visible key in whole Bc blocks (and their pages'
@@ -186,6 +186,14 @@ void dec_check_split_range(drv_row_t *r, int n, int Bc, int S);
  * {-100, -101, -inf} (e^-100 is a denormal of a few bits) and every split empty (O = 0,
  * L = +inf), against fp64. FAILs r naming dec.combine (beside any exercise r names). */
 void dec_check_combine(drv_row_t *r);
+/* FlashDecoding++'s window and fallback (decode_fdpp_cpu.c: no exercise) against the
+ * reference library's copies: a key past phi + DEC_PHI_ABOVE, a split whose weights are all
+ * below e^-DEC_PHI_BELOW, a split with no key beside them, a row in the window (L = phi +
+ * log l); then the FD++ model on a small problem of its own with phi 40 below and 40 above
+ * the scores (every row must fall back: the rows recomputed and O, L as the reference's).
+ * A failure names DEC_FDPP_NOT_EXERCISE (no exercise of the student's is behind it). */
+#define DEC_FDPP_NOT_EXERCISE "(no exercise: FlashDecoding++'s window and fallback, decode_fdpp_cpu.c)"
+void dec_check_fdpp(drv_row_t *r);
 /* The same partials through the GPU combine kernel (dec_combine_kernel, d = 64); FAILs r
  * naming dec.combine_gpu. */
 void dec_check_combine_gpu(drv_row_t *r);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "decode.h"
+#include "decode_model.h"
 #include <stdio.h>
 #include "naive.h"
 #include "oracle.h"
@@ -144,10 +145,12 @@ void dec_check_split_range(drv_row_t *r, int n, int Bc, int S)
                 drv_fail(r, "split %d of %d over %d keys (blocks of %d): keys [%d, %d), the reference's [%d, %d)", s, S,
                          keys, Bc, k0, k1, r0, r1);
                 dec_blame_also(r, "dec.split_range");
+                ex_unit("dec.split_range", false);
                 return;
             }
         }
     }
+    ex_unit("dec.split_range", true);
 }
 
 /* ---- the combine on partials whose L_s are far apart ----------------------------------
@@ -181,6 +184,9 @@ static void combine_compare(drv_row_t *r, const float *O, const float *L, const 
     const bool okO = drv_compare(r, vs, "O", O, Oref, (size_t)CB_ROWS * CB_D, CB_D, tol_cpu(), false, NULL);
     const bool okL = drv_compare(r, vs, "L", L, Lref, CB_ROWS, CB_ROWS, tol_cpu(), false, NULL);
     if (!okO || !okL) dec_blame_also(r, ex);
+    /* the CPU combine's unit check (common/check.h): its loops are the same for every d and S;
+     * the GPU one's lanes are not (d = 64 here), so its pass clears nothing */
+    if (strcmp(ex, "dec.combine") == 0) ex_unit(ex, okO && okL);
 }
 
 void dec_check_combine(drv_row_t *r)
@@ -193,6 +199,109 @@ void dec_check_combine(drv_row_t *r)
         dec_combine_row(CB_S, CB_D, Ls, &Os[0][0], O[row], &L[row]);
     }
     combine_compare(r, &O[0][0], L, &Oref[0][0], Lref, "dec.combine");
+}
+
+/* ---- FlashDecoding++'s window and fallback (decode.h) ------------------------------- */
+static bool same_f(float a, float b)   /* equal, or both NaN, or within fp32 rounding */
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabsf(a - b) <= 1e-6f * fabsf(b) + 1e-30f;
+}
+
+static int fdpp_units(char *why, size_t len)
+{
+    enum { D = 8, S = 3 };
+    const float phi = 5.0f;
+    /* one key's step: scores across the window's two edges (phi - 6, phi + 10) */
+    static const float X[] = {-INFINITY, -20.0f, -1.5f, -1.0f, 0.0f, 4.0f, 14.9f, 15.0f, 15.5f, 40.0f};
+    float v[D];
+    for (int k = 0; k < D; k++) v[k] = 0.25f * (float)k - 1.0f;
+    for (size_t a = 0; a < sizeof X / sizeof X[0]; a++) {
+        online_state_t s, rs;
+        s.m = rs.m = phi; s.l = rs.l = 0.5f;
+        for (int k = 0; k < D; k++) s.o[k] = rs.o[k] = 0.1f * (float)k;
+        int f = 0, rf = 0;
+        dec_fdpp_push(&s, &f, X[a], v, D);
+        REF(dec_fdpp_push)(&rs, &rf, X[a], v, D);
+        bool ok = f == rf && same_f(s.l, rs.l);
+        for (int k = 0; k < D; k++) ok = ok && same_f(s.o[k], rs.o[k]);
+        if (!ok) {
+            snprintf(why, len, "FD++ step, phi = %g, score %g: flags %d, l = %g; the reference's flags %d, l = %g",
+                     (double)phi, (double)X[a], f, (double)s.l, rf, (double)rs.l);
+            return -1;
+        }
+        for (int fl = 0; fl < 4; fl++) {
+            const float l = 0.25f * (float)(a + 1);
+            if (!same_f(dec_fdpp_signed_l(l, fl), REF(dec_fdpp_signed_l)(l, fl)) ||
+                signbit(dec_fdpp_signed_l(0.0f, fl)) != signbit(REF(dec_fdpp_signed_l)(0.0f, fl))) {
+                snprintf(why, len, "FD++ l_s as written, l = %g, flags %d: %g, the reference's %g", (double)l, fl,
+                         (double)dec_fdpp_signed_l(l, fl), (double)REF(dec_fdpp_signed_l)(l, fl));
+                return -1;
+            }
+        }
+    }
+    /* the combine: l_s as the splits write them (+inf passed the top, -l every weight tiny,
+     * -0 no key, +l in the window) */
+    static const float LS[][S] = {{1.5f, 0.5f, 2.0f}, {1.5f, INFINITY, 2.0f}, {-1e-4f, -2e-4f, -1e-5f},
+                                  {-0.0f, -1e-4f, -2e-4f}, {-0.0f, -0.0f, -0.0f}, {-0.0f, 0.75f, -1e-3f}};
+    for (size_t a = 0; a < sizeof LS / sizeof LS[0]; a++)
+        for (int keys = 0; keys <= 1; keys++) {
+            float us[S][D], o[D], ro[D], L = 0, rL = 0;
+            for (int q = 0; q < S; q++)
+                for (int k = 0; k < D; k++) us[q][k] = 0.125f * (float)(q + k) - 0.25f;
+            const int got = dec_fdpp_combine_row(S, D, phi, keys, LS[a], &us[0][0], o, &L);
+            const int want = REF(dec_fdpp_combine_row)(S, D, phi, keys, LS[a], &us[0][0], ro, &rL);
+            bool ok = got == want && (!want || same_f(L, rL));
+            for (int k = 0; want && k < D; k++) ok = ok && same_f(o[k], ro[k]);
+            if (!ok) {
+                snprintf(why, len, "FD++ combine, phi = %g, l_s = {%g, %g, %g}%s: %s (L = %g); the reference: %s (L = %g)",
+                         (double)phi, (double)LS[a][0], (double)LS[a][1], (double)LS[a][2], keys ? "" : ", no key",
+                         got ? "combined" : "fall back", (double)L, want ? "combined" : "fall back", (double)rL);
+                return -1;
+            }
+        }
+    /* the model with phi far from every score: every row that sees a key falls back (its
+     * splits are the student's dec.split_range: judged only once that one's unit check passed) */
+    if (ex_unit_failed("dec.split_range")) return 0;
+    attn_problem_t p = attn_problem(1, 2, 1, 3, 150, 16, true);
+    attn_inputs_t in;
+    if (attn_inputs_make(&in, &p, 7, false) != 0) { snprintf(why, len, "FD++: out of host memory"); return -1; }
+    const size_t nq = attn_q_elems(&p), nl = attn_l_elems(&p);
+    float *O = xmalloc(2 * (nq + nl) * sizeof(float), "phase6"), *L = O + nq, *rO = L + nl, *rL = rO + nq;
+    uint8_t *mk = xmalloc(2 * nl, "phase6"), *rmk = mk + nl;
+    const attn_blocks_t bl = { 16, 32 };
+    int rc = 0;
+    for (int side = 0; side < 2 && rc == 0; side++) {
+        const float ph = side == 0 ? -40.0f : 40.0f;
+        dec_cpu_fdpp(&in, NULL, bl, 3, ph, O, L, NULL, mk);
+        REF(dec_cpu_fdpp)(&in, NULL, bl, 3, ph, rO, rL, NULL, rmk);
+        for (size_t e = 0; e < nl && rc == 0; e++)
+            if (mk[e] != rmk[e] || !same_f(L[e], rL[e])) {
+                snprintf(why, len, "FD++ with phi = %g (every score %s the window): row %zu %s, L = %g; the reference %s, L = %g",
+                         (double)ph, side == 0 ? "above" : "below", e, mk[e] ? "recomputed" : "not recomputed", (double)L[e],
+                         rmk[e] ? "recomputed" : "not recomputed", (double)rL[e]);
+                rc = -1;
+            }
+        for (size_t e = 0; e < nq && rc == 0; e++)
+            if (!same_f(O[e], rO[e])) {
+                snprintf(why, len, "FD++ with phi = %g: O[%zu] = %g, the reference's %g", (double)ph, e, (double)O[e], (double)rO[e]);
+                rc = -1;
+            }
+    }
+    free(O); free(mk);
+    attn_inputs_free(&in);
+    return rc;
+}
+
+void dec_check_fdpp(drv_row_t *r)
+{
+    static int rc = 1;
+    static char why[240];
+    if (rc == 1) rc = fdpp_units(why, sizeof why);
+    if (rc == 0) return;
+    drv_fail(r, "%s", why);
+    drv_blame(r, DEC_FDPP_NOT_EXERCISE);
 }
 
 #if HAVE_CUDA

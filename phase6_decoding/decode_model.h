@@ -24,8 +24,8 @@ void dec_load_kv_block(const attn_problem_t *p, const dec_cache_t *c, int b, int
  * a split's l_s as written (the flags in its value), whether a row of a sequence of n keys
  * sees any key, and the fallback that recomputes one row (Qi, Kj, Vj, st: SRAM tiles). */
 enum { FDPP_REACHED = 1, FDPP_PASSED = 2 };
-void dec_fdpp_push(online_state_t *s, int *flags, float x, const float *v, int d);
-float dec_fdpp_signed_l(float l, int flags);
+REF_PROTO(void, dec_fdpp_push, (online_state_t *s, int *flags, float x, const float *v, int d));
+REF_PROTO(float, dec_fdpp_signed_l, (float l, int flags));
 bool dec_row_has_keys(const attn_problem_t *p, int n, int row);
 void dec_recompute_row(const attn_inputs_t *in, const dec_cache_t *c, attn_blocks_t bl, int b, int h, int row,
                        const uint16_t *Kh, const uint16_t *Vh, size_t pool, float *Qi, float *Kj, float *Vj,

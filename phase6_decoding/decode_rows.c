@@ -125,8 +125,14 @@ int dec_cpu_rows(const attn_problem_t *pc, const cli_opts_t *o, drv_row_t *rows)
         drv_row_t r = dec_run_fdpp(&in, NULL, PAGED_S, phi, dec_row_name("fdpp-S%d", PAGED_S, 0), "-", &out, redo);
         long n_redo = 0;
         for (size_t k = 0; k < nl; k++) n_redo += redo[k];
+        dec_check_fdpp(&r);   /* its window and fallback, which no exercise holds, first */
         oracle_check_cpu_row(&r, &in, out.O, out.L, "dec.split_range", "dec.split_range");
-        drv_compare_prev(&r, "split-S4", out.O, o4s.O, nq, tol_cpu_rel_l2(pc->N_kv));
+        /* against the reference's split-S4 (REF: never the student's combine, common/ref.h) */
+        dec_out_t r4 = dec_out_alloc(pc);
+        REF(dec_cpu)(&in, NULL, r.blocks, PAGED_S, r4.O, r4.L, NULL);
+        drv_compare_prev(&r, "split-S4", out.O, r4.O, nq, tol_cpu_rel_l2(pc->N_kv));
+        drv_blame(&r, "dec.split_range");
+        dec_out_free(&r4);
         snprintf(fdpp_note, sizeof fdpp_note, "fdpp-S%d: phi = %.3f (%s); %ld of %zu rows "
                  "left the window [phi - %.0f, phi + %.0f] and were recomputed (%.2f%%)", PAGED_S, (double)phi,
                  o->phi_given ? "given by --phi" : "calibrated from the inputs' scores", n_redo, nl,

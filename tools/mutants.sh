@@ -47,12 +47,29 @@ names_only() {   # EX LOG
     echo "want every FAIL to name $1 alone; the run names:"; echo "${named:-(nothing)}"; return 1
 }
 
+# Code that is no exercise (a phase's own machinery): its run must FAIL and every
+# "exercises behind" line name no exercise (tools/exercises.sh list) - a mistake there is
+# not the student's, and a FAIL that sends them to an exercise of theirs misleads.
+names_no_exercise() {   # LOG
+    local named ex
+    named=$(grep -E "exercises behind (this check|it): " "$1" | sed -E 's/^.*exercises behind (this check|it): //' | sort -u)
+    [ -n "$named" ] || { echo "no FAIL line says what is behind it"; return 1; }
+    while read -r ex _; do
+        if grep -qE "(^|[ ,])${ex//./\\.}(,|$)" <<<"$named"; then echo "the run names the exercise $ex:"; echo "$named"; return 1; fi
+    done < <(bash tools/exercises.sh list)
+}
+
 # Build the phase from the mutant and run it as a student does; exit 1 on anything but a
-# FAIL that names EX alone (3: the mutant does not build).
-mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
-    local phase=$1 file=$2 ex=$3 build=$4 vars=$5 dir rc=0; shift 5
+# FAIL that names EX alone (3: the mutant does not build). EX "-": FILE holds no exercise,
+# each EDIT a sed command on the whole file, and the FAIL must name no exercise.
+mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]  (EX -: EDIT [EDIT ...])
+    local phase=$1 file=$2 ex=$3 build=$4 vars=$5 dir rc=0 e; shift 5
     dir=$(mktemp -d "${TMPDIR:-/tmp}/mutant.XXXXXX")
-    mutant_write "$file" "$ex" "$dir" "$@" || return 3
+    if [ "$ex" = - ]; then
+        mkdir -p "$dir/ex/$(dirname "$file")"; cp "$file" "$dir/ex/$file"
+        for e in "$@"; do sed -i "$e" "$dir/ex/$file"; done
+        ! cmp -s "$file" "$dir/ex/$file" || { echo "the edits changed nothing in $file"; return 3; }
+    else mutant_write "$file" "$ex" "$dir" "$@" || return 3; fi
     # shellcheck disable=SC2086  # vars: make variables, one word each
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" NO_DEPS=1 $vars EX=1 \
         EXDIR="$dir/ex" BUILD="$build" "$phase-build" >"$dir/build.log" 2>&1 ||
@@ -63,7 +80,7 @@ mutant_fails() {   # PHASE FILE EX BUILD "MAKE VARS" K EDIT [K EDIT ...]
     grep -E 'FAIL|exercises behind|rror|Segmentation|Abort' "$dir/run.log" | head -30
     [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
     grep -qE 'Segmentation|core dumped|Abort' "$dir/run.log" && { echo "the run crashed"; return 1; }
-    names_only "$ex" "$dir/run.log"
+    if [ "$ex" = - ]; then names_no_exercise "$dir/run.log"; else names_only "$ex" "$dir/run.log"; fi
 }
 
 # One build folder per edited file: make rebuilds an object when its source is newer, and a
@@ -80,6 +97,17 @@ mutant() {
     if have_reference "$file" "$ex"; then
         t_run "mutant: $name FAILs naming $ex alone" mutant_fails "$phase" "$file" "$ex" "$(mutant_build cpu "$file")" NO_CUDA=1 "$@"
     else t_skip "mutant: $name" "the reference of $ex is not in this tree (a handout)"; fi
+}
+
+# mutant_plain NAME PHASE FILE EDIT [EDIT ...]: a mistake in code that is no exercise (each
+# EDIT a sed command on FILE); the run must FAIL naming no exercise. The file ships in a
+# handout as it is (no solution in it), so the edits may quote it.
+mutant_plain() {
+    local name=$1 phase=$2 file=$3; shift 3
+    grep -qE -- "${MUTANT_FILTER:-.}" <<<"$phase $name" || return 0
+    if [ -n "${EX_BUILD:-}" ] || [ ! -x "$BUILD/mkexercise" ] || [ -z "$(bash tools/exercises.sh list 2>/dev/null | head -n 1)" ]; then
+        t_skip "mutant: $name" "a test of the grader: the repository's make test runs it"
+    else t_run "mutant: $name FAILs naming no exercise" mutant_fails "$phase" "$file" - "$(mutant_build cpu "$file")" NO_CUDA=1 "$@"; fi
 }
 
 # mutant_gpu NAME PHASE FILE EX K EDIT [K EDIT ...]: a mutant in a .cu file. Compiles here
@@ -107,6 +135,54 @@ mutant_compiles() {   # FILE EX K EDIT [K EDIT ...]
     [ $n -gt 0 ]
 }
 
+# ---- phase 0: the fp64 oracle (oracle.c) ----------------------------------------------
+F0=phase0_model/oracle.c
+mutant "p0.softmax_row returning log(l) without m" phase0 $F0 p0.softmax_row 14 's| m + log(l)| log(l)|'
+mutant "p0.softmax_row without the max subtracted" phase0 $F0 p0.softmax_row 10 's|exp(x\[j\] - m)|exp(x[j])|'
+mutant "p0.softmax_row with L = -inf for a fully masked row" phase0 $F0 p0.softmax_row 6 's|return INFINITY;|return -INFINITY;|'
+mutant "p0.dS with D = rowsum(dO) (O forgotten)" phase0 $F0 p0.dS 2 's|(double)g\[c\] \* o\[c\]|(double)g[c]|'
+mutant "p0.dS without D" phase0 $F0 p0.dS 3 's|(dP\[j\] - D)|dP[j]|'
+
+# ---- phase 1: the naive CPU softmax (naive_cpu.c) --------------------------------------
+F1=phase1_naive/naive_cpu.c
+mutant "naive.cpu_softmax summing e^s without the max" phase1 $F1 naive.cpu_softmax 3 's|expf(s\[j\] - m)|expf(s[j])|'
+
+# ---- phase 2: the online softmax (online_cpu.c) ----------------------------------------
+F2=phase2_online_softmax/online_cpu.c
+mutant "p2.merge keeping a's max (float m = a->m)" phase2 $F2 p2.merge 1 's|fmaxf(a->m, b->m)|a->m|'
+mutant "p2.merge scaling b by e^(m - b.m)" phase2 $F2 p2.merge 2 's|expf(b->m - m)|expf(m - b->m)|'
+mutant "p2.merge forgetting to rescale o" phase2 $F2 p2.merge 4 's|a->o\[c\] \* ca + b->o\[c\] \* cb|a->o[c] + b->o[c]|'
+mutant "p2.ml_update without rescaling l" phase2 $F2 p2.ml_update 2 's|\*l \* expf(\*m - m_new)|*l|'
+mutant "p2.ml_update taking the new max from x alone" phase2 $F2 p2.ml_update 1 's|fmaxf(\*m, x)|x|'
+mutant "p2.o_update without alpha" phase2 $F2 p2.o_update 1 's|s->o\[c\] \* alpha|s->o[c]|'
+
+# ---- phase 3: FA1's CPU model (fa1_cpu.c) ----------------------------------------------
+F3=phase3_fa1/fa1_cpu.c
+mutant "fa1.ml without rescaling the old l" phase3 $F3 fa1.ml 2 's|fa1_rescale(mi\[r\], m_new) \* li\[r\]|li[r]|'
+mutant "fa1.ml with m_new = m_t (the old max forgotten)" phase3 $F3 fa1.ml 1 's|fmaxf(mi\[r\], m_t)|m_t|'
+mutant "fa1.rescale without undoing the old normalisation (a = e^(..) only)" phase3 $F3 fa1.rescale 1 's|(a \* o\[k\] + b \* pv) \* inv|(o[k] + b * pv) * inv|'
+mutant "fa1.rescale never dividing by l_new" phase3 $F3 fa1.rescale 1 's|(a \* o\[k\] + b \* pv) \* inv|a * o[k] + b * pv|'
+mutant "fa1.blocks with floor(M / 4d)" phase3 $F3 fa1.blocks 1 's|(M + 4 \* (size_t)d - 1) / (4 \* (size_t)d)|M / (4 * (size_t)d)|'
+
+# ---- phase 4: the FA2 forward model (fa2_cpu.c): FlashMask's rules and the causal range --
+F4=phase4_fa2/fa2_cpu.c
+mutant "fa2.mask_tile fully masked from uts_min (not uts_max)" phase4 $F4 fa2.mask_tile 1 's|r0 >= mb->uts_max\[j\]|r0 >= mb->uts_min[j]|'
+mutant "fa2.mask_tile unmasked only when r1 < lts_min (more partial tiles)" phase4 $F4 fa2.mask_tile 2 's|r1 <= mb->lts_min\[j\]|r1 < mb->lts_min[j]|'
+mutant "fa2.mask_tile unmasked from lte_min (not lte_max)" phase4 $F4 fa2.mask_tile 2 's|r0 >= mb->lte_max\[j\]|r0 >= mb->lte_min[j]|'
+mutant "fa2.mask_element with row <= lte" phase4 $F4 fa2.mask_element 1 's|row < m->lte\[key\]|row <= m->lte[key]|'
+mutant "fa2.causal_range rounding last_key / Bc up" phase4 $F4 fa2.causal_range 4 's|last_key / Bc + 1|(last_key + Bc - 1) / Bc|'
+mutant "fa2.mask_element with the upper run's start exclusive (row > uts)" phase4 $F4 fa2.mask_element 1 's|row >= m->uts\[key\]|row > m->uts[key]|'
+mutant "fa2.mask_tile fully masked by the lower run alone" phase4 $F4 fa2.mask_tile 1 's| \|\| (r0 >= mb->uts_max\[j\] \&\& r1 <= mb->ute_min\[j\])||'
+mutant "fa2.causal_range seeing no key when last_key = 0" phase4 $F4 fa2.causal_range 3 's|last_key < 0|last_key <= 0|'
+mutant "fa2.rescale dividing by alpha" phase4 $F4 fa2.rescale 1 's|alpha \* o + pv|o / alpha + pv|'
+mutant "fa2.normalise multiplying by l" phase4 $F4 fa2.normalise 1 's|1.0f / l|l|'
+mutant "fa2.lse with log2" phase4 $F4 fa2.lse 1 's|logf(l)|log2f(l)|'
+
+# fa2-mma (a .cu header): on a GPU its run FAILs naming it; without one, phase 4's test runs
+# the same mistake on the CPU emulator (phase4_fa2/tests.sh: "... naming fa2.online_mma")
+mutant_gpu "fa2.online_mma's P~ by expf (log2(e) twice)" phase4 phase4_fa2/fa2_mma_kernel.cuh fa2.online_mma \
+    9 's|= sfu_ex2(fmaf(s\[mtile\]\[n\]\[e\], sl2, -msc));|= expf(fmaf(s[mtile][n][e], sl2, -msc));|'
+
 # ---- phase 5: the FA2 backward model (bwd_cpu.c) --------------------------------------
 F5=phase5_backward/bwd_cpu.c
 mutant "bwd.recompute_P as exp(S) / exp(L) (overflows past 88)" phase5 $F5 bwd.recompute_P 1 's|expf(s - Li\[r\])|expf(s) / expf(Li[r])|'
@@ -117,6 +193,8 @@ mutant "bwd.dS without D" phase5 $F5 bwd.dS 1 's| - Di\[r\]||'
 mutant "bwd.dQ without the scale" phase5 $F5 bwd.dQ 1 's|scale \* s|s|'
 mutant "bwd.dQ overwriting instead of adding" phase5 $F5 bwd.dQ 1 's|+=|=|'
 mutant "bwd.causal_range off by one block" phase5 $F5 bwd.causal_range 4 's|row / Br|row / Br + 1|'
+mutant "bwd.causal_range without clamping the first row to 0 (a negative Q block)" phase5 $F5 bwd.causal_range 2 'd'
+mutant "bwd.causal_range adding the diagonal offset" phase5 $F5 bwd.causal_range 1 's|- (p->N_kv - p->N_q)|+ (p->N_kv - p->N_q)|'
 
 # ---- phase 6: Flash-Decoding (decode_cpu.c, dec_*.cuh) --------------------------------
 F6=phase6_decoding/decode_cpu.c
@@ -124,6 +202,16 @@ mutant "dec.combine weighting by exp(L_s), no max subtracted" phase6 $F6 dec.com
 mutant "dec.page_lookup with / and % swapped" phase6 $F6 dec.page_lookup 1 's|j / c->page|j % c->page|' 2 's|(j % c->page)|(j / c->page)|'
 mutant "dec.combine giving L = -inf for a row with no key" phase6 $F6 dec.combine 4 's|\*L = INFINITY|*L = -INFINITY|'
 mutant "dec.split_range with floor(Tc / S) blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc / S > 0 ? Tc / S : 1)|'
+mutant "dec.combine weighting by e^(L_s - m) (not divided by l)" phase6 $F6 dec.combine 9 's|expf(Ls\[s\] - lse)|expf(Ls[s] - m)|'
+mutant "dec.combine with L = log(l), m forgotten" phase6 $F6 dec.combine 7 's|m + logf(l)|logf(l)|'
+mutant "dec.split_range with (Tc + S) / S blocks a split" phase6 $F6 dec.split_range 1 's|(Tc + S - 1) / S|(Tc + S) / S|'
+mutant "dec.page_lookup striding the block table by page" phase6 $F6 dec.page_lookup 1 's|(size_t)b \* c->pages_per_seq|(size_t)b * c->page|'
+# FlashDecoding++'s window and fallback (decode_fdpp_cpu.c): no exercise, but the run must catch them
+FD6=phase6_decoding/decode_fdpp_cpu.c
+mutant_plain "FD++ without the overflow flag (a score past phi + 10 not recomputed)" phase6 $FD6 '/if (z > DEC_PHI_ABOVE) \*flags |= FDPP_PASSED;/d'
+mutant_plain "FD++ l_s without the passed flag's +inf" phase6 $FD6 '/if (flags & FDPP_PASSED) return INFINITY;/d'
+mutant_plain "FD++ combine counting a split with no key (-0) as reached" phase6 $FD6 's/reached |= ls\[s\] > 0;/reached |= ls[s] >= 0;/'
+mutant_plain "FD++ combine with L = log(l), phi forgotten" phase6 $FD6 's/\*L = phi + logf(l);/*L = logf(l);/'
 mutant_gpu "dec.combine_gpu weighting by exp(L_s), no max subtracted" phase6 phase6_decoding/dec_combine.cuh dec.combine_gpu \
     9 's|expf(Lpart\[(size_t)s \* nrows + row\] - lmax)|expf(Lpart[(size_t)s * nrows + row])|' 12 's|lmax + logf(sum)|logf(sum)|'
 mutant_gpu "dec.page_lookup_gpu with / and % swapped" phase6 phase6_decoding/dec_paged.cuh dec.page_lookup_gpu 1 's|(j >> page_shift(a))|(j \& (a.page - 1))|'

@@ -147,7 +147,13 @@ t_summary() {
 # student's, and a region still its stub would fail the test without naming an exercise.
 # gpu_unfilled FILE...: the GPU exercises of FILEs whose regions in this tree are still the
 # stub ("a, b"); none in the repository (there its files are the reference).
-gpu_unfilled() { bash tools/exercises.sh unfilled . "$@" 2>/dev/null | awk '$3 == "GPU" { print $1 }' | paste -sd, - | sed 's/,/, /g'; }
+# (the student's files: a handout's tree itself; in the repository, an exercise build's
+# EXDIR, whose copies the emulator compiles, e.g. EMU_FA2_KERNEL)
+gpu_unfilled() {
+    local dir=.
+    [ -n "${EX_BUILD:-}" ] && [ ! -f ref/exercises.tsv ] && dir=${EXDIR:-exercises}
+    bash tools/exercises.sh unfilled "$dir" "$@" 2>/dev/null | awk '$3 == "GPU" { print $1 }' | paste -sd, - | sed 's/,/, /g'
+}
 # t_emu "FILE..." t_run|t_fail NAME CMD...: the test, skipped while one of the GPU regions of
 # FILEs (those the emulation compiles) is unfilled, saying which; in a handout a t_run's
 # name ends with the GPU exercises it runs, so that its FAIL names them
@@ -167,7 +173,8 @@ t_emu() {
 
 # ---- the grader's teeth: one plausible mistake in an exercise must FAIL and be named ----
 # `make PHASE run EX=1` built from the reference with ONE mistake in the exercise (the K-th
-# reference line of EXERCISE edited) must FAIL and name EXERCISE. CPU only (NO_CUDA=1).
+# reference line of EXERCISE edited) must FAIL and name EXERCISE alone (every "exercises
+# behind" line of the run names it and no other). CPU only (NO_CUDA=1).
 ex_mistake_fails() {   # PHASE FILE EXERCISE K EDIT BUILD: EDIT the K-th reference line of EXERCISE
     local phase=$1 file=$2 ex=$3 k=$4 edit=$5 dir line n out rc=0
     dir=$(mktemp -d "${TMPDIR:-/tmp}/mistake.XXXXXX"); mkdir -p "$dir/ex/$(dirname "$file")"
@@ -184,6 +191,10 @@ ex_mistake_fails() {   # PHASE FILE EXERCISE K EDIT BUILD: EDIT the K-th referen
     echo "$out" | grep -E 'FAIL|exercises behind|error' | head -20
     [ $rc -ne 0 ] || { echo "make $phase run EX=1 passed with the mistake"; return 1; }
     grep -qE "exercises behind (this check|it): .*$ex([^a-z_]|$)" <<<"$out" || { echo "the FAIL does not name $ex"; return 1; }
+    # and names it alone: every "exercises behind" line of the run names $ex and no other
+    local named
+    named=$(grep -E "exercises behind (this check|it): " <<<"$out" | sed -E 's/^.*exercises behind (this check|it): //' | sort -u)
+    [ "$named" = "$ex" ] || { echo "want every FAIL to name $ex alone; the run names:"; echo "$named"; return 1; }
 }
 ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is never written here:
                  # a handout holds this file, and leaks checks it holds no solution line)

@@ -39,7 +39,7 @@ int fa2_kv_blocks(const attn_problem_t *p, int i, int Br, int Bc)
  * FULLY_MASKED tiles are skipped, K_j and V_j not even read; UNMASKED ones need no element
  * test; PARTIAL ones test each element. Only for a masked problem. Written out here as the
  * exercise; the kernel applies the same rule through mask.h's mask_tile_class_at(). */
-static mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, int Br)
+mask_tile_t fa2_mask_tile(const mask_blocks_t *mb, int i, int qr, int j, int Br)
 {
     const int r0 = i * Br, r1 = i * Br + qr;   /* the tile's rows [r0, r1); column block j */
     /* TODO EXERCISE fa2.mask_tile: classify the tile from its column block's min and max (FlashMask Sec. 4)
@@ -165,16 +165,47 @@ double fa2_nonmatmul_flops(const attn_problem_t *p, attn_blocks_t b)
 }
 
 /* Is element (row, key) hidden? The causal rule (problem.h's attn_visible) or, with a
- * FlashMask mask, the key column's two masked runs (chapter 4c), written out as the
- * exercise (the kernel: mask.h's mask_row_visible). */
-static bool fa2_hidden(const attn_problem_t *p, int row, int key)
+ * FlashMask mask, the key column's two masked runs (chapter 4c): fa2_mask_hidden, written
+ * out as the exercise (the kernel: mask.h's mask_row_visible). */
+bool fa2_mask_hidden(const attn_mask_t *m, int row, int key)
 {
-    const attn_mask_t *m = attn_mask(p);
-    if (!m) return !attn_visible(p, row, key);
     /* TODO EXERCISE fa2.mask_element: is row `row` inside one of key column `key`'s masked runs?
      * HINT: the lower run is [m->lts[key], m->lte[key]), the upper [m->uts[key], m->ute[key]). */
     (void)m; (void)row; (void)key; return false;
     /* END EXERCISE fa2.mask_element */
+}
+static bool fa2_hidden(const attn_problem_t *p, int row, int key)
+{
+    const attn_mask_t *m = attn_mask(p);
+    return m ? fa2_mask_hidden(m, row, key) : !attn_visible(p, row, key);
+}
+
+/* Alg. 1 l.10 for one element of O~: brought to the new max, plus this block's P~ V. */
+float fa2_rescale_o(float o, float alpha, float pv)
+{
+    /* TODO EXERCISE fa2.rescale: update the unnormalised output O~ (Alg. 1 l.10)
+     * HINT: o is the sum of e^(S - m_old) v over the keys so far; bring it to the new max
+     * HINT: with alpha = e^(m_old - m_new) and add this block's pv. No division. */
+    (void)o; (void)alpha; return pv;
+    /* END EXERCISE fa2.rescale */
+}
+
+/* Alg. 1 l.12 for one row of d outputs: O = O~ / l, once. */
+void fa2_normalise_row(float *o, float l, int d)
+{
+    /* TODO EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
+     * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
+    (void)o; (void)l; (void)d;
+    /* END EXERCISE fa2.normalise */
+}
+
+/* Alg. 1 l.13 for one row: L from its running max m and sum l. */
+float fa2_lse(float m, float l)
+{
+    /* TODO EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
+     * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Return it. */
+    (void)m; (void)l; return 0.0f;
+    /* END EXERCISE fa2.lse */
 }
 
 /* One step (i, j) of Alg. 1 l.8-10 on tiles in SRAM: qr rows of Q_i (global row i0 + r:
@@ -212,11 +243,7 @@ static void fa2_step(const attn_problem_t *p, int qr, int kr, int i0, int j0, bo
         for (int k = 0; k < d; k++) {
             float pv = 0;
             for (int c = 0; c < kr; c++) pv += s[c] * Vj[(size_t)c * d + k];
-            /* TODO EXERCISE fa2.rescale: update the unnormalised output O~ (Alg. 1 l.10)
-             * HINT: o[k] is the sum of e^(S - m_old) v over the keys so far; bring it to the
-             * HINT: new max with alpha = e^(m_old - m_new) and add this block's pv. No division. */
-            o[k] = pv; (void)alpha;
-            /* END EXERCISE fa2.rescale */
+            o[k] = fa2_rescale_o(o[k], alpha, pv);
         }
         if (flops) *flops += 5.0 * kr + d + 5.0;   /* fa2_nonmatmul_flops() says which */
     }
@@ -274,14 +301,8 @@ size_t fa2_cpu(const attn_inputs_t *in, attn_blocks_t bs, float *O, float *L,
         /* l.12-13: O_i = diag(l_i)^-1 O~_i once, L_i = m_i + log(l_i) */
         for (int r = 0; r < qr; r++) {
             float *o = Oi + (size_t)r * d;
-            /* TODO EXERCISE fa2.normalise: divide the unnormalised output by l once (Alg. 1 l.12)
-             * HINT: a row that saw no key has l = 0 and must give O = 0 (common/problem.h). */
-            (void)o;
-            /* END EXERCISE fa2.normalise */
-            /* TODO EXERCISE fa2.lse: the log-sum-exp L_i the backward pass needs (Alg. 1 l.13)
-             * HINT: L = m + log(l); a fully masked row (l = 0) gets L = +inf. Store it in li[r]. */
-            li[r] = 0.0f;
-            /* END EXERCISE fa2.lse */
+            fa2_normalise_row(o, li[r], d);
+            li[r] = fa2_lse(mi[r], li[r]);
         }
         if (flops) *flops += (double)qr * (d + 3.0);
         hbm_store_f32(meter, O + attn_q_offset(p, b, h) + (size_t)i * Br * d, Oi, (size_t)qr * d);

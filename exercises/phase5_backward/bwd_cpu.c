@@ -340,6 +340,10 @@ static void bwd_step(const attn_problem_t *p, const bwd_parts_t *x, int qr, int 
         }
 }
 
+/* Q block ranges outside [0, Tr] that bwd_fa2_cpu_parts met (and clamped) in this run */
+static long range_faults;
+long bwd_range_faults(void) { return range_faults; }
+
 /* This file's own parts (in the reference library: the reference's). */
 static const bwd_parts_t OWN = { bwd_q_block_first, bwd_recompute_P, bwd_dS, bwd_dQ };
 
@@ -389,7 +393,11 @@ size_t bwd_fa2_cpu_parts(const attn_inputs_t *in, attn_blocks_t bs, const float 
         hbm_load_f16(meter, Vj, in->v_h + ko, (size_t)kr * d);
         memset(dKj, 0, sizeof(float) * (size_t)kr * d);                     /* l.8: on chip */
         memset(dVj, 0, sizeof(float) * (size_t)kr * d);
-        const int first = x->q_block_first(p, j, Br, Bc);                  /* causal: fewer */
+        int first = x->q_block_first(p, j, Br, Bc);                        /* causal: fewer */
+        if (first < 0 || first > Tr) {   /* a wrong causal range: never an index outside [0, Tr] */
+            range_faults++;
+            first = first < 0 ? 0 : Tr;
+        }
         if (attn_mask(p)) hbm_read(meter, 32ull + 16ull * kr);   /* block j's 8 values, its columns' vectors */
         for (int g = 0; g < G; g++) {
             const int h = hk * G + g;

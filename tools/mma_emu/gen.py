@@ -178,9 +178,12 @@ for n, t in dec.items():
 # phase 4's fa2-mma: fa2_mask_emu.cpp includes its device code, phase4_fa2/fa2_mma_kernel.cuh,
 # as it is (its FlashMask path, MASKED, runs there). EMU_MUTATE_FA2 plants its one mistake in
 # a copy of that header in OUT, which the emulator's include path (OUT first) finds instead.
+# EMU_FA2_KERNEL=PATH: that file instead (an exercise build's fill-in copy of the header).
 fa2k = os.path.join(out, 'fa2_mma_kernel.cuh')
-if os.environ.get('EMU_MUTATE_FA2'):
-    open(fa2k, 'w').write(plant(rd('phase4_fa2/fa2_mma_kernel.cuh'), 'EMU_MUTATE_FA2', 'phase4_fa2/fa2_mma_kernel.cuh'))
+fa2src = os.environ.get('EMU_FA2_KERNEL')
+if os.environ.get('EMU_MUTATE_FA2') or fa2src:
+    text = open(fa2src).read() if fa2src else rd('phase4_fa2/fa2_mma_kernel.cuh')
+    open(fa2k, 'w').write(plant(text, 'EMU_MUTATE_FA2', fa2src or 'phase4_fa2/fa2_mma_kernel.cuh'))
 elif os.path.exists(fa2k):
     os.remove(fa2k)   # an earlier mutant's copy
 

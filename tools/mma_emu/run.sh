@@ -24,6 +24,7 @@
 # tools/mma_emu/run.sh mask [d ...] - phase 4's fa2-mma with a FlashMask mask (fa2_mask_emu.cpp:
 # the preprocessing, the order and each Q block's range done on the host as mask_gpu.cu does),
 # against an fp64 attention over the visible keys, and the visit counts against the classes.
+# EMU_FA2_KERNEL=PATH: fa2_mma_kernel.cuh from PATH (an exercise build's fill-in copy).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd); root=$here/../..
 out=${EMU_OUT:-${BUILD:-$root/build}/mma_emu}   # EMU_OUT: a mutant builds apart
@@ -74,4 +75,6 @@ else
     cxx bwd_mma2d_emu.cpp bwd_mma2d_emu
     for d in ${@:-32 64 128 256}; do "$out/bwd_mma2d_emu" "$d" || fails=$((fails + 1)); done
 fi
-[ $fails -eq 0 ] && echo "mma_emu: PASS" || { echo "mma_emu: FAIL"; exit 1; }
+# EMU_EXERCISES="a, b": the exercises whose code the run emulates (an exercise build's
+# fill-ins, EMU_FA2_KERNEL): a FAIL names them, as a phase's run does
+[ $fails -eq 0 ] && echo "mma_emu: PASS" || { echo "mma_emu: FAIL"; [ -z "${EMU_EXERCISES:-}" ] || echo "  -> exercises behind this check: $EMU_EXERCISES"; exit 1; }

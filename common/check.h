@@ -133,6 +133,9 @@ void err_first_bad_str(const err_stats_t *e, int row_len, const char *tensor, ch
  * name the exercises whose code it exercises: "  -> exercises behind this check: ...".
  * In the reference build it prints nothing. */
 void check_hint_exercises(bool pass, const char *names);
+/* The exercises check_hint_exercises has named in this run, ", "-separated ("" if none):
+ * for a driver's closing FAIL line, which a test log's tail keeps when the hints scroll by. */
+const char *check_hint_named(void);
 
 /* Precise blame. A unit check tests one exercise's code alone (against the reference
  * library's copy, common/ref.h, or a rule written out in common/) and records its verdict

@@ -451,7 +451,8 @@ int main(int argc, char **argv)
     table_print(&r.t, stdout);
     bool bad_csv = csv_close(r.csv, csv_path, "phase2") != 0;
     if (r.fails)
-        printf("phase2: FAIL (%d of %d checks: %s)\n", r.fails, r.checks, r.failed);
+        printf("phase2: FAIL (%d of %d checks: %s)%s%s\n", r.fails, r.checks, r.failed,
+               *check_hint_named() ? "; exercises behind it: " : "", check_hint_named());
     else
         printf("phase2: %s (%d checks; CSV %s%s)\n", bad_csv ? "FAIL" : "PASS", r.checks, csv_path,
                dir ? " and phase2_overflow.csv beside it" : "");

@@ -58,7 +58,7 @@ gpu_flags="NO_CUDA=1"; [ -n "${HANDOUT_GPU:-}" ] && gpu_flags="CUDA_ARCH=${CUDA_
 mk() {   # LOG MAKE-ARGS...
     local log=$1 t0=$SECONDS rc=0; shift
     (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"${JOBS:-2}" \
-        NO_DEPS=1 $gpu_flags BUILD="$T/b" "$@" >"$log" 2>&1) || rc=$?
+        NO_DEPS=1 $gpu_flags BUILD="$bdir" "$@" >"$log" 2>&1) || rc=$?
     took=$((SECONDS - t0))
     return $rc
 }
@@ -66,7 +66,8 @@ files_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $2 }' <<<"
 names_of() { awk -v p="$1" '{ split($2, q, "_"); if (q[1] == p) print $1 }' <<<"$list" | paste -sd'|' | sed 's/\./\\./g'; }
 fill() { local f; for f in "$@"; do cp "$root/$f" "$tree/$f"; done; }
 # cut again from the tarball; -m: the time of the extraction, newer than every object
-recut() { local f; for f in "$@"; do tar -xzmf "$tarball" -C "$T" "flash-attention-from-scratch/$f"; done; }
+recut() { local f; for f in "$@"; do tar -xzmf "$tarball" -C "$(dirname "$tree")" "flash-attention-from-scratch/$f"; done; }
+bdir="$T/b"   # the build folder of $tree
 
 # --- README_STUDENT.md: every GPU exercise named, no pointer to what the tree lacks ---
 readme="$tree/README_STUDENT.md"
@@ -84,33 +85,53 @@ if out=$(bash tools/check_student_readme.sh "$tree"); then pass "$out"; else fai
 mk "$T/build.log" EX=1 all || { fail "the untouched handout does not build: $(tail -3 "$T/build.log")"; exit 1; }
 # HANDOUT_FILLED_ONLY=1: only the filled steps (a GPU machine's time is short)
 [ -n "${HANDOUT_FILLED_ONLY:-}" ] && only=1
-# Each phase's tests run once a state: untouched, `make test` runs them all (its section of
-# each phase is that phase's `make phaseN test`), so a phase's own test runs untouched only
-# when phases are named (no `make test` then)
+# --- the two states of make test, on a tree of their own (a second copy of the handout, its
+# own build folder), run beside the phases' steps below: untouched, it FAILS naming the
+# exercises, each phase's section naming its own (each phase's tests run once a state: a
+# phase's own test runs untouched only when phases are named, with no make test); with
+# every region filled, it ends "N passed, 0 failed"
+make_test_states() {
+    mkdir -p "$T/t2" && tar -xzf "$tarball" -C "$T/t2" || { fail "cannot untar a second handout"; return; }
+    tree="$T/t2/flash-attention-from-scratch"; bdir="$T/b2"
+    if [ -z "$only" ]; then
+        log="$T/test.untouched.log"
+        if mk "$log" test; then fail "untouched, make test passes"
+        elif grep -qE 'exercises behind' "$log" && summary "$log" | grep -qE ', [1-9][0-9]* failed'; then
+            pass "untouched, make test FAILS naming exercises: $(summary "$log")"
+        else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
+        # its summary: one "not filled in" line per exercise, no line of pages
+        nf=$(grep -c '^not filled in: exercise ' "$log"); long=$(awk 'length > 400' "$log" | wc -l)
+        if [ "$nf" -eq "$(wc -l <<<"$list")" ] && [ "$long" -eq 0 ]; then pass "untouched, make test's summary names all $nf exercises as not filled in, no line over 400 characters"
+        else fail "untouched, make test's summary: $nf of $(wc -l <<<"$list") exercises named as not filled in, $long lines over 400 characters"; fi
+    fi
+    for p in $([ -z "${HANDOUT_FILLED_ONLY:-}" ] && echo "${phases[@]}"); do
+        names=$(names_of "$p"); log="$T/$p.test.untouched.log"
+        awk -v p="$p" '$0 == "== " p { on = 1 } on { print } on && index($0, "== " p ": ") == 1 { exit }' \
+            "$T/test.untouched.log" >"$log"
+        if ! grep -q '^  FAIL' "$log"; then fail "untouched, make test's $p section passes with its exercises empty"
+        elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
+            pass "untouched, make test's $p section FAILS naming its exercises: $(why "$log" | paste -sd' ')"
+        else fail "untouched, make test's $p section fails without naming one of its exercises ($names)"; fi
+    done
+    if [ -z "$only" ]; then
+        fill $(awk '{ print $2 }' <<<"$list" | sort -u)
+        log="$T/test.filled.log"
+        if mk "$log" test && summary "$log" | grep -qE ', 0 failed'; then
+            pass "every region filled, make test: $(summary "$log")"
+        else fail "every region filled, make test fails: $(summary "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+    fi
+    return $bad
+}
 if [ -z "$only" ]; then
-    log="$T/test.untouched.log"
-    if mk "$log" test; then fail "untouched, make test passes"
-    elif grep -qE 'exercises behind' "$log" && summary "$log" | grep -qE ', [1-9][0-9]* failed'; then
-        pass "untouched, make test FAILS naming exercises: $(summary "$log")"
-    else fail "untouched, make test fails without naming exercises: $(tail -n 2 "$log" | paste -sd' ')"; fi
-    # its summary: one "not filled in" line per exercise, no line of pages
-    nf=$(grep -c '^not filled in: exercise ' "$log"); long=$(awk 'length > 400' "$log" | wc -l)
-    if [ "$nf" -eq "$(wc -l <<<"$list")" ] && [ "$long" -eq 0 ]; then pass "untouched, make test's summary names all $nf exercises as not filled in, no line over 400 characters"
-    else fail "untouched, make test's summary: $nf of $(wc -l <<<"$list") exercises named as not filled in, $long lines over 400 characters"; fi
+    make_test_states >"$T/make_test_states.out" 2>&1 &
+    states_pid=$!
 fi
+
 for p in $([ -z "${HANDOUT_FILLED_ONLY:-}" ] && echo "${phases[@]}"); do
     names=$(names_of "$p")
     for action in run test; do
         log="$T/$p.$action.untouched.log"
-        if [ "$action" = test ] && [ -z "$only" ]; then   # its section of make test's log
-            awk -v p="$p" '$0 == "== " p { on = 1 } on { print } on && index($0, "== " p ": ") == 1 { exit }' \
-                "$T/test.untouched.log" >"$log"
-            if ! grep -q '^  FAIL' "$log"; then fail "untouched, make test's $p section passes with its exercises empty"
-            elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
-                pass "untouched, make test's $p section FAILS naming its exercises: $(why "$log" | paste -sd' ')"
-            else fail "untouched, make test's $p section fails without naming one of its exercises ($names)"; fi
-            continue
-        fi
+        [ "$action" = test ] && [ -z "$only" ] && continue   # make test's section of it: make_test_states
         if mk "$log" "$p" "$action" EX=1; then fail "untouched, make $p $action EX=1 passes with its exercises empty"
         elif grep -qE "exercises behind[^:]*: .*($names)" "$log"; then
             pass "untouched, make $p $action EX=1 FAILS naming its exercises: $(why "$log" | paste -sd' ')"
@@ -152,12 +173,8 @@ for p in $cpu_track; do
     recut $files
 done
 
-# --- every region filled: make test ends "N passed, 0 failed" --------------------------
-if [ -z "$only" ]; then
-    fill $(awk '{ print $2 }' <<<"$list" | sort -u)
-    log="$T/test.filled.log"
-    if mk "$log" test && summary "$log" | grep -qE ', 0 failed'; then
-        pass "every region filled, make test: $(summary "$log")"
-    else fail "every region filled, make test fails: $(summary "$log")"; grep -E '^  FAIL' "$log" | head -5 | sed 's/^/    /'; fi
+if [ -n "${states_pid:-}" ]; then
+    wait "$states_pid" || bad=1
+    cat "$T/make_test_states.out"
 fi
 exit $bad

@@ -54,23 +54,43 @@ done
 EMU4_MMA=phase4_fa2/fa2_mma_kernel.cuh   # the marked file the mask emulation compiles
 # In an exercise build (make phase4 test EX=1) the emulator runs the student's fill-in of
 # fa2_mma_kernel.cuh (EXDIR's copy: the GPU exercises checked without a GPU) and a FAIL names
-# the exercises its mask path runs; fa2.online_mma without log2(e) (a mistake `make phase4 run
-# EX=1` cannot see without a GPU) must FAIL it, naming fa2.online_mma.
+# the exercises its mask path runs. Before the whole kernel, each of the four GPU exercises
+# is checked alone, on the device function that holds it (tools/mma_emu/fa2_units.h): a
+# wrong one FAILs naming itself alone. fa2.online_mma without log2(e) (a mistake `make
+# phase4 run EX=1` cannot see without a GPU) must FAIL so, and one mistake in each other.
 EMU4=(env EMU_OUT="$BUILD/mma_emu_mask" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma")
 if [ -n "${EX_BUILD:-}" ] && [ -f "${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh" ]; then
     EMU4+=(EMU_FA2_KERNEL="${EXDIR:-exercises}/phase4_fa2/fa2_mma_kernel.cuh")
 fi
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_emu "$EMU4_MMA" t_run "phase4 fa2-mma's mask path on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
+    T_EMU_BLAMES=1 t_emu "$EMU4_MMA" t_run "phase4 fa2-mma's four GPU exercises checked alone, then its mask path, on the CPU emulator (d = 64): O, L and the visits against fp64 and the classes" \
         "${EMU4[@]}" bash tools/mma_emu/run.sh mask 64
     t_emu "$EMU4_MMA" t_teeth "phase4 mask emulator FAILs fa2-mma searching outside a Q block's range" \
         env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_MUTATE_FA2='for (j = max(j + 1, q_first);=>for (j = j + 1;' \
         bash tools/mma_emu/run.sh mask 64
-    t_teeth_run "phase4 mask emulator FAILs fa2.online_mma's P~ by expf (log2(e) twice), naming fa2.online_mma" bash -c '
-        out=$(env EMU_OUT="'"$BUILD"'/mma_emu_mask_mutant" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" \
-              EMU_MUTATE_FA2="= sfu_ex2(fmaf(s[mtile][n][e], sl2, -msc));=>= expf(fmaf(s[mtile][n][e], sl2, -msc));" \
-              bash tools/mma_emu/run.sh mask 64 2>&1) && { echo "the emulator passed the mistake"; exit 1; }
-        echo "$out" | tail -4; grep -q "exercises behind this check: .*fa2\.online_mma" <<<"$out"'
+    # one plausible mistake in each GPU exercise (its K-th reference line edited by sed, as
+    # tools/mutants.sh does: the handout ships no solution line); each must FAIL naming that
+    # exercise alone
+    emu4_mistakes_named_alone() {
+        local ex k edit line out
+        while read -r ex k edit; do
+            line=$("$BUILD/mkexercise" --only "$ex" --solutions "$EMU4_MMA" | sed -n "${k}p" | sed -E 's/^[[:space:]]+//')
+            [ -n "$line" ] || { echo "no line $k in $ex"; return 1; }
+            out=$(env EMU_OUT="$BUILD/mma_emu_mask_mutant" EMU_EXERCISES="fa2.rowmax_mma, fa2.online_mma, fa2.finish_mma" \
+                  EMU_MUTATE_FA2="$line=>$(sed -E "$edit" <<<"$line")" bash tools/mma_emu/run.sh mask 64 2>&1) &&
+                { echo "$ex: the emulator passed $edit"; return 1; }
+            grep -E '^  unit|exercises behind' <<<"$out"
+            [ "$(grep -c 'exercises behind' <<<"$out")" -eq 1 ] && grep -qx "  -> exercises behind this check: $ex" <<<"$out" ||
+                { echo "$ex: the FAIL does not name $ex alone"; return 1; }
+        done <<'EOF_MISTAKES'
+fa2.online_mma 9 s/= sfu_ex2\(/= expf(/
+fa2.rowmax_mma 2 s/mx, 2\)/mx, 4)/
+fa2.finish_mma 1 s/\(l_i\[mtile\]\[x\] > 0.0f \? (.*) : 0.0f\)/\1/
+fa2.causal_range_mma 2 s|last_key / BC \+ 1|(last_key + BC - 1) / BC|
+EOF_MISTAKES
+    }
+    t_teeth_run "phase4 mask emulator FAILs one mistake in each of fa2-mma's four GPU exercises (online_mma's P~ by expf: log2(e) twice), naming it alone" \
+        emu4_mistakes_named_alone
 else
     t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"
     t_skip "phase4 mask emulator FAILs a planted mistake" "no CUDA headers (cuda_fp16.h)"
@@ -79,7 +99,7 @@ fi
 # bit for bit against the CPU model's quantisation at every d; a planted mistake (the
 # high lane of a butterfly taking b - a) FAILs. On a GPU, build/test_fp8_quant below.
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase4 FP8 pre-pass on the CPU emulator (d = 32..256): e4m3 bytes and tile scales equal common/fp8.c's" \
+    t_unmarked fp8q "phase4 FP8 pre-pass on the CPU emulator (d = 32..256): e4m3 bytes and tile scales equal common/fp8.c's" \
         bash tools/mma_emu/run.sh fp8q
     t_teeth "phase4 FP8 pre-pass emulator FAILs a butterfly's high lane taking b - a" \
         env EMU_OUT="$BUILD/mma_emu_fp8q_mutant" EMU_MUTATE_FP8Q='(lane & h) ? other - v[k] : v[k] + other=>(lane & h) ? v[k] - other : v[k] + other' \
@@ -99,7 +119,7 @@ fi
 # persistent step (a deadlock on the GPU), step 10's O staged without the swizzle its TMA
 # store reads, and two keys of P swapped each FAIL.
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
-    t_run "phase4 Hopper steps 1-6, 8-10 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
+    t_unmarked hopper "phase4 Hopper steps 1-6, 8-10 on the CPU emulator (d = 64, 128; 256 for 3, 6): O, L, visits against fp64" \
         bash tools/mma_emu/run.sh hopper
     t_teeth "phase4 Hopper emulator FAILs the persistent step waiting Q_i's barrier on parity 1" \
         env EMU_WAIT_S=10 EMU_OUT="$BUILD/mma_emu_hopper_mutant" EMU_MUTATE_HOPPER='mbar_wait(ring.q_full, n & 1);=>mbar_wait(ring.q_full, 1);' \
@@ -107,7 +127,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_teeth "phase4 Hopper emulator FAILs step 10's O staged unswizzled (its TMA store reads 128-byte-swizzled boxes)" \
         env EMU_OUT="$BUILD/mma_emu_store_mutant" EMU_MUTATE_HOPPER='(lin ^ ((lin >> 7 & 7) << 4))=>(lin)' \
         bash tools/mma_emu/run.sh hopper 10
-    t_run "phase4 wgmma-fp8, -pingpong and -fmaex2 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
+    t_unmarked fp8 "phase4 wgmma-fp8, -pingpong and -fmaex2 on the CPU emulator (d = 128, 256): O against the CPU model and fp64, L, visits" \
         bash tools/mma_emu/run.sh fp8
     t_teeth "phase4 FP8 emulator FAILs two keys of P swapped" \
         env EMU_OUT="$BUILD/mma_emu_fp8_mutant" EMU_MUTATE_HOPPER='pa[kk][0] = e4m3x4_pack(c[0], c[1], c[4], c[5]);=>pa[kk][0] = e4m3x4_pack(c[0], c[1], c[5], c[4]);' \

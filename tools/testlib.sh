@@ -156,7 +156,8 @@ gpu_unfilled() {
 }
 # t_emu "FILE..." t_run|t_fail NAME CMD...: the test, skipped while one of the GPU regions of
 # FILEs (those the emulation compiles) is unfilled, saying which; in a handout a t_run's
-# name ends with the GPU exercises it runs, so that its FAIL names them
+# name ends with the GPU exercises it runs, so that its FAIL names them (T_EMU_BLAMES=1: not
+# so; the emulator names those behind a FAIL itself, by their own checks: fa2_units.h)
 t_emu() {
     local files=$1 fn=$2 name=$3 u names; shift 3
     u=$(gpu_unfilled $files)
@@ -164,11 +165,37 @@ t_emu() {
         case "$u" in *,*) t_skip "$name" "GPU exercises $u not filled in" ;; *) t_skip "$name" "GPU exercise $u not filled in" ;; esac
         return 0
     fi
-    if [ "$fn" = t_run ] && [ -f ref/exercises.tsv ]; then
+    if [ "$fn" = t_run ] && [ -f ref/exercises.tsv ] && [ -z "${T_EMU_BLAMES:-}" ]; then
         names=$(awk -F'\t' -v fs=" $files " 'index(fs, " " $2 " ") && $3 == "GPU" { print $1 }' ref/exercises.tsv | paste -sd, - | sed 's/,/, /g')
         [ -z "$names" ] || name="$name (exercises behind it: $names)"
     fi
     "$fn" "$name" "$@"
+}
+
+# ---- tests no exercise reaches ----------------------------------------------------------
+# An emulator program none of whose files holds an exercise region (tools/mma_emu/run.sh with
+# EMU_DEPS=1 lists them; gen.py's copy of a header counts as that header) tests the
+# repository's own code: in a handout, the code the repository's make test passed. The
+# handout test sets T_UNMARKED_SKIP=1 in the states that would only run it again.
+# t_unmarked MODE NAME CMD...: t_run, skipped under T_UNMARKED_SKIP=1 in an exercise build
+# when the emulator program MODE compiles no exercise file
+exercise_files() {
+    if [ -f ref/exercises.tsv ]; then cut -f2 ref/exercises.tsv
+    else bash tools/exercises.sh list 2>/dev/null | awk '{ print $2 }'; fi | sort -u
+}
+emu_exercise_files() {   # MODE: the exercise files among those its emulator program compiles
+    local deps
+    deps=$(EMU_DEPS=1 EMU_OUT="$T_ROOT/emu_deps" bash tools/mma_emu/run.sh "$@" 2>/dev/null) && [ -n "$deps" ] ||
+        { echo "(not known: EMU_DEPS failed)"; return; }
+    awk 'NR == FNR { ex[$0] = 1; n = split($0, p, "/"); base[p[n]] = $0; next }
+         /^gen:/ { b = substr($0, 5); if (b in base) print base[b]; next }
+         $0 in ex { print }' <(exercise_files) <(echo "$deps") | sort -u
+}
+t_unmarked() {
+    local mode=$1; shift
+    if [ "${T_UNMARKED_SKIP:-}" = 1 ] && [ -n "${EX_BUILD:-}" ] && [ -z "$(emu_exercise_files "$mode")" ]; then
+        t_skip "$1" "no exercise's file is in it (EMU_DEPS=1 tools/mma_emu/run.sh $mode): the handout test runs it once"
+    else t_run "$@"; fi
 }
 
 # ---- the grader's teeth: one plausible mistake in an exercise must FAIL and be named ----

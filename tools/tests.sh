@@ -94,6 +94,19 @@ t_fail "ncu_compare table refuses a CSV with no profiled launch" bash -c '
     f="'"$T"'/empty_ncu.csv"; printf "\"ID\",\"Kernel Name\"\n" >"$f"; '"$PYTHON"' tools/ncu_compare.py table "$f"'
 t_run "chapters 4b, 5, 5b, 6 quote their recorded files (tools/check_chapters.py)" "$PYTHON" tools/check_chapters.py
 
+# the handout test runs the emulator's tests of code no exercise reaches once (t_unmarked):
+# the files each emulator program compiles name the exercises it reaches
+emu_marks_known() {
+    local m h d
+    m=$(emu_exercise_files mask); h=$(emu_exercise_files hopper); d=$(emu_exercise_files decode | paste -sd' ')
+    echo "mask: $m; hopper: ${h:-none}; decode: $d"
+    [ "$m" = phase4_fa2/fa2_mma_kernel.cuh ] && [ -z "$h" ] &&
+        [ "$d" = "phase6_decoding/dec_bounds.cuh phase6_decoding/dec_combine.cuh phase6_decoding/dec_paged.cuh" ]
+}
+if command -v g++ >/dev/null 2>&1 && [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
+    t_run "EMU_DEPS: the mask emulator compiles fa2_mma_kernel.cuh, the decode one phase 6's three marked headers (gen.py's copies), the Hopper ladder's no exercise file" emu_marks_known
+else t_skip "EMU_DEPS: the files each emulator program compiles" "no g++ or no CUDA headers"; fi
+
 # one handout (its own build folder: a CPU-only reference, as a machine without nvcc makes
 # it) serves the leak check and the student's test below
 HO_BUILD="$T/handout"

@@ -24,6 +24,7 @@ template <int BC> inline void mask_prefetch_columns(const int32_t *, int, int, i
 #define FA2_MMA_SMEM(name) unsigned char *name = g_smem
 #include "fa2_mma_kernel.cuh"   /* phase4_fa2's, or the copy gen.py plants a mistake in */
 #include "kernel_mask_gpu.inc"
+#include "fa2_units.h"
 
 typedef std::function<bool(int i, int j)> visible_fn;   /* row i (of N_q) sees key j */
 
@@ -174,6 +175,22 @@ int main(int argc, char **argv)
     int fails = 0;
     for (int k = 1; k < argc || k == 1; k++) {
         const int d = argc > 1 ? atoi(argv[k]) : 64;
+        /* first each GPU exercise's own check (fa2_units.h): one that FAILs is named alone,
+         * and the whole kernel, which would FAIL for it too, is not run */
+        std::string blamed;
+        bool ran_units = false;
+#define ROW(D_, MT_, BC_, ST_, LADDER_) \
+        if (d == D_ && D_ <= FA2_MASK_MAX_D && !ran_units) { \
+            ran_units = true; \
+            blamed = fa2_units::failed<D_, BC_, MT_, Cfg<D_, BC_, MT_, ST_>::BR>(1.0f / sqrtf((float)D_)); \
+        }
+        FA2_MMA_TABLE(ROW)
+#undef ROW
+        if (!blamed.empty()) {
+            printf("fa2-mma d=%d: FAIL on its exercises' own checks\n  -> exercises behind this check: %s\n", d, blamed.c_str());
+            fails++;
+            continue;
+        }
 #define ROW(D_, MT_, BC_, ST_, LADDER_) \
         if (d == D_ && D_ <= FA2_MASK_MAX_D) fails += all_masks<D_, BC_, MT_, ST_>();
         FA2_MMA_TABLE(ROW)

@@ -43,8 +43,22 @@ static double tc_step(double acc, const double *prod, int n, int acc_bits)
     return ldexp(trunc(ldexp(m, acc_bits + 1)), es - acc_bits - 1);
 }
 
-static int fa3_fp8_run(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O)
+/* The threshold FA4's conditional rescaling keeps, in natural-log units: tau (log2 units), or
+ * with the FP8 bound, at most log2(448) - p_shift, so that P = 2^(p_shift + the rise) stays
+ * inside e4m3's range (0 at p_shift >= log2(448): rescale at every rise) */
+float fa3_cond_threshold(const fa3_cond_t *c)
 {
+    float tau = c->tau_log2;
+    if (c->fp8_bound && tau > log2f(E4M3_MAX) - c->p_shift_log2) tau = log2f(E4M3_MAX) - c->p_shift_log2;
+    return (tau > 0 ? tau : 0) * 0.69314718f;
+}
+
+static int fa3_fp8_run(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits,
+                       const fa3_cond_t *cond, fa3_cond_stats_t *st, float *O)
+{
+    if (cond && acc_bits != 0) return -1;   /* the conditional softmax: fp32 sums only */
+    const float tau = cond ? fa3_cond_threshold(cond) : 0.0f, p_gain = cond ? exp2f(cond->p_shift_log2) : 1.0f;
+    if (st) memset(st, 0, sizeof *st);
     const attn_problem_t *p = &in->p;
     const int d = p->d, fp8 = mode != FA3_FP16;
     if (mode == FA3_FP8_BLOCK_HADAMARD && (d & (d - 1)) != 0) return -1;
@@ -125,15 +139,20 @@ static int fa3_fp8_run(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc,
                         mj = fmaxf(mj, x);
                     }
                     if (mj == -INFINITY) continue;   /* nothing visible yet */
-                    const float alpha = expf(m - mj);
-                    l *= alpha;
-                    m = mj;
+                    /* conditional rescaling (FA4): m moves, and O~ and l with it, only when
+                     * the block's max rises past it by more than tau; else P is taken
+                     * against the old m and may exceed 1, up to e^tau (tau = 0: FA2's rule) */
+                    const int rescale = m == -INFINITY || mj > m + tau;
+                    const float alpha = rescale ? expf(m - mj) : 1.0f;
+                    if (st) { st->blocks++; st->rescaled += rescale; }
+                    if (rescale) { l *= alpha; m = mj; }
                     if (acc_bits == 0) {
-                        for (int k = 0; k < d; k++) Ot[k] *= alpha;
+                        if (rescale) for (int k = 0; k < d; k++) Ot[k] *= alpha;
                         for (int c = 0; c < kr; c++) {
-                            const float pe = expf(S[c] - m);   /* 0 where masked */
+                            const float pe = expf(S[c] - m) * p_gain;   /* 0 where masked; p_gain = 2^p_shift */
                             l += pe;
                             const float pq = fp8 ? e4m3_round(pe) : f16_round(pe);
+                            if (st && fp8 && pe >= E4M3_MAX) st->p_saturated++;
                             if (pq == 0) continue;
                             const float w = pq * sv[j];
                             for (int k = 0; k < d; k++) Ot[k] += w * V[(size_t)(j0 + c) * d + k];
@@ -169,10 +188,16 @@ static int fa3_fp8_run(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc,
 
 int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, float *O)
 {
-    return fa3_fp8_run(in, mode, Br, Bc, seed, 0, O);
+    return fa3_fp8_run(in, mode, Br, Bc, seed, 0, NULL, NULL, O);
 }
 
 int fa3_fp8_cpu_tc(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O)
 {
-    return fa3_fp8_run(in, mode, Br, Bc, seed, acc_bits, O);
+    return fa3_fp8_run(in, mode, Br, Bc, seed, acc_bits, NULL, NULL, O);
+}
+
+int fa3_fp8_cpu_cond(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, const fa3_cond_t *cond,
+                     fa3_cond_stats_t *stats, float *O)
+{
+    return fa3_fp8_run(in, mode, Br, Bc, seed, 0, cond, stats, O);
 }

@@ -52,6 +52,31 @@ int fa3_fp8_cpu(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64
  * on the H800. O~ is kept as the kernel keeps it, in the current block's V scale. */
 int fa3_fp8_cpu_tc(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, int acc_bits, float *O);
 
+/* FlashAttention-4's conditional rescaling (Zadouri, Hoehnerbach, Shah, Liu, Thakkar and Dao,
+ * together.ai/blog/flashattention-4, 2025): the running max m, and with it the rescale of O~
+ * and l, moves only when a block's max rises past m by more than tau (log2 units; FA4's
+ * forward uses 8), so most blocks skip the rescale; P = e^(S - m) then reaches up to 2^tau. An FP8 kernel also
+ * shifts P up by 2^p_shift to use e4m3's top binades: P reaches 2^(p_shift + tau), and past
+ * e4m3's 448 = 2^8.81 it saturates, silently (flash-attention issues #2577, #2716: cos-sim
+ * 0.86). fp8_bound keeps p_shift + tau <= log2(448). */
+typedef struct {
+    float tau_log2;       /* the rise m may lag behind, in log2 units; 0: rescale at every rise */
+    float p_shift_log2;   /* P taken as 2^p_shift e^(S - m) (the 2^p_shift cancels in O~ / l)  */
+    int fp8_bound;        /* tau cut to log2(448) - p_shift                                     */
+} fa3_cond_t;
+typedef struct {
+    long blocks;          /* (row, K/V block) steps with a visible key                          */
+    long rescaled;        /* of them, those that moved m (and rescaled O~ and l)               */
+    long p_saturated;     /* P values at or past 448 before the e4m3 cast (FP8 modes)           */
+} fa3_cond_stats_t;
+
+/* The threshold fa3_fp8_cpu_cond uses, natural-log units (tau cut by the bound). */
+float fa3_cond_threshold(const fa3_cond_t *c);
+
+/* fa3_fp8_cpu with the conditional softmax of cond, counting its steps into stats (or NULL). */
+int fa3_fp8_cpu_cond(const attn_inputs_t *in, fa3_mode_t mode, int Br, int Bc, uint64_t seed, const fa3_cond_t *cond,
+                     fa3_cond_stats_t *stats, float *O);
+
 /* FA3's Table 3 inputs: in's N(0,1) draws plus N(0, 100) Bernoulli(0.001) on Q, K and V (an
  * outlier of standard deviation 10 in one element of a thousand), rounded to fp16 again. */
 void fa3_add_outliers(attn_inputs_t *in, uint64_t seed);

@@ -193,3 +193,21 @@ void *xmalloc(size_t n, const char *who)
     if (!p) { fprintf(stderr, "%s: out of host memory\n", who); exit(1); }
     return p;
 }
+
+int attn_range_units(attn_range_check_fn check, const attn_blocks_t *bl, int n_bl, char *why, size_t len)
+{
+    static const int NQ[] = {1, 2, 3, 17, 50, 63, 64, 65, 100, 133, 300};
+    static const int NKV[] = {1, 2, 17, 40, 63, 64, 65, 129, 170, 333};
+    for (size_t a = 0; a < sizeof NQ / sizeof NQ[0]; a++)
+        for (size_t b = 0; b < sizeof NKV / sizeof NKV[0]; b++)
+            for (int k = 0; k < n_bl; k++) {
+                const attn_problem_t p = attn_problem(1, 1, 1, NQ[a], NKV[b], 16, true);
+                char w[160];
+                if (check(&p, bl[k], w, sizeof w) != 0) {
+                    snprintf(why, len, "unit check, N_q = %d, N_kv = %d, Br x Bc = %d x %d: %s", NQ[a], NKV[b], bl[k].Br,
+                             bl[k].Bc, w);
+                    return -1;
+                }
+            }
+    return 0;
+}

@@ -58,6 +58,13 @@ typedef struct { int Br, Bc; } attn_blocks_t;
 /* A problem with the defaults filled in (scale = 1/sqrt(d), H_kv = H, N_kv = N_q). */
 attn_problem_t attn_problem(int B, int H, int H_kv, int N_q, int N_kv, int d, bool causal);
 
+/* A causal block range checked on the unit shapes: every causal N_q x N_kv of a grid of
+ * small sizes (1, 2, 3, the sizes around 64 and tails up to 333) with each of bl's n_bl
+ * blockings. check returns 0 or -1 with its reason; the first FAIL's shape and reason in
+ * why, -1. (fa2_unit_causal_range, bwd_unit_causal_range: each its own exercise's range.) */
+typedef int (*attn_range_check_fn)(const attn_problem_t *p, attn_blocks_t bl, char *why, size_t len);
+int attn_range_units(attn_range_check_fn check, const attn_blocks_t *bl, int n_bl, char *why, size_t len);
+
 /* Element counts of each tensor. */
 size_t attn_q_elems(const attn_problem_t *p);   /* also O  */
 size_t attn_kv_elems(const attn_problem_t *p);  /* K or V  */

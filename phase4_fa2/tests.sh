@@ -89,7 +89,7 @@ fa2.finish_mma 1 s/\(l_i\[mtile\]\[x\] > 0.0f \? (.*) : 0.0f\)/\1/
 fa2.causal_range_mma 2 s|last_key / BC \+ 1|(last_key + BC - 1) / BC|
 EOF_MISTAKES
     }
-    t_teeth_run "phase4 mask emulator FAILs one mistake in each of fa2-mma's four GPU exercises (online_mma's P~ by expf: log2(e) twice), naming it alone" \
+    t_teeth --run "phase4 mask emulator FAILs one mistake in each of fa2-mma's four GPU exercises (online_mma's P~ by expf: log2(e) twice), naming it alone" \
         emu4_mistakes_named_alone
 else
     t_skip "phase4 fa2-mma's mask path on the CPU emulator" "no CUDA headers (cuda_fp16.h)"

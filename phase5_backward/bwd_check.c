@@ -35,21 +35,8 @@ int bwd_check_causal_range(const attn_problem_t *p, attn_blocks_t bl, char *why,
 
 int bwd_unit_causal_range(char *why, size_t len)
 {
-    static const int NQ[] = {1, 2, 3, 17, 50, 63, 64, 65, 100, 133, 300};
-    static const int NKV[] = {1, 2, 17, 40, 63, 64, 65, 129, 170, 333};
     static const attn_blocks_t BL[] = {{64, 64}, {64, 128}, {128, 64}, {32, 16}, {16, 16}, {3, 5}, {1, 1}};
-    for (size_t a = 0; a < sizeof NQ / sizeof NQ[0]; a++)
-        for (size_t b = 0; b < sizeof NKV / sizeof NKV[0]; b++)
-            for (size_t k = 0; k < sizeof BL / sizeof BL[0]; k++) {
-                const attn_problem_t p = attn_problem(1, 1, 1, NQ[a], NKV[b], 16, true);
-                char w[160];
-                if (bwd_check_causal_range(&p, BL[k], w, sizeof w) != 0) {
-                    snprintf(why, len, "unit check, N_q = %d, N_kv = %d, Br x Bc = %d x %d: %s", NQ[a], NKV[b],
-                             BL[k].Br, BL[k].Bc, w);
-                    return -1;
-                }
-            }
-    return 0;
+    return attn_range_units(bwd_check_causal_range, BL, (int)(sizeof BL / sizeof BL[0]), why, len);
 }
 
 /* The two-pass variant's bytes (bwd.h): pass 1 is Alg. 2 without dQ (no zeroing, no

@@ -22,7 +22,7 @@ else t_skip "phase5 mma2d on the CPU emulator" "no CUDA headers (cuda_fp16.h)"; 
 if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
     t_emu "$EMU5" t_run "phase5 wgmma on the CPU emulator (d = 64, 128): dQ, dK, dV and the visits against fp64 (after phase 4's H100-verified fa2-wgmma step 1 PASSes on it)" bash tools/mma_emu/run.sh wgmma 64 128
     wgmma_mutant() {   # NAME OLD NEW: bwd_wgmma.cu with OLD replaced by NEW must FAIL on the emulator
-        t_emu "$EMU5" t_teeth_run "phase5 wgmma emulator catches $1" bash -c "
+        t_emu "$EMU5" t_teeth --run "phase5 wgmma emulator catches $1" bash -c "
             EMU_OUT='$T5/emu-mutant' EMU_MUTATE='$2=>$3' bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1
             rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -qE '^  d=64 .*: FAIL$' '$T5/mutant.log'"
     }
@@ -31,7 +31,7 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h" ]; then
         'tiles + (C::DQ_BY_KEYS ? wg * C::DQ_TILE : 0)' 'tiles + 0'
     wgmma_mutant "dS^T stored unswizzled" 'dSs + sw128_offset(key0 + 8 * (r % 2), 16 * kk + 8 * (r / 2) + 2 * t)' \
         'dSs + (key0 + 8 * (r % 2)) * 128 + 2 * (16 * kk + 8 * (r / 2) + 2 * t)'
-    t_emu "$EMU5" t_teeth_run "phase5 wgmma emulator catches dQ = dS K_j with dS^T's transpose flag dropped (reads past shared memory)" bash -c "
+    t_emu "$EMU5" t_teeth --run "phase5 wgmma emulator catches dQ = dS K_j with dS^T's transpose flag dropped (reads past shared memory)" bash -c "
         EMU_OUT='$T5/emu-mutant' EMU_MUTATE='wgmma_m64n64k16_ss<1, 1>(dq[h]=>wgmma_m64n64k16_ss<1, 0>(dq[h]' \
             bash tools/mma_emu/run.sh wgmma 64 >'$T5/mutant.log' 2>&1
         rc=\$?; cat '$T5/mutant.log'; [ \$rc -eq 1 ] && grep -q 'wgmma_emu: operand read past' '$T5/mutant.log'"

@@ -31,6 +31,10 @@ START=$(date +%s)
 SUMMARY=()
 
 left() { echo $((BUDGET - ($(date +%s) - START))); }
+# one line of the summary table: NAME VERDICT SECONDS LAST-LINE (the verdict from rc:
+# 0 PASS, 124/137 TIMEOUT, any other FAIL)
+verdict_of() { case $1 in 0) echo PASS ;; 124|137) echo TIMEOUT ;; *) echo FAIL ;; esac; }
+summary_row() { SUMMARY+=("$(printf '%-26s %-7s %5s  %s' "$1" "$2" "$3" "$4")"); }
 
 # step NAME CMD... : log to $LOGS/NAME.log; PASS/FAIL/TIMEOUT/SKIP with seconds and the
 # log's last summary-looking line.
@@ -38,16 +42,14 @@ step() {
     local name=$1; shift
     local log="$LOGS/$name.log" t0 rc lim
     lim=$(left)
-    if [ "$lim" -lt 15 ]; then SUMMARY+=("$(printf '%-26s %-7s %5s  %s' "$name" SKIP - "out of time budget")"); return; fi
+    if [ "$lim" -lt 15 ]; then summary_row "$name" SKIP - "out of time budget"; return; fi
     t0=$(date +%s)
     echo "== $name (limit ${lim}s): $*"
     timeout --kill-after=5 "$lim" "$@" >"$log" 2>&1; rc=$?
-    local dt=$(( $(date +%s) - t0 )) verdict=PASS
-    [ $rc -ne 0 ] && verdict=FAIL
-    [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict=TIMEOUT
+    local dt=$(( $(date +%s) - t0 ))
     local last; last=$(grep -E 'passed|PASS|FAIL|skipped|ERROR SUMMARY|written|wall' "$log" | tail -n 1 | cut -c1-90)
     tail -n 3 "$log" | sed 's/^/   | /'
-    SUMMARY+=("$(printf '%-26s %-7s %4ss  %s' "$name" "$verdict" "$dt" "$last")")
+    summary_row "$name" "$(verdict_of $rc)" "${dt}s" "$last"
 }
 
 PHASES=()
@@ -98,8 +100,7 @@ if [ "${GPU_CHECK_PARALLEL:-0}" = 1 ] && { has tests || has sanitize; }; then
     for j in "${jobs[@]}"; do
         [ -f "$LOGS/$j.rc" ] || continue
         read -r rc dt <"$LOGS/$j.rc"; rm -f "$LOGS/$j.rc"
-        v=PASS; [ "$rc" -ne 0 ] && v=FAIL; { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && v=TIMEOUT
-        SUMMARY+=("$(printf '%-26s %-7s %4ss  %s' "$j" "$v" "$dt" "$(grep -E 'passed|ERROR SUMMARY' "$LOGS/$j.log" | tail -n 1 | cut -c1-90)")")
+        summary_row "$j" "$(verdict_of "$rc")" "${dt}s" "$(grep -E 'passed|ERROR SUMMARY' "$LOGS/$j.log" | tail -n 1 | cut -c1-90)"
     done
     STEPS=${STEPS/ tests / }; STEPS=${STEPS/ sanitize / }
 fi

@@ -179,7 +179,8 @@ mutant "fa2.normalise multiplying by l" phase4 $F4 fa2.normalise 1 's|1.0f / l|l
 mutant "fa2.lse with log2" phase4 $F4 fa2.lse 1 's|logf(l)|log2f(l)|'
 
 # fa2-mma (a .cu header): on a GPU its run FAILs naming it; without one, phase 4's test runs
-# the same mistake on the CPU emulator (phase4_fa2/tests.sh: "... naming fa2.online_mma")
+# the same mistake, and one in each other GPU exercise of the file, on the CPU emulator,
+# where each exercise's own check names it alone (phase4_fa2/tests.sh, fa2_units.h)
 mutant_gpu "fa2.online_mma's P~ by expf (log2(e) twice)" phase4 phase4_fa2/fa2_mma_kernel.cuh fa2.online_mma \
     9 's|= sfu_ex2(fmaf(s\[mtile\]\[n\]\[e\], sl2, -msc));|= expf(fmaf(s[mtile][n][e], sl2, -msc));|'
 

@@ -154,12 +154,14 @@ gpu_unfilled() {
     [ -n "${EX_BUILD:-}" ] && [ ! -f ref/exercises.tsv ] && dir=${EXDIR:-exercises}
     bash tools/exercises.sh unfilled "$dir" "$@" 2>/dev/null | awk '$3 == "GPU" { print $1 }' | paste -sd, - | sed 's/,/, /g'
 }
-# t_emu "FILE..." t_run|t_fail NAME CMD...: the test, skipped while one of the GPU regions of
+# t_emu "FILE..." t_run|t_fail|t_teeth [--run] NAME CMD...: the test, skipped while one of the GPU regions of
 # FILEs (those the emulation compiles) is unfilled, saying which; in a handout a t_run's
 # name ends with the GPU exercises it runs, so that its FAIL names them (T_EMU_BLAMES=1: not
 # so; the emulator names those behind a FAIL itself, by their own checks: fa2_units.h)
 t_emu() {
-    local files=$1 fn=$2 name=$3 u names; shift 3
+    local files=$1 fn=$2 opt=() name u names; shift 2
+    [ "$1" = --run ] && { opt=(--run); shift; }   # t_teeth --run
+    name=$1; shift
     u=$(gpu_unfilled $files)
     if [ -n "$u" ]; then
         case "$u" in *,*) t_skip "$name" "GPU exercises $u not filled in" ;; *) t_skip "$name" "GPU exercise $u not filled in" ;; esac
@@ -169,7 +171,7 @@ t_emu() {
         names=$(awk -F'\t' -v fs=" $files " 'index(fs, " " $2 " ") && $3 == "GPU" { print $1 }' ref/exercises.tsv | paste -sd, - | sed 's/,/, /g')
         [ -z "$names" ] || name="$name (exercises behind it: $names)"
     fi
-    "$fn" "$name" "$@"
+    "$fn" "${opt[@]}" "$name" "$@"
 }
 
 # ---- tests no exercise reaches ----------------------------------------------------------
@@ -233,17 +235,15 @@ ex_mistake() {   # NAME PHASE FILE EXERCISE K EDIT (the reference line itself is
     else t_skip "$1" "the reference of $4 is not in this tree (a handout)"; fi
 }
 
-# t_teeth NAME CMD... / t_teeth_run NAME CMD...: t_fail / t_run for a mistake planted in the
-# repository's own code (EMU_MUTATE: the emulator's teeth). A test of the test tools, not of
-# the student's code: in an exercise build skipped (the planted text may not be there, and
-# the repository's make test runs it once)
+# t_teeth NAME CMD... / t_teeth --run NAME CMD...: t_fail / t_run for a mistake planted in
+# the repository's own code (EMU_MUTATE: the emulator's teeth). A test of the test tools, not
+# of the student's code: in an exercise build skipped (the planted text may not be there,
+# and the repository's make test runs it once)
 t_teeth() {
+    local fn=t_fail
+    [ "$1" = --run ] && { fn=t_run; shift; }
     if [ -n "${EX_BUILD:-}" ]; then t_skip "$1" "a test of the emulator's teeth: the repository's make test runs it"
-    else t_fail "$@"; fi
-}
-t_teeth_run() {
-    if [ -n "${EX_BUILD:-}" ]; then t_skip "$1" "a test of the emulator's teeth: the repository's make test runs it"
-    else t_run "$@"; fi
+    else "$fn" "$@"; fi
 }
 
 # t_bounded NAME SECONDS MIB CMD...: t_run, and CMD (with its children) ended within SECONDS

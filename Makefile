@@ -76,6 +76,10 @@ CPPFLAGS += $(if $(DEC_WARPS),-DDEC_WARPS=$(DEC_WARPS) -DDEC_SMEM_CAP=232448)
 # DEC_STAGES=3: phase 6's K/V ring three tiles deep (default 2), only to measure it (tools/
 # dec_stages_probe.sh); at d = 128 two blocks of it fit an SM of Hopper or Ampere, not sm_86/89
 CPPFLAGS += $(if $(DEC_STAGES),-DDEC_STAGES=$(DEC_STAGES) -DDEC_SMEM_CAP=232448)
+# SOFTMAX_PROBE=NO_RESCALE or NO_EXP: the Hopper steps' softmax with O~'s rescale, or its
+# exp2 (an FFMA in its place), taken out: wrong results (the checks FAIL), only to measure
+# what each costs (tools/softmax_probe.sh)
+CPPFLAGS += $(if $(SOFTMAX_PROBE),-DSOFTMAX_PROBE_$(SOFTMAX_PROBE)=1)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))

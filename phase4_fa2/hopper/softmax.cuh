@@ -75,6 +75,10 @@ __device__ __forceinline__ void mask_apply(float (&s)[BC / 64][32], const uint32
 template <int D>
 __device__ __forceinline__ void rescale_o(RowTile<D> &st, const float (&o_scale)[2])
 {
+#if SOFTMAX_PROBE_NO_RESCALE   /* a probe of its cost (Makefile's SOFTMAX_PROBE): O~ wrong */
+    (void)st; (void)o_scale;
+    return;
+#endif
 #pragma unroll
     for (int a = 0; a < D / 64; a++)
 #pragma unroll
@@ -137,7 +141,11 @@ __device__ __forceinline__ void softmax_block(RowTile<D> &st, float (&s)[BC / 64
                 for (int c = 0; c < 2; c++) {
                     float &v = s[sub][4 * n8 + 2 * x + c];
                     const float e2 = fmaf(v, sl2, -max_scaled);
+#if SOFTMAX_PROBE_NO_EXP   /* a probe of exp2's cost (Makefile's SOFTMAX_PROBE): P~ wrong */
+                    v = e2;
+#else
                     v = 2 * n8 + c < FMA_EX2 ? fma_ex2(e2) : sfu_ex2(e2);
+#endif
                     part += v;
                 }
         st.l[x] = fmaf(alpha[x], st.l[x], part);

@@ -299,6 +299,29 @@ def hopper_sweep_record():
     return T, P
 
 
+def chapter_4b_exp_budget(doc, text):
+    """the exp budget's probe table: each build's TFLOP/s (and its ratio to the build as it is)
+    from the record of tools/softmax_probe.sh"""
+    rec = {}
+    with open(os.path.join(H200, "phase4/softmax_probe_7f51d3a.txt")) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 10 and w[0] in ("default", "norescale", "noexp") and w[2].isdigit():
+                rec[(w[0], w[1], int(w[5]), int(w[6]))] = float(w[8])
+    got = table(text, "| d | kernel | as built | no O~ rescale | no exp2 |")
+    cells = []
+    for r in got or []:
+        d = int(r[0].split(",")[0]); c = 1 if "causal" in r[0] else 0; k = r[1].strip("`")
+        base = rec.get(("default", k, d, c))
+        cells.append((r[0] + " " + k + " as built", r[2], base))
+        for col, build in ((3, "norescale"), (4, "noexp")):
+            value, _, ratio = r[col].partition(" (")
+            v = rec.get((build, k, d, c))
+            cells.append((r[0] + " " + k + " " + build, value, v))
+            cells.append((r[0] + " " + k + " " + build + " ratio", ratio.rstrip(")"), v / base if v and base else None))
+    check_table(doc, "the exp budget measured (softmax_probe)", got, cells)
+
+
 def chapter_4b():
     doc = "04b_hopper.md"
     text = chapter(doc)
@@ -578,6 +601,7 @@ def chapter_4b():
         a, b = rec.get(key + (64,)), rec.get(key + (128,))
         cells += [(r[0] + " Bc=64", r[1], a), (r[0] + " Bc=128", r[2], b), (r[0] + " ratio", r[3], b / a if a and b else None)]
     check_table(doc, "Bc = 64 against 128", got, cells)
+    chapter_4b_exp_budget(doc, text)
 
     # ptxas: the note and the spill the chapter quotes are in the recorded log
     with open(os.path.join(CPU, "phase4/phase4_ptxas_3a33da2.txt")) as f:

@@ -320,6 +320,14 @@ def chapter_4b_exp_budget(doc, text):
             cells.append((r[0] + " " + k + " " + build, value, v))
             cells.append((r[0] + " " + k + " " + build + " ratio", ratio.rstrip(")"), v / base if v and base else None))
     check_table(doc, "the exp budget measured (softmax_probe)", got, cells)
+    # conditional rescaling on the CPU model: every figure of its table is one the test printed
+    with open(os.path.join(CPU, "phase4/cond_rescale_6ab3d1a.txt")) as f:
+        printed = f.read()
+    got = table(text, "| run (B=1 H=2 N_q=512 N_kv=1024 d=128, fp64 oracle) |")
+    figures = [c for r in got or [] for c in r[1:] if c]
+    absent = [c for c in figures if not all(re.search(r"(^|[ (,])" + re.escape(w) + r"([ ;,)]|$)", printed) for w in c.split(" of "))]
+    report(got and figures and not absent, "%s: table conditional rescaling (%d figures, each in its record)" % (doc, len(figures)),
+           "not recorded: " + ", ".join(absent))
 
 
 def chapter_4b():

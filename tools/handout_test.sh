@@ -182,4 +182,5 @@ if [ -n "${states_pid:-}" ]; then
     wait "$states_pid" || bad=1
     cat "$T/make_test_states.out"
 fi
+echo "handout test: $SECONDS s"
 exit $bad

@@ -13,6 +13,8 @@ export TEST_PHASES="$*"   # the phases under test (common/tests.sh asks, in an e
 # EXERCISES_ONLY=1: the exercise tests of tools/tests.sh alone (EXERCISE_FILTER narrows them)
 [ -z "${EXERCISES_ONLY:-}" ] && { section common; source common/tests.sh; }
 [ -n "${EXERCISES_ONLY:-}" ] && set --
+# the handout and its test, in the background beside the phases (tools/tests.sh takes it)
+if [ -z "${SKIP_TOOLS:-}" ]; then section handout; source tools/handout_bg.sh; fi
 for phase in "$@"; do
     dir=$(ls -d "${phase}"_*/ 2>/dev/null | head -n 1)
     [ -f "${dir}tests.sh" ] || continue

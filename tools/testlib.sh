@@ -20,7 +20,12 @@ LOGDIR=${LOGDIR:-$BUILD/testlogs}
 mkdir -p "$LOGDIR"
 T_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/fa-tests.XXXXXX") || { echo "testlib: cannot make a temporary folder" >&2; exit 1; }
 export TMPDIR=$T_ROOT
-_t_cleanup() { [ -n "${T_ROOT:-}" ] && chmod -R u+rwx "$T_ROOT" 2>/dev/null; rm -rf "${T_ROOT:?}"; }
+# T_BG_PIDS: tests a tests.sh runs in the background (tools/tests.sh's handout test), stopped
+# with the run
+_t_cleanup() {
+    [ -n "${T_BG_PIDS:-}" ] && kill $T_BG_PIDS 2>/dev/null
+    [ -n "${T_ROOT:-}" ] && chmod -R u+rwx "$T_ROOT" 2>/dev/null; rm -rf "${T_ROOT:?}"
+}
 trap _t_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -243,14 +243,13 @@ static void test_fp8_sums(void)
  * P saturates and O goes wrong with no error raised (here its error triples; flash-attention's
  * issues #2577 and #2716 report a cos-sim of 0.86), and the bound (p_shift + tau <= log2 448)
  * brings it back to always rescaling's error. */
+/* the cosine of O and the oracle's O (flash-attention's issues quote it), and O's rel L2
+ * (check.h's err_compare, the project's metric) in *rel */
 static double cos_sim(const float *o, const double *ref, size_t n, double *rel)
 {
-    double dot = 0, oo = 0, rr = 0, se = 0;
-    for (size_t i = 0; i < n; i++) {
-        dot += o[i] * ref[i]; oo += (double)o[i] * o[i]; rr += ref[i] * ref[i];
-        se += ((double)o[i] - ref[i]) * ((double)o[i] - ref[i]);
-    }
-    *rel = sqrt(se / rr);
+    double dot = 0, oo = 0, rr = 0;
+    for (size_t i = 0; i < n; i++) { dot += o[i] * ref[i]; oo += (double)o[i] * o[i]; rr += ref[i] * ref[i]; }
+    *rel = err_compare(o, ref, n, tol_cpu()).rel_l2;
     return dot / sqrt(oo * rr);
 }
 static void test_fp8_cond(void)

@@ -39,11 +39,12 @@ cxx() {   # SOURCE OUT
                  -I"$root/phase0_model" -I"${BUILD:-$root/build}/gen" -DFA_BLOCKS_GEN -DHAVE_CUDA=1 -I"$CUDA_INC")
     if [ -n "${EMU_DEPS:-}" ]; then   # the files it compiles, one a line: relative to the tree's
         # top, or gen:NAME for gen.py's copy of a header of that name in $out
+        local gen top f
+        gen=$(realpath "$out"); top=$(realpath "$root")
         g++ "${flags[@]}" -MM -x c++ "$here/$1" | tr ' \\' '\n\n' | grep -E '\.(c|cu|cuh|h|cpp|inc)$' |
             while read -r f; do
                 f=$(realpath "$f")
-                case "$f" in "$(realpath "$out")"/*) echo "gen:$(basename "$f")" ;;
-                             *) realpath --relative-to="$(realpath "$root")" "$f" ;; esac
+                case "$f" in "$gen"/*) echo "gen:$(basename "$f")" ;; *) realpath --relative-to="$top" "$f" ;; esac
             done | grep -v '^\.\./' | sort -u
         return
     fi

@@ -80,6 +80,13 @@ CPPFLAGS += $(if $(DEC_STAGES),-DDEC_STAGES=$(DEC_STAGES) -DDEC_SMEM_CAP=232448)
 # exp2 (an FFMA in its place), taken out: wrong results (the checks FAIL), only to measure
 # what each costs (tools/softmax_probe.sh)
 CPPFLAGS += $(if $(SOFTMAX_PROBE),-DSOFTMAX_PROBE_$(SOFTMAX_PROBE)=1)
+# BWD_PROBE=NO_EXP, NO_DQ_ADD or ONE_BULK: the Hopper backward (steps 3-4) with P^T's exp2
+# replaced by an FFMA, with the dQ writer's adds left out, or with one bulk reduce a tile in
+# place of one a row (of the wrong bytes): wrong results, only to measure what each costs
+# (tools/bwd_cost_probe.sh)
+CPPFLAGS += $(if $(BWD_PROBE),-DBWD_PROBE_$(BWD_PROBE)=1)
+# a probe's build times the rows its checks FAIL (common/driver.c)
+CPPFLAGS += $(if $(SOFTMAX_PROBE)$(BWD_PROBE),-DFA_PROBE_BUILD=1)
 
 # ---- CUDA: built when nvcc is on the PATH ---------------------------------------------
 HAVE_NVCC := $(if $(NO_CUDA),,$(shell command -v $(NVCC) 2>/dev/null))

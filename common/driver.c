@@ -425,10 +425,9 @@ void drv_gpu_run(drv_row_t *r, const attn_inputs_t *in, const drv_gpu_bufs_t *b,
     free(L);
     if (how->keep && drv_passed(r)) *how->keep = O;
     else free(O);
-    /* a kernel that fails its check is not timed */
-    /* a kernel is timed only once its check PASSed; a softmax probe's build (Makefile's
-     * SOFTMAX_PROBE: results wrong by design) times its FAILed rows too, to measure them */
-#if SOFTMAX_PROBE_NO_RESCALE || SOFTMAX_PROBE_NO_EXP
+    /* a kernel is timed only once its check PASSed; a probe's build (Makefile's SOFTMAX_PROBE
+     * and BWD_PROBE: results wrong by design) times its FAILed rows too, to measure them */
+#if FA_PROBE_BUILD
     r->time_ms = gpu_time_ms(how->launch, how->ctx, how->warmup, how->iters);
 #else
     if (drv_passed(r)) r->time_ms = gpu_time_ms(how->launch, how->ctx, how->warmup, how->iters);

@@ -119,7 +119,11 @@ __device__ __forceinline__ void bwd_p_masked(float (&s)[32], uint32_t (&pa)[BR /
 #pragma unroll
             for (int y = 0; y < 2; y++) {
                 const int e = 4 * n8 + 2 * x + y;
+#if BWD_PROBE_NO_EXP   /* a probe of exp2's cost (Makefile's BWD_PROBE): P^T wrong */
+                float pv = fmaf(s[e], sl2, nl[y]);
+#else
                 float pv = sfu_ex2(fmaf(s[e], sl2, nl[y]));   /* L = +inf: a fully masked row, P = 0 */
+#endif
                 if (MASK) {
                     const int key = j0 + key0 + 8 * x, qrow = q0 + 8 * n8 + 2 * t + y;
                     if (key >= p.N_kv || qrow >= p.N_q || !attn_visible(&p, qrow, key)) pv = 0.0f;

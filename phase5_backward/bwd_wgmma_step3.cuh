@@ -111,8 +111,14 @@ bwd_wgmma_ws_kernel(const __grid_constant__ WsBwdArgs args)
                 const int valid = p.N_q - i * BR;
                 const WsDqOrder<C, DET> order(args, l_off, i, j, Tc);
                 order.wait_turn(lane);
+#if BWD_PROBE_NO_DQ_ADD   /* probes of the adds' cost (Makefile's BWD_PROBE): dQ wrong */
+#elif BWD_PROBE_ONE_BULK
+                if (lane == 0)
+                    bulk_reduce_add_f32(args.dQ + l_off * D, tile, (unsigned)(min(valid, BR) * D * sizeof(float)));
+#else
                 for (int row = lane; row < BR && row < valid; row += 32)   /* rows past N_q: not added */
                     bulk_reduce_add_f32(args.dQ + (l_off + row) * D, tile + row * C::DQ::PITCH, D * sizeof(float));
+#endif
                 bulk_commit();
                 order.added(lane);
                 if (lane == 0) dq.release();
